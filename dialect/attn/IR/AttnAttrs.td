@@ -1,0 +1,31 @@
+//===- AttnAttrs.td - attn dialect attributes --------------*- tablegen -*-===//
+
+#ifndef ATTN_IR_ATTNATTRS_TD
+#define ATTN_IR_ATTNATTRS_TD
+
+include "attn/IR/AttnDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+// The three forms in which the seeds add an ALiBi bias to a score. For a
+// query at absolute position `qpos` of a sequence with `ctx` cached tokens
+// and a key at position `kpos`, the bias is `slope * d` with
+//   relative: d = kpos - qpos   (prefix prefill; <= 0 under causal masking)
+//   context:  d = kpos - ctx    (unified attention)
+//   absolute: d = kpos
+// All three differ by a per-row constant and so give the same softmax; they
+// differ in the partial row maxima that split-KV forms expose.
+def Attn_AlibiForm : I32EnumAttr<"AlibiForm", "ALiBi bias form", [
+    I32EnumAttrCase<"relative", 0>,
+    I32EnumAttrCase<"context", 1>,
+    I32EnumAttrCase<"absolute", 2>
+  ]> {
+  let cppNamespace = "::mlir::attn";
+  let genSpecializedAttr = 0;
+}
+
+def Attn_AlibiFormAttr : EnumAttr<Attn_Dialect, Attn_AlibiForm, "alibi"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+#endif // ATTN_IR_ATTNATTRS_TD

@@ -1,0 +1,416 @@
+//===- AttnOps.td - attn dialect operations ----------------*- tablegen -*-===//
+//
+// One op per vLLM attention kernel plus attn.merge_states. All ops are in
+// destination-passing style over memrefs; docs/semantics.md is the normative
+// statement of the math, the descriptions below summarize it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_IR_ATTNOPS_TD
+#define ATTN_IR_ATTNOPS_TD
+
+include "attn/IR/AttnDialect.td"
+include "attn/IR/AttnAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// Operand kinds, named once so each op reads as its layout.
+class Attn_In<string desc> : Arg<AnyMemRef, desc, [MemRead]>;
+class Attn_OptIn<string desc> : Arg<Optional<AnyMemRef>, desc, [MemRead]>;
+class Attn_Out<string desc> : Arg<AnyMemRef, desc, [MemWrite]>;
+class Attn_OptOut<string desc> : Arg<Optional<AnyMemRef>, desc, [MemWrite]>;
+
+//===----------------------------------------------------------------------===//
+// attn.prefix_prefill
+//===----------------------------------------------------------------------===//
+
+def Attn_PrefixPrefillOp : Attn_Op<"prefix_prefill",
+    [AttrSizedOperandSegments]> {
+  let summary = "new tokens over a paged KV-cache context, then causal";
+  let description = [{
+    vLLM's `context_attention_fwd`. Sequence `b` of the batch has
+    `L_b = query_start[b+1] - query_start[b]` new tokens (rows
+    `query_start[b] .. query_start[b+1]` of `q`, `k`, `v` and `out`) and
+    `C_b = seq_lens[b] - L_b` tokens already in the paged cache. New token
+    `i` sits at absolute position `C_b + i` and attends, for query head `h`
+    and its KV head `h / (q_heads / kv_heads)`, to
+
+    * every cached token `j < C_b` (read through `block_table[b, j / BS]`,
+      no causal mask there), and
+    * every new token `j <= i` (causal over the new tokens),
+
+    restricted by `sliding_window = W` to keys with `qpos - kpos < W`.
+    Scores are `scale * q.k` (+ the ALiBi bias `slope[h] * (kpos - qpos)`),
+    the softmax denominator gains `exp(sinks[h])` when sinks are given, and
+    the output row is `sum_j p_j v_j`; a row with no visible key is 0.
+
+    Layouts (vLLM's):
+    * `q`, `out`: `[tokens, q_heads, head_dim]`; `k`, `v`: `[tokens,
+      kv_heads, head_dim]` (the new tokens' keys and values).
+    * `k_cache`: `[num_blocks, kv_heads, head_dim / x, block_size, x]`,
+      `v_cache`: `[num_blocks, kv_heads, head_dim, block_size]`.
+    * `block_table`: `[batch, max_blocks_per_seq]` i32; `query_start`:
+      `[batch + 1]` i32; `seq_lens`: `[batch]` i32 (context + new tokens).
+
+    An fp8 cache (`f8E4M3FN` / `f8E5M2`) is dequantized as
+    `float(x) * k_scale` / `float(x) * v_scale`; an fp8 `out` is written as
+    `clamp(o / out_scale, fp8_min, fp8_max)` rounded to nearest-even.
+    `skip_decode` leaves the rows of sequences with `L_b == 1` untouched.
+
+    ```mlir
+    attn.prefix_prefill q(%q : memref<?x32x128xbf16>)
+        k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>)
+        k_cache(%kc : memref<?x8x16x16x8xbf16>)
+        v_cache(%vc : memref<?x8x128x16xbf16>)
+        block_table(%bt : memref<?x?xi32>)
+        query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>)
+        scale(%scale) out(%o : memref<?x32x128xbf16>)
+        {sliding_window = 4096 : i64}
+    ```
+  }];
+  let arguments = (ins
+    Attn_In<"queries [tokens, q_heads, head_dim]">:$q,
+    Attn_In<"new keys [tokens, kv_heads, head_dim]">:$k,
+    Attn_In<"new values [tokens, kv_heads, head_dim]">:$v,
+    Attn_In<"key cache [blocks, kv_heads, head_dim/x, block_size, x]">:$k_cache,
+    Attn_In<"value cache [blocks, kv_heads, head_dim, block_size]">:$v_cache,
+    Attn_In<"block table [batch, max_blocks] i32">:$block_table,
+    Attn_In<"query start offsets [batch+1] i32">:$query_start,
+    Attn_In<"sequence lengths (context + new) [batch] i32">:$seq_lens,
+    F32:$scale,
+    Attn_OptIn<"fp8 key-cache scale [1] f32">:$k_scale,
+    Attn_OptIn<"fp8 value-cache scale [1] f32">:$v_scale,
+    Attn_OptIn<"ALiBi slopes [q_heads] f32">:$alibi_slopes,
+    Attn_OptIn<"attention sinks [q_heads] f32">:$sinks,
+    Attn_OptIn<"fp8 output scale [1] f32">:$out_scale,
+    Attn_Out<"output [tokens, q_heads, head_dim]">:$out,
+    OptionalAttr<I64Attr>:$sliding_window,
+    UnitAttr:$skip_decode,
+    OptionalAttr<Attn_AlibiFormAttr>:$alibi_form
+  );
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)`
+    `k` `(` $k `:` type($k) `)`
+    `v` `(` $v `:` type($v) `)`
+    `k_cache` `(` $k_cache `:` type($k_cache) `)`
+    `v_cache` `(` $v_cache `:` type($v_cache) `)`
+    `block_table` `(` $block_table `:` type($block_table) `)`
+    `query_start` `(` $query_start `:` type($query_start) `)`
+    `seq_lens` `(` $seq_lens `:` type($seq_lens) `)`
+    `scale` `(` $scale `)`
+    (`k_scale` `(` $k_scale^ `:` type($k_scale) `)`)?
+    (`v_scale` `(` $v_scale^ `:` type($v_scale) `)`)?
+    (`alibi_slopes` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`out_scale` `(` $out_scale^ `:` type($out_scale) `)`)?
+    `out` `(` $out `:` type($out) `)`
+    attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getHeadDim();
+    int64_t getNumQueryHeads();
+    int64_t getNumKvHeads();
+    int64_t getBlockSize();
+    /// The `x` of vLLM's split key-cache layout.
+    int64_t getKeySplit();
+    AlibiForm getAlibiFormOrDefault() {
+      return getAlibiForm().value_or(AlibiForm::relative);
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// attn.unified
+//===----------------------------------------------------------------------===//
+
+def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments]> {
+  let summary = "mixed prefill + decode attention over a paged NHD cache";
+  let description = [{
+    vLLM's `unified_attention`. Sequence `b` has `L_b = cu_seqlens_q[b+1] -
+    cu_seqlens_q[b]` query tokens and `N_b = seqused_k[b]` keys in the paged
+    cache, the queries being the last `L_b` of them: query `i` is at position
+    `C_b + i` with `C_b = N_b - L_b`. Attention is causal (key `j` visible
+    when `j <= C_b + i`), optionally windowed (`qpos - kpos <
+    sliding_window`; vLLM's `window_size[0] = w` maps to `w + 1`), with score
+    `scale * q.k`, then `softcap * tanh(s / softcap)` when `softcap` is given,
+    then the ALiBi bias (`context` form by default: `slope[h] * (kpos -
+    C_b)`). `sinks[h]` joins the softmax denominator.
+
+    Layouts: `q`, `out`: `[tokens, q_heads, head_dim]`; `k_cache`,
+    `v_cache`: `[num_blocks, block_size, kv_heads, head_dim]`; `block_table`:
+    `[batch, max_blocks]` i32; `cu_seqlens_q`: `[batch+1]` i32;
+    `seqused_k`: `[batch]` i32. fp8 caches are dequantized with
+    `k_descale` / `v_descale`; an fp8 `q` with `q_descale` (then the caches
+    must be fp8 too); fp8 `out` with `out_scale`.
+
+    Split-KV form: with `num_segments = S` the key range `[0, N_b)` of each
+    sequence is cut into `S` segments of `ceil(N_b / (S * BS))` pages and the
+    op writes, per segment, the unnormalized accumulator to `out`
+    (`[tokens, q_heads, S, head_dim]` f32), the running max to `segment_max`
+    and the exp-sum to `segment_sum` (`[tokens, q_heads, S]` f32), in the
+    `exp` (natural) domain; empty segments write (0, -inf, 0).
+    `attn.merge_states` combines them.
+
+    ```mlir
+    attn.unified q(%q : memref<?x32x128xbf16>)
+        k_cache(%kc : memref<?x16x8x128xbf16>)
+        v_cache(%vc : memref<?x16x8x128xbf16>)
+        block_table(%bt : memref<?x?xi32>)
+        cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
+        scale(%scale) softcap(%cap) out(%o : memref<?x32x128xbf16>)
+    ```
+  }];
+  let arguments = (ins
+    Attn_In<"queries [tokens, q_heads, head_dim]">:$q,
+    Attn_In<"key cache [blocks, block_size, kv_heads, head_dim]">:$k_cache,
+    Attn_In<"value cache [blocks, block_size, kv_heads, head_dim]">:$v_cache,
+    Attn_In<"block table [batch, max_blocks] i32">:$block_table,
+    Attn_In<"query start offsets [batch+1] i32">:$cu_seqlens_q,
+    Attn_In<"keys per sequence [batch] i32">:$seqused_k,
+    F32:$scale,
+    Optional<F32>:$softcap,
+    Attn_OptIn<"fp8 query descale [1] f32">:$q_descale,
+    Attn_OptIn<"fp8 key-cache descale [1] f32">:$k_descale,
+    Attn_OptIn<"fp8 value-cache descale [1] f32">:$v_descale,
+    Attn_OptIn<"ALiBi slopes [q_heads] f32">:$alibi_slopes,
+    Attn_OptIn<"attention sinks [q_heads] f32">:$sinks,
+    Attn_OptIn<"fp8 output scale [1] f32">:$out_scale,
+    Attn_Out<"output [tokens, q_heads, head_dim], or partial accumulators "
+             "[tokens, q_heads, segments, head_dim] f32">:$out,
+    Attn_OptOut<"segment row max [tokens, q_heads, segments] f32">:$segment_max,
+    Attn_OptOut<"segment exp-sum [tokens, q_heads, segments] f32">:$segment_sum,
+    OptionalAttr<I64Attr>:$sliding_window,
+    OptionalAttr<I64Attr>:$num_segments,
+    OptionalAttr<Attn_AlibiFormAttr>:$alibi_form
+  );
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)`
+    `k_cache` `(` $k_cache `:` type($k_cache) `)`
+    `v_cache` `(` $v_cache `:` type($v_cache) `)`
+    `block_table` `(` $block_table `:` type($block_table) `)`
+    `cu_seqlens_q` `(` $cu_seqlens_q `:` type($cu_seqlens_q) `)`
+    `seqused_k` `(` $seqused_k `:` type($seqused_k) `)`
+    `scale` `(` $scale `)`
+    (`softcap` `(` $softcap^ `)`)?
+    (`q_descale` `(` $q_descale^ `:` type($q_descale) `)`)?
+    (`k_descale` `(` $k_descale^ `:` type($k_descale) `)`)?
+    (`v_descale` `(` $v_descale^ `:` type($v_descale) `)`)?
+    (`alibi_slopes` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`out_scale` `(` $out_scale^ `:` type($out_scale) `)`)?
+    `out` `(` $out `:` type($out) `)`
+    (`segment_max` `(` $segment_max^ `:` type($segment_max) `)`)?
+    (`segment_sum` `(` $segment_sum^ `:` type($segment_sum) `)`)?
+    attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getHeadDim();
+    int64_t getNumQueryHeads();
+    int64_t getNumKvHeads();
+    int64_t getBlockSize();
+    bool isSplitKv() { return getNumSegments().has_value(); }
+    AlibiForm getAlibiFormOrDefault() {
+      return getAlibiForm().value_or(AlibiForm::context);
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// attn.flash
+//===----------------------------------------------------------------------===//
+
+def Attn_FlashOp : Attn_Op<"flash", [AttrSizedOperandSegments]> {
+  let summary = "varlen FlashAttention-2 forward: causal, bias, dropout, fp8";
+  let description = [{
+    vLLM's `triton_attention`. Sequence `b` has `Lq = cu_seqlens_q[b+1] -
+    cu_seqlens_q[b]` queries and `Lk = cu_seqlens_k[b+1] - cu_seqlens_k[b]`
+    keys. With `causal`, the mask is aligned bottom-right: query `i` sees key
+    `j` when `j <= i + Lk - Lq`, so queries with `i < Lq - Lk` see nothing
+    and output 0. The score is `scale * q.k + bias[b', h, i, j]` (`b' = b`,
+    or 0 when `bias` has one batch row). With dropout, the probabilities
+    (after normalization) are kept where the Philox-4x32-10 uniform at
+    counter `philox_offset + ((b * q_heads + h) * Lq + i) * Lk + j` under key
+    `philox_seed` exceeds `dropout_p`, and scaled by `1 / (1 - dropout_p)`.
+
+    fp8: when `q`, `k`, `v` are fp8 the four scales are required; scores use
+    `scale * q_scale * k_scale`, the probabilities are quantized as
+    `p / p_scale` to the type of `v` before the PV product, whose result is
+    multiplied by `p_scale * v_scale`. An fp8 `out` uses `out_scale`.
+
+    Layouts: `q`, `out`: `[total_q, q_heads, head_dim]`; `k`, `v`:
+    `[total_k, kv_heads, head_dim]`; `cu_seqlens_q/k`: `[batch+1]` i32;
+    `bias`: `[1 or batch, q_heads, max_seqlen_q, max_seqlen_k]`.
+
+    ```mlir
+    attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>)
+        v(%v : memref<?x16x128xf16>)
+        cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>)
+        scale(%scale) out(%o : memref<?x16x128xf16>) {causal}
+    ```
+  }];
+  let arguments = (ins
+    Attn_In<"queries [total_q, q_heads, head_dim]">:$q,
+    Attn_In<"keys [total_k, kv_heads, head_dim]">:$k,
+    Attn_In<"values [total_k, kv_heads, head_dim]">:$v,
+    Attn_In<"query offsets [batch+1] i32">:$cu_seqlens_q,
+    Attn_In<"key offsets [batch+1] i32">:$cu_seqlens_k,
+    F32:$scale,
+    Attn_OptIn<"additive bias [1|batch, q_heads, max_q, max_k]">:$bias,
+    Optional<F32>:$dropout_p,
+    Optional<I64>:$philox_seed,
+    Optional<I64>:$philox_offset,
+    Attn_OptIn<"fp8 query scale [1] f32">:$q_scale,
+    Attn_OptIn<"fp8 key scale [1] f32">:$k_scale,
+    Attn_OptIn<"fp8 value scale [1] f32">:$v_scale,
+    Attn_OptIn<"fp8 probability scale [1] f32">:$p_scale,
+    Attn_OptIn<"fp8 output scale [1] f32">:$out_scale,
+    Attn_Out<"output [total_q, q_heads, head_dim]">:$out,
+    UnitAttr:$causal
+  );
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)`
+    `k` `(` $k `:` type($k) `)`
+    `v` `(` $v `:` type($v) `)`
+    `cu_seqlens_q` `(` $cu_seqlens_q `:` type($cu_seqlens_q) `)`
+    `cu_seqlens_k` `(` $cu_seqlens_k `:` type($cu_seqlens_k) `)`
+    `scale` `(` $scale `)`
+    (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`dropout` `(` $dropout_p^ `,` $philox_seed `,` $philox_offset `)`)?
+    (`q_scale` `(` $q_scale^ `:` type($q_scale) `)`)?
+    (`k_scale` `(` $k_scale^ `:` type($k_scale) `)`)?
+    (`v_scale` `(` $v_scale^ `:` type($v_scale) `)`)?
+    (`p_scale` `(` $p_scale^ `:` type($p_scale) `)`)?
+    (`out_scale` `(` $out_scale^ `:` type($out_scale) `)`)?
+    `out` `(` $out `:` type($out) `)`
+    attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getHeadDim();
+    int64_t getNumQueryHeads();
+    int64_t getNumKvHeads();
+    bool hasDropout() { return getDropoutP() != nullptr; }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// attn.blocksparse
+//===----------------------------------------------------------------------===//
+
+def Attn_BlockSparseOp : Attn_Op<"blocksparse"> {
+  let summary = "block-sparse attention over a per-head CSR block layout";
+  let description = [{
+    vLLM's `blocksparse_flash_attn_varlen_fwd`. Sequence `b` has `Lk` keys
+    and either `Lq = Lk` queries (prefill) or `Lq = 1` (decode); query `i`
+    sits at position `p = Lk - Lq + i`. For head `h` (layout row `h`, or row
+    0 when the layout has a single head row) query `p` sees key `j` when
+    `j <= p` and key block `j / block_size` is one of
+    `col[h, crow[h, r] .. crow[h, r+1]]` with `r = p / q_block_size`
+    (`q_block_size` defaults to `block_size`). Score `scale * q.k`; a row with
+    no visible key outputs 0.
+
+    Layouts: `q`, `out`: `[total_q, q_heads, head_dim]`; `k`, `v`:
+    `[total_k, kv_heads, head_dim]`; `crow`: `[1|q_heads, rows+1]` i32,
+    non-decreasing per head; `col`: `[1|q_heads, nnz]` i32 key-block ids.
+
+    ```mlir
+    attn.blocksparse q(%q : memref<?x16x128xbf16>)
+        k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>)
+        cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>)
+        crow(%crow : memref<16x257xi32>) col(%col : memref<16x?xi32>)
+        scale(%scale) out(%o : memref<?x16x128xbf16>)
+        {block_size = 64 : i64}
+    ```
+  }];
+  let arguments = (ins
+    Attn_In<"queries [total_q, q_heads, head_dim]">:$q,
+    Attn_In<"keys [total_k, kv_heads, head_dim]">:$k,
+    Attn_In<"values [total_k, kv_heads, head_dim]">:$v,
+    Attn_In<"query offsets [batch+1] i32">:$cu_seqlens_q,
+    Attn_In<"key offsets [batch+1] i32">:$cu_seqlens_k,
+    Attn_In<"CSR row pointers [1|q_heads, rows+1] i32">:$crow,
+    Attn_In<"CSR column (key block) ids [1|q_heads, nnz] i32">:$col,
+    F32:$scale,
+    Attn_Out<"output [total_q, q_heads, head_dim]">:$out,
+    I64Attr:$block_size,
+    OptionalAttr<I64Attr>:$q_block_size
+  );
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)`
+    `k` `(` $k `:` type($k) `)`
+    `v` `(` $v `:` type($v) `)`
+    `cu_seqlens_q` `(` $cu_seqlens_q `:` type($cu_seqlens_q) `)`
+    `cu_seqlens_k` `(` $cu_seqlens_k `:` type($cu_seqlens_k) `)`
+    `crow` `(` $crow `:` type($crow) `)`
+    `col` `(` $col `:` type($col) `)`
+    `scale` `(` $scale `)`
+    `out` `(` $out `:` type($out) `)`
+    attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getHeadDim();
+    int64_t getNumQueryHeads();
+    int64_t getNumKvHeads();
+    int64_t getQueryBlockSize() {
+      return getQBlockSize().value_or(getBlockSize());
+    }
+    bool hasPerHeadLayout();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// attn.merge_states
+//===----------------------------------------------------------------------===//
+
+def Attn_MergeStatesOp : Attn_Op<"merge_states", [AttrSizedOperandSegments]> {
+  let summary = "combine split-KV partial outputs";
+  let description = [{
+    Combines `S` partial attention results per (token, head). Two forms:
+
+    * max/sum (what `attn.unified` with `num_segments` writes): `partial`
+      holds unnormalized accumulators `a_s`, `segment_max` the row maxima
+      `m_s` and `segment_sum` the exp-sums `l_s`. With `M = max_s m_s`,
+      `out = sum_s exp(m_s - M) a_s / sum_s exp(m_s - M) l_s`.
+    * LSE: `partial` holds normalized outputs `o_s` and `segment_lse` the
+      log-sum-exps `lse_s`; `out = sum_s exp(lse_s - M) o_s / sum_s
+      exp(lse_s - M)` with `M = max_s lse_s`.
+
+    Segments with `m_s = -inf` (or `lse_s = -inf`) contribute nothing; a row
+    whose segments are all empty outputs 0. `sinks` (`[heads]` f32) add
+    `exp(sinks[h] - M)` to the denominator; an fp8 `out` uses `out_scale`.
+
+    ```mlir
+    attn.merge_states partial(%acc : memref<?x32x16x128xf32>)
+        segment_max(%m : memref<?x32x16xf32>)
+        segment_sum(%l : memref<?x32x16xf32>)
+        out(%o : memref<?x32x128xbf16>)
+    ```
+  }];
+  let arguments = (ins
+    Attn_In<"partial outputs [tokens, heads, segments, head_dim] f32">:$partial,
+    Attn_OptIn<"segment row max [tokens, heads, segments] f32">:$segment_max,
+    Attn_OptIn<"segment exp-sum [tokens, heads, segments] f32">:$segment_sum,
+    Attn_OptIn<"segment log-sum-exp [tokens, heads, segments] f32">:$segment_lse,
+    Attn_OptIn<"attention sinks [heads] f32">:$sinks,
+    Attn_OptIn<"fp8 output scale [1] f32">:$out_scale,
+    Attn_Out<"output [tokens, heads, head_dim]">:$out
+  );
+  let assemblyFormat = [{
+    `partial` `(` $partial `:` type($partial) `)`
+    (`segment_max` `(` $segment_max^ `:` type($segment_max) `)`)?
+    (`segment_sum` `(` $segment_sum^ `:` type($segment_sum) `)`)?
+    (`segment_lse` `(` $segment_lse^ `:` type($segment_lse) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`out_scale` `(` $out_scale^ `:` type($out_scale) `)`)?
+    `out` `(` $out `:` type($out) `)`
+    attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isLseForm() { return getSegmentLse() != nullptr; }
+  }];
+}
+
+#endif // ATTN_IR_ATTNOPS_TD

@@ -1,0 +1,476 @@
+//===- AttnOps.cpp - attn dialect operations --------------------*- C++ -*-===//
+//
+// Verifiers: every rule names the operand or attribute it concerns. The rules
+// follow the seeds' layouts (docs/semantics.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/IR/AttnOps.h"
+#include "OperandChecks.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::detail;
+
+#define GET_OP_CLASSES
+#include "attn/IR/AttnOps.cpp.inc"
+
+namespace {
+// Dimension names of each layout, used by the diagnostics.
+constexpr StringRef kQDims[] = {"tokens", "q_heads", "head_dim"};
+constexpr StringRef kKvDims[] = {"tokens", "kv_heads", "head_dim"};
+constexpr StringRef kSplitKCacheDims[] = {"num_blocks", "kv_heads",
+                                          "head_dim/x", "block_size", "x"};
+constexpr StringRef kSplitVCacheDims[] = {"num_blocks", "kv_heads", "head_dim",
+                                          "block_size"};
+constexpr StringRef kNhdCacheDims[] = {"num_blocks", "block_size", "kv_heads",
+                                       "head_dim"};
+constexpr StringRef kBlockTableDims[] = {"batch", "max_blocks"};
+constexpr StringRef kOffsetsDims[] = {"batch+1"};
+constexpr StringRef kPerSeqDims[] = {"batch"};
+constexpr StringRef kPartialDims[] = {"tokens", "heads", "segments",
+                                      "head_dim"};
+constexpr StringRef kStatsDims[] = {"tokens", "heads", "segments"};
+constexpr StringRef kMergedDims[] = {"tokens", "heads", "head_dim"};
+constexpr StringRef kBiasDims[] = {"batch", "q_heads", "max_seqlen_q",
+                                   "max_seqlen_k"};
+constexpr StringRef kCrowDims[] = {"layout_heads", "rows+1"};
+constexpr StringRef kColDims[] = {"layout_heads", "nnz"};
+
+MemRefType memrefTypeOf(Value v) { return cast<MemRefType>(v.getType()); }
+
+/// q [tokens, q_heads, head_dim] against k/v [tokens, kv_heads, head_dim]:
+/// static heads and head dim, GQA divisibility, matching head dims.
+LogicalResult verifyHeads(OperandChecker &c, MemRefType q, StringRef qName,
+                          MemRefType kv, StringRef kvName,
+                          ArrayRef<StringRef> kvDims, unsigned kvHeadDim,
+                          unsigned kvDDim) {
+  if (failed(c.staticDim(q, qName, kQDims, 1)) ||
+      failed(c.staticDim(q, qName, kQDims, 2)) ||
+      failed(c.staticDim(kv, kvName, kvDims, kvHeadDim)) ||
+      failed(c.staticDim(kv, kvName, kvDims, kvDDim)))
+    return failure();
+  int64_t qHeads = q.getDimSize(1), kvHeads = kv.getDimSize(kvHeadDim);
+  if (qHeads % kvHeads != 0)
+    return c.error(kvName) << "has " << kvHeads
+                           << " KV heads, which must divide the " << qHeads
+                           << " query heads of '" << qName << "' (GQA)";
+  return c.sameDim(q, qName, kQDims, 2, kv, kvName, kvDims, kvDDim);
+}
+
+/// Index operands: block tables, offsets and lengths are i32.
+LogicalResult verifyOffsets(OperandChecker &c, Value offsets,
+                            StringRef offsetsName, Value perSeq,
+                            StringRef perSeqName) {
+  MemRefType o = c.memref(offsets, offsetsName, kOffsetsDims, kI32);
+  MemRefType s = c.memref(perSeq, perSeqName, kPerSeqDims, kI32);
+  if (!o || !s)
+    return failure();
+  if (!o.isDynamicDim(0) && !s.isDynamicDim(0) &&
+      o.getDimSize(0) != s.getDimSize(0) + 1)
+    return c.error(offsetsName)
+           << "must have one more entry than '" << perSeqName << "' (got "
+           << o.getDimSize(0) << " and " << s.getDimSize(0) << ")";
+  return success();
+}
+
+LogicalResult verifyWindow(Operation *op, std::optional<int64_t> window) {
+  if (window && *window <= 0)
+    return op->emitOpError() << "attribute 'sliding_window' must be positive "
+                                "(omit it to disable the window), got "
+                             << *window;
+  return success();
+}
+
+LogicalResult verifyAlibi(OperandChecker &c, Operation *op, Value slopes,
+                          std::optional<AlibiForm> form, int64_t qHeads) {
+  if (form && !slopes)
+    return op->emitOpError()
+           << "attribute 'alibi_form' requires operand 'alibi_slopes'";
+  return slopes ? c.perHead(slopes, "alibi_slopes", qHeads) : success();
+}
+
+/// An optional fp8 scale operand must be present exactly when its tensor is
+/// fp8.
+LogicalResult verifyFp8Scale(OperandChecker &c, Value scale,
+                             StringRef scaleName, bool tensorIsFp8,
+                             StringRef tensorName) {
+  if (tensorIsFp8 && !scale)
+    return c.error(tensorName) << "is fp8 and requires operand '" << scaleName
+                               << "'";
+  if (!tensorIsFp8 && scale)
+    return c.error(scaleName) << "is only valid when '" << tensorName
+                              << "' is fp8";
+  return scale ? c.scale(scale, scaleName) : success();
+}
+
+/// The final output: the query's element type (or `allowedPlain` types when
+/// the query is fp8), or fp8 with `out_scale`.
+LogicalResult verifyOutput(OperandChecker &c, Value out, MemRefType q,
+                           StringRef qName, ArrayRef<StringRef> dims,
+                           Value outScale) {
+  MemRefType o = c.memref(out, "out", dims, kHalfOrFloat | kFp8);
+  if (!o || failed(c.sameShape(q, qName, o, "out", dims)))
+    return failure();
+  bool outFp8 = isFp8(o.getElementType());
+  if (!outFp8 && !isFp8(q.getElementType()) &&
+      failed(c.sameElem(q, qName, o, "out")))
+    return failure();
+  return verifyFp8Scale(c, outScale, "out_scale", outFp8, "out");
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// PrefixPrefillOp
+//===----------------------------------------------------------------------===//
+
+int64_t PrefixPrefillOp::getHeadDim() {
+  return memrefTypeOf(getQ()).getDimSize(2);
+}
+int64_t PrefixPrefillOp::getNumQueryHeads() {
+  return memrefTypeOf(getQ()).getDimSize(1);
+}
+int64_t PrefixPrefillOp::getNumKvHeads() {
+  return memrefTypeOf(getK()).getDimSize(1);
+}
+int64_t PrefixPrefillOp::getBlockSize() {
+  return memrefTypeOf(getVCache()).getDimSize(3);
+}
+int64_t PrefixPrefillOp::getKeySplit() {
+  return memrefTypeOf(getKCache()).getDimSize(4);
+}
+
+LogicalResult PrefixPrefillOp::verify() {
+  OperandChecker c(*this);
+  MemRefType q = c.memref(getQ(), "q", kQDims, kHalfOrFloat);
+  MemRefType k = c.memref(getK(), "k", kKvDims, kHalfOrFloat);
+  MemRefType v = c.memref(getV(), "v", kKvDims, kHalfOrFloat);
+  if (!q || !k || !v)
+    return failure();
+  if (failed(c.sameElem(q, "q", k, "k")) ||
+      failed(c.sameElem(q, "q", v, "v")) ||
+      failed(verifyHeads(c, q, "q", k, "k", kKvDims, 1, 2)) ||
+      failed(c.sameShape(k, "k", v, "v", kKvDims)) ||
+      failed(c.sameDim(q, "q", kQDims, 0, k, "k", kKvDims, 0)))
+    return failure();
+  int64_t headDim = q.getDimSize(2), kvHeads = k.getDimSize(1);
+
+  // vLLM's split key cache [blocks, kv_heads, D/x, block_size, x] and value
+  // cache [blocks, kv_heads, D, block_size].
+  MemRefType kc = c.memref(getKCache(), "k_cache", kSplitKCacheDims,
+                           kHalfOrFloat | kFp8);
+  MemRefType vc = c.memref(getVCache(), "v_cache", kSplitVCacheDims,
+                           kHalfOrFloat | kFp8);
+  if (!kc || !vc)
+    return failure();
+  for (unsigned d : {1u, 2u, 3u, 4u})
+    if (failed(c.staticDim(kc, "k_cache", kSplitKCacheDims, d)))
+      return failure();
+  for (unsigned d : {1u, 2u, 3u})
+    if (failed(c.staticDim(vc, "v_cache", kSplitVCacheDims, d)))
+      return failure();
+  if (failed(c.dimEquals(kc, "k_cache", kSplitKCacheDims, 1, kvHeads,
+                         "the KV heads of 'k'")) ||
+      failed(c.dimEquals(vc, "v_cache", kSplitVCacheDims, 1, kvHeads,
+                         "the KV heads of 'k'")) ||
+      failed(c.dimEquals(vc, "v_cache", kSplitVCacheDims, 2, headDim,
+                         "the head dim of 'q'")) ||
+      failed(c.sameDim(kc, "k_cache", kSplitKCacheDims, 3, vc, "v_cache",
+                       kSplitVCacheDims, 3)) ||
+      failed(c.sameDim(kc, "k_cache", kSplitKCacheDims, 0, vc, "v_cache",
+                       kSplitVCacheDims, 0)))
+    return failure();
+  if (kc.getDimSize(2) * kc.getDimSize(4) != headDim)
+    return c.error("k_cache") << "splits the head dim as "
+                              << kc.getDimSize(2) << " x " << kc.getDimSize(4)
+                              << ", which must equal the head dim " << headDim;
+  if (failed(c.sameElem(kc, "k_cache", vc, "v_cache")))
+    return failure();
+  bool cacheFp8 = isFp8(kc.getElementType());
+  if (!cacheFp8 && failed(c.sameElem(q, "q", kc, "k_cache")))
+    return failure();
+  if (failed(verifyFp8Scale(c, getKScale(), "k_scale", cacheFp8, "k_cache")) ||
+      failed(verifyFp8Scale(c, getVScale(), "v_scale", cacheFp8, "v_cache")))
+    return failure();
+
+  if (!c.memref(getBlockTable(), "block_table", kBlockTableDims, kI32) ||
+      failed(verifyOffsets(c, getQueryStart(), "query_start", getSeqLens(),
+                           "seq_lens")))
+    return failure();
+
+  if (failed(verifyOutput(c, getOut(), q, "q", kQDims, getOutScale())) ||
+      failed(verifyWindow(*this, getSlidingWindow())) ||
+      failed(verifyAlibi(c, *this, getAlibiSlopes(), getAlibiForm(),
+                         q.getDimSize(1))) ||
+      (getSinks() && failed(c.perHead(getSinks(), "sinks", q.getDimSize(1)))))
+    return failure();
+  // The seed's ALiBi kernel has no sink support; keep the two exclusive.
+  if (getAlibiSlopes() && getSinks())
+    return c.error("sinks") << "cannot be combined with 'alibi_slopes' in "
+                               "prefix prefill (the ALiBi kernel has no sinks)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// UnifiedOp
+//===----------------------------------------------------------------------===//
+
+int64_t UnifiedOp::getHeadDim() { return memrefTypeOf(getQ()).getDimSize(2); }
+int64_t UnifiedOp::getNumQueryHeads() {
+  return memrefTypeOf(getQ()).getDimSize(1);
+}
+int64_t UnifiedOp::getNumKvHeads() {
+  return memrefTypeOf(getKCache()).getDimSize(2);
+}
+int64_t UnifiedOp::getBlockSize() {
+  return memrefTypeOf(getKCache()).getDimSize(1);
+}
+
+LogicalResult UnifiedOp::verify() {
+  OperandChecker c(*this);
+  MemRefType q = c.memref(getQ(), "q", kQDims, kHalfOrFloat | kFp8);
+  MemRefType kc =
+      c.memref(getKCache(), "k_cache", kNhdCacheDims, kHalfOrFloat | kFp8);
+  MemRefType vc =
+      c.memref(getVCache(), "v_cache", kNhdCacheDims, kHalfOrFloat | kFp8);
+  if (!q || !kc || !vc)
+    return failure();
+  if (failed(c.staticDim(kc, "k_cache", kNhdCacheDims, 1)) ||
+      failed(verifyHeads(c, q, "q", kc, "k_cache", kNhdCacheDims, 2, 3)) ||
+      failed(c.sameShape(kc, "k_cache", vc, "v_cache", kNhdCacheDims)) ||
+      failed(c.sameElem(kc, "k_cache", vc, "v_cache")))
+    return failure();
+
+  bool qFp8 = isFp8(q.getElementType());
+  bool cacheFp8 = isFp8(kc.getElementType());
+  if (qFp8 && !cacheFp8)
+    return c.error("q") << "is fp8, which requires an fp8 KV cache, got "
+                        << kc.getElementType();
+  if (!cacheFp8 && failed(c.sameElem(q, "q", kc, "k_cache")))
+    return failure();
+  if (failed(verifyFp8Scale(c, getQDescale(), "q_descale", qFp8, "q")) ||
+      failed(verifyFp8Scale(c, getKDescale(), "k_descale", cacheFp8,
+                            "k_cache")) ||
+      failed(verifyFp8Scale(c, getVDescale(), "v_descale", cacheFp8,
+                            "v_cache")))
+    return failure();
+
+  if (!c.memref(getBlockTable(), "block_table", kBlockTableDims, kI32) ||
+      failed(verifyOffsets(c, getCuSeqlensQ(), "cu_seqlens_q", getSequsedK(),
+                           "seqused_k")) ||
+      failed(verifyWindow(*this, getSlidingWindow())) ||
+      failed(verifyAlibi(c, *this, getAlibiSlopes(), getAlibiForm(),
+                         q.getDimSize(1))) ||
+      (getSinks() && failed(c.perHead(getSinks(), "sinks", q.getDimSize(1)))))
+    return failure();
+
+  if (!isSplitKv()) {
+    if (getSegmentMax() || getSegmentSum())
+      return c.error(getSegmentMax() ? "segment_max" : "segment_sum")
+             << "is only valid with the 'num_segments' attribute (split-KV)";
+    return verifyOutput(c, getOut(), q, "q", kQDims, getOutScale());
+  }
+
+  // Split-KV form: partial accumulators and statistics, all f32.
+  int64_t segments = *getNumSegments();
+  if (segments < 1)
+    return emitOpError() << "attribute 'num_segments' must be at least 1, got "
+                         << segments;
+  if (!getSegmentMax() || !getSegmentSum())
+    return emitOpError() << "split-KV form ('num_segments') requires operands "
+                            "'segment_max' and 'segment_sum'";
+  if (getOutScale())
+    return c.error("out_scale") << "is not valid in the split-KV form; the "
+                                   "fp8 output belongs to attn.merge_states";
+  if (getSinks())
+    return c.error("sinks") << "is not valid in the split-KV form; sinks are "
+                               "applied once, by attn.merge_states";
+  MemRefType o = c.memref(getOut(), "out", kPartialDims, kF32);
+  if (!o)
+    return failure();
+  if (failed(c.sameDim(q, "q", kQDims, 0, o, "out", kPartialDims, 0)) ||
+      failed(c.sameDim(q, "q", kQDims, 1, o, "out", kPartialDims, 1)) ||
+      failed(c.dimEquals(o, "out", kPartialDims, 2, segments,
+                         "'num_segments'")) ||
+      failed(c.sameDim(q, "q", kQDims, 2, o, "out", kPartialDims, 3)))
+    return failure();
+  for (auto [value, name] : {std::pair{getSegmentMax(), "segment_max"},
+                             std::pair{getSegmentSum(), "segment_sum"}}) {
+    MemRefType s = c.memref(value, name, kStatsDims, kF32);
+    if (!s)
+      return failure();
+    for (unsigned d = 0; d < 3; ++d)
+      if (failed(c.sameDim(o, "out", kPartialDims, d, s, name, kStatsDims, d)))
+        return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// FlashOp
+//===----------------------------------------------------------------------===//
+
+int64_t FlashOp::getHeadDim() { return memrefTypeOf(getQ()).getDimSize(2); }
+int64_t FlashOp::getNumQueryHeads() {
+  return memrefTypeOf(getQ()).getDimSize(1);
+}
+int64_t FlashOp::getNumKvHeads() { return memrefTypeOf(getK()).getDimSize(1); }
+
+LogicalResult FlashOp::verify() {
+  OperandChecker c(*this);
+  MemRefType q = c.memref(getQ(), "q", kQDims, kHalfOrFloat | kFp8);
+  MemRefType k = c.memref(getK(), "k", kKvDims, kHalfOrFloat | kFp8);
+  MemRefType v = c.memref(getV(), "v", kKvDims, kHalfOrFloat | kFp8);
+  if (!q || !k || !v)
+    return failure();
+  if (failed(c.sameElem(q, "q", k, "k")) ||
+      failed(c.sameElem(q, "q", v, "v")) ||
+      failed(verifyHeads(c, q, "q", k, "k", kKvDims, 1, 2)) ||
+      failed(c.sameShape(k, "k", v, "v", kKvDims)))
+    return failure();
+
+  MemRefType cq = c.memref(getCuSeqlensQ(), "cu_seqlens_q", kOffsetsDims, kI32);
+  MemRefType ck = c.memref(getCuSeqlensK(), "cu_seqlens_k", kOffsetsDims, kI32);
+  if (!cq || !ck ||
+      failed(c.sameDim(cq, "cu_seqlens_q", kOffsetsDims, 0, ck, "cu_seqlens_k",
+                       kOffsetsDims, 0)))
+    return failure();
+
+  if (Value bias = getBias()) {
+    MemRefType b = c.memref(bias, "bias", kBiasDims, kHalfOrFloat);
+    if (!b || failed(c.dimEquals(b, "bias", kBiasDims, 1, q.getDimSize(1),
+                                 "the query heads of 'q'")))
+      return failure();
+  }
+
+  bool hasP = getDropoutP() != nullptr, hasSeed = getPhiloxSeed() != nullptr,
+       hasOffset = getPhiloxOffset() != nullptr;
+  if (hasP != hasSeed || hasP != hasOffset)
+    return emitOpError() << "dropout needs all of 'dropout_p', 'philox_seed' "
+                            "and 'philox_offset'";
+
+  bool fp8 = isFp8(q.getElementType());
+  if (failed(verifyFp8Scale(c, getQScale(), "q_scale", fp8, "q")) ||
+      failed(verifyFp8Scale(c, getKScale(), "k_scale", fp8, "k")) ||
+      failed(verifyFp8Scale(c, getVScale(), "v_scale", fp8, "v")) ||
+      failed(verifyFp8Scale(c, getPScale(), "p_scale", fp8, "v")))
+    return failure();
+  return verifyOutput(c, getOut(), q, "q", kQDims, getOutScale());
+}
+
+//===----------------------------------------------------------------------===//
+// BlockSparseOp
+//===----------------------------------------------------------------------===//
+
+int64_t BlockSparseOp::getHeadDim() {
+  return memrefTypeOf(getQ()).getDimSize(2);
+}
+int64_t BlockSparseOp::getNumQueryHeads() {
+  return memrefTypeOf(getQ()).getDimSize(1);
+}
+int64_t BlockSparseOp::getNumKvHeads() {
+  return memrefTypeOf(getK()).getDimSize(1);
+}
+bool BlockSparseOp::hasPerHeadLayout() {
+  return memrefTypeOf(getCrow()).getDimSize(0) != 1;
+}
+
+LogicalResult BlockSparseOp::verify() {
+  OperandChecker c(*this);
+  MemRefType q = c.memref(getQ(), "q", kQDims, kHalfOrFloat);
+  MemRefType k = c.memref(getK(), "k", kKvDims, kHalfOrFloat);
+  MemRefType v = c.memref(getV(), "v", kKvDims, kHalfOrFloat);
+  if (!q || !k || !v)
+    return failure();
+  if (failed(c.sameElem(q, "q", k, "k")) ||
+      failed(c.sameElem(q, "q", v, "v")) ||
+      failed(verifyHeads(c, q, "q", k, "k", kKvDims, 1, 2)) ||
+      failed(c.sameShape(k, "k", v, "v", kKvDims)))
+    return failure();
+
+  MemRefType cq = c.memref(getCuSeqlensQ(), "cu_seqlens_q", kOffsetsDims, kI32);
+  MemRefType ck = c.memref(getCuSeqlensK(), "cu_seqlens_k", kOffsetsDims, kI32);
+  if (!cq || !ck ||
+      failed(c.sameDim(cq, "cu_seqlens_q", kOffsetsDims, 0, ck, "cu_seqlens_k",
+                       kOffsetsDims, 0)))
+    return failure();
+
+  MemRefType crow = c.memref(getCrow(), "crow", kCrowDims, kI32);
+  MemRefType col = c.memref(getCol(), "col", kColDims, kI32);
+  if (!crow || !col || failed(c.staticDim(crow, "crow", kCrowDims, 0)) ||
+      failed(c.sameDim(crow, "crow", kCrowDims, 0, col, "col", kColDims, 0)))
+    return failure();
+  int64_t layoutHeads = crow.getDimSize(0), qHeads = q.getDimSize(1);
+  if (layoutHeads != 1 && layoutHeads != qHeads)
+    return c.error("crow") << "dimension 0 (layout_heads = " << layoutHeads
+                           << ") must be 1 (a shared layout) or the "
+                           << qHeads << " query heads";
+  if (!crow.isDynamicDim(1) && crow.getDimSize(1) < 2)
+    return c.error("crow") << "must have at least one row (rows+1 >= 2)";
+
+  if (getBlockSize() <= 0)
+    return emitOpError() << "attribute 'block_size' must be positive, got "
+                         << getBlockSize();
+  if (getQBlockSize() && *getQBlockSize() <= 0)
+    return emitOpError() << "attribute 'q_block_size' must be positive, got "
+                         << *getQBlockSize();
+
+  MemRefType o = c.memref(getOut(), "out", kQDims, kHalfOrFloat);
+  if (!o || failed(c.sameElem(q, "q", o, "out")) ||
+      failed(c.sameShape(q, "q", o, "out", kQDims)))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MergeStatesOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MergeStatesOp::verify() {
+  OperandChecker c(*this);
+  MemRefType p = c.memref(getPartial(), "partial", kPartialDims, kF32);
+  if (!p || failed(c.staticDim(p, "partial", kPartialDims, 3)))
+    return failure();
+
+  bool maxSum = getSegmentMax() || getSegmentSum();
+  if (maxSum && getSegmentLse())
+    return emitOpError() << "takes either 'segment_max' and 'segment_sum' or "
+                            "'segment_lse', not both";
+  if (!getSegmentLse() && (!getSegmentMax() || !getSegmentSum()))
+    return emitOpError() << "requires 'segment_max' and 'segment_sum' (or "
+                            "'segment_lse')";
+  for (Value stats : {getSegmentMax(), getSegmentSum(), getSegmentLse()}) {
+    if (!stats)
+      continue;
+    StringRef name = stats == getSegmentLse()   ? "segment_lse"
+                     : stats == getSegmentMax() ? "segment_max"
+                                                : "segment_sum";
+    MemRefType s = c.memref(stats, name, kStatsDims, kF32);
+    if (!s)
+      return failure();
+    for (unsigned d = 0; d < 3; ++d)
+      if (failed(c.sameDim(p, "partial", kPartialDims, d, s, name, kStatsDims,
+                           d)))
+        return failure();
+  }
+
+  MemRefType o = c.memref(getOut(), "out", kMergedDims, kHalfOrFloat | kFp8);
+  if (!o || failed(c.sameDim(p, "partial", kPartialDims, 0, o, "out",
+                             kMergedDims, 0)) ||
+      failed(c.sameDim(p, "partial", kPartialDims, 1, o, "out", kMergedDims,
+                       1)) ||
+      failed(c.sameDim(p, "partial", kPartialDims, 3, o, "out", kMergedDims,
+                       2)) ||
+      failed(verifyFp8Scale(c, getOutScale(), "out_scale",
+                            isFp8(o.getElementType()), "out")))
+    return failure();
+  if (Value sinks = getSinks()) {
+    if (failed(c.staticDim(p, "partial", kPartialDims, 1)) ||
+        failed(c.perHead(sinks, "sinks", p.getDimSize(1))))
+      return failure();
+  }
+  return success();
+}

@@ -1,0 +1,154 @@
+//===- OperandChecks.cpp - shared verifier helpers --------------*- C++ -*-===//
+
+#include "OperandChecks.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace mlir::attn::detail;
+
+unsigned mlir::attn::detail::classify(Type type) {
+  if (type.isF32())
+    return kF32;
+  if (type.isF16())
+    return kF16;
+  if (type.isBF16())
+    return kBF16;
+  if (isa<Float8E4M3FNType>(type))
+    return kF8E4M3;
+  if (isa<Float8E5M2Type>(type))
+    return kF8E5M2;
+  if (type.isSignlessInteger(32))
+    return kI32;
+  return 0;
+}
+
+std::string mlir::attn::detail::describeElems(unsigned elems) {
+  SmallVector<StringRef> names;
+  if (elems & kF32)
+    names.push_back("f32");
+  if (elems & kF16)
+    names.push_back("f16");
+  if (elems & kBF16)
+    names.push_back("bf16");
+  if (elems & kF8E4M3)
+    names.push_back("f8E4M3FN");
+  if (elems & kF8E5M2)
+    names.push_back("f8E5M2");
+  if (elems & kI32)
+    names.push_back("i32");
+  return llvm::join(names, ", ");
+}
+
+static std::string describeDims(ArrayRef<StringRef> dims) {
+  return "[" + llvm::join(dims, ", ") + "]";
+}
+
+InFlightDiagnostic OperandChecker::error(StringRef name) {
+  return op->emitOpError() << "operand '" << name << "' ";
+}
+
+MemRefType OperandChecker::memref(Value value, StringRef name,
+                                  ArrayRef<StringRef> dims, unsigned elems) {
+  auto type = dyn_cast<MemRefType>(value.getType());
+  if (!type || type.getRank() != static_cast<int64_t>(dims.size())) {
+    error(name) << "must be a rank-" << dims.size() << " memref "
+                << describeDims(dims) << ", got " << value.getType();
+    return nullptr;
+  }
+  if (!(classify(type.getElementType()) & elems)) {
+    error(name) << "must have element type " << describeElems(elems)
+                << ", got " << type.getElementType();
+    return nullptr;
+  }
+  if (!type.isStrided()) {
+    error(name) << "must have a strided layout, got " << type.getLayout();
+    return nullptr;
+  }
+  return type;
+}
+
+LogicalResult OperandChecker::staticDim(MemRefType type, StringRef name,
+                                        ArrayRef<StringRef> dims,
+                                        unsigned dim) {
+  if (type.isDynamicDim(dim))
+    return error(name) << "dimension " << dim << " (" << dims[dim]
+                       << ") must be static";
+  if (type.getDimSize(dim) <= 0)
+    return error(name) << "dimension " << dim << " (" << dims[dim]
+                       << ") must be positive";
+  return success();
+}
+
+LogicalResult OperandChecker::sameDim(MemRefType a, StringRef aName,
+                                      ArrayRef<StringRef> aDims, unsigned aDim,
+                                      MemRefType b, StringRef bName,
+                                      ArrayRef<StringRef> bDims,
+                                      unsigned bDim) {
+  if (a.isDynamicDim(aDim) || b.isDynamicDim(bDim))
+    return success();
+  if (a.getDimSize(aDim) == b.getDimSize(bDim))
+    return success();
+  return error(bName) << "dimension " << bDim << " (" << bDims[bDim] << " = "
+                      << b.getDimSize(bDim) << ") must match dimension "
+                      << aDim << " of '" << aName << "' (" << aDims[aDim]
+                      << " = " << a.getDimSize(aDim) << ")";
+}
+
+LogicalResult OperandChecker::dimEquals(MemRefType type, StringRef name,
+                                        ArrayRef<StringRef> dims, unsigned dim,
+                                        int64_t expected, StringRef why) {
+  if (type.isDynamicDim(dim) || type.getDimSize(dim) == expected)
+    return success();
+  return error(name) << "dimension " << dim << " (" << dims[dim] << " = "
+                     << type.getDimSize(dim) << ") must be " << expected
+                     << " (" << why << ")";
+}
+
+LogicalResult OperandChecker::scale(Value value, StringRef name) {
+  auto type = dyn_cast<MemRefType>(value.getType());
+  bool oneElement =
+      type && type.hasStaticShape() && type.getNumElements() == 1 &&
+      type.getRank() <= 1;
+  if (!oneElement || !type.getElementType().isF32())
+    return error(name) << "must be a one-element f32 memref (memref<f32> or "
+                          "memref<1xf32>), got "
+                       << value.getType();
+  return success();
+}
+
+LogicalResult OperandChecker::perHead(Value value, StringRef name,
+                                      int64_t heads) {
+  static constexpr StringRef dims[] = {"q_heads"};
+  MemRefType type = memref(value, name, dims, kF32);
+  if (!type)
+    return failure();
+  return dimEquals(type, name, dims, 0, heads, "one value per query head");
+}
+
+LogicalResult OperandChecker::needs(bool present, bool neededPresent,
+                                       StringRef name, StringRef needed,
+                                       StringRef why) {
+  if (!present || neededPresent)
+    return success();
+  return error(name) << "requires '" << needed << "' (" << why << ")";
+}
+
+LogicalResult OperandChecker::sameElem(MemRefType a, StringRef aName,
+                                       MemRefType b, StringRef bName) {
+  if (a.getElementType() == b.getElementType())
+    return success();
+  return error(bName) << "must have the element type of '" << aName << "' ("
+                      << a.getElementType() << "), got "
+                      << b.getElementType();
+}
+
+LogicalResult OperandChecker::sameShape(MemRefType a, StringRef aName,
+                                        MemRefType b, StringRef bName,
+                                        ArrayRef<StringRef> dims) {
+  for (unsigned d = 0, e = dims.size(); d < e; ++d)
+    if (failed(sameDim(a, aName, dims, d, b, bName, dims, d)))
+      return failure();
+  return success();
+}

@@ -1,0 +1,88 @@
+//===- OperandChecks.h - shared verifier helpers ----------------*- C++ -*-===//
+//
+// The attn ops verify many memref operands against named layouts. These
+// helpers produce one uniform diagnostic per rule, always naming the operand
+// and the rule it breaks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_IR_OPERANDCHECKS_H
+#define ATTN_LIB_IR_OPERANDCHECKS_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
+
+namespace mlir::attn::detail {
+
+/// Element-type classes an operand may accept (a bit set).
+enum ElemClass : unsigned {
+  kF32 = 1u << 0,
+  kF16 = 1u << 1,
+  kBF16 = 1u << 2,
+  kF8E4M3 = 1u << 3,
+  kF8E5M2 = 1u << 4,
+  kI32 = 1u << 5,
+  kHalfOrFloat = kF32 | kF16 | kBF16,
+  kFp8 = kF8E4M3 | kF8E5M2,
+};
+
+/// The class of `type`, or 0 when it is none of the above.
+unsigned classify(Type type);
+/// True when `type` is one of the fp8 element types.
+inline bool isFp8(Type type) { return classify(type) & kFp8; }
+
+/// Verifies the operands of one op.
+class OperandChecker {
+public:
+  explicit OperandChecker(Operation *op) : op(op) {}
+
+  /// `value` must be a strided memref whose rank equals `dims.size()` and
+  /// whose element type is in `elems`. Returns its type, or null after
+  /// emitting a diagnostic.
+  MemRefType memref(Value value, StringRef name, ArrayRef<StringRef> dims,
+                    unsigned elems);
+
+  /// Dimension `dim` of the operand must be static (and positive).
+  LogicalResult staticDim(MemRefType type, StringRef name,
+                          ArrayRef<StringRef> dims, unsigned dim);
+
+  /// Two dimensions must agree when both are static.
+  LogicalResult sameDim(MemRefType a, StringRef aName, ArrayRef<StringRef> aDims,
+                        unsigned aDim, MemRefType b, StringRef bName,
+                        ArrayRef<StringRef> bDims, unsigned bDim);
+
+  /// A dimension must equal `expected` when static.
+  LogicalResult dimEquals(MemRefType type, StringRef name,
+                          ArrayRef<StringRef> dims, unsigned dim,
+                          int64_t expected, StringRef why);
+
+  /// A one-element f32 scale: memref<f32> or memref<1xf32>.
+  LogicalResult scale(Value value, StringRef name);
+
+  /// A per-head f32 vector: memref<[heads]xf32>.
+  LogicalResult perHead(Value value, StringRef name, int64_t heads);
+
+  /// Operand `name` requires operand `needed` (or attribute) to be present.
+  LogicalResult needs(bool present, bool neededPresent, StringRef name,
+                         StringRef needed, StringRef why);
+
+  /// `b` must have the element type of `a`.
+  LogicalResult sameElem(MemRefType a, StringRef aName, MemRefType b,
+                         StringRef bName);
+
+  /// All dimensions of `b` must agree with those of `a` where both are static.
+  LogicalResult sameShape(MemRefType a, StringRef aName, MemRefType b,
+                          StringRef bName, ArrayRef<StringRef> dims);
+
+  InFlightDiagnostic error(StringRef name);
+
+private:
+  Operation *op;
+};
+
+/// Names the element-type classes in `elems` for a diagnostic.
+std::string describeElems(unsigned elems);
+
+} // namespace mlir::attn::detail
+
+#endif // ATTN_LIB_IR_OPERANDCHECKS_H

@@ -1,0 +1,26 @@
+//===- attn-opt.cpp - the attn-mlir optimizer driver -----------*- C++ -*-===//
+//
+// An mlir-opt-style driver with the attn dialect, the upstream dialects its
+// pipelines produce, and every attn pass and pipeline registered.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/IR/AttnDialect.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::registerAllPasses();
+
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::attn::AttnDialect>();
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "attn-mlir optimizer driver\n", registry));
+}
