@@ -354,7 +354,8 @@ def Attn_BlockSparseOp : Attn_Op<"blocksparse"> {
     int64_t getNumQueryHeads();
     int64_t getNumKvHeads();
     int64_t getQueryBlockSize() {
-      return getQBlockSize().value_or(getBlockSize());
+      return getQBlockSizeAttr() ? getQBlockSizeAttr().getInt()
+                                 : getBlockSizeAttr().getInt();
     }
     bool hasPerHeadLayout();
   }];

@@ -77,11 +77,11 @@ LogicalResult verifyOffsets(OperandChecker &c, Value offsets,
   return success();
 }
 
-LogicalResult verifyWindow(Operation *op, std::optional<int64_t> window) {
-  if (window && *window <= 0)
+LogicalResult verifyWindow(Operation *op, IntegerAttr window) {
+  if (window && window.getInt() <= 0)
     return op->emitOpError() << "attribute 'sliding_window' must be positive "
                                 "(omit it to disable the window), got "
-                             << *window;
+                             << window.getInt();
   return success();
 }
 
@@ -202,7 +202,7 @@ LogicalResult PrefixPrefillOp::verify() {
     return failure();
 
   if (failed(verifyOutput(c, getOut(), q, "q", kQDims, getOutScale())) ||
-      failed(verifyWindow(*this, getSlidingWindow())) ||
+      failed(verifyWindow(*this, getSlidingWindowAttr())) ||
       failed(verifyAlibi(c, *this, getAlibiSlopes(), getAlibiForm(),
                          q.getDimSize(1))) ||
       (getSinks() && failed(c.perHead(getSinks(), "sinks", q.getDimSize(1)))))
@@ -261,7 +261,7 @@ LogicalResult UnifiedOp::verify() {
   if (!c.memref(getBlockTable(), "block_table", kBlockTableDims, kI32) ||
       failed(verifyOffsets(c, getCuSeqlensQ(), "cu_seqlens_q", getSequsedK(),
                            "seqused_k")) ||
-      failed(verifyWindow(*this, getSlidingWindow())) ||
+      failed(verifyWindow(*this, getSlidingWindowAttr())) ||
       failed(verifyAlibi(c, *this, getAlibiSlopes(), getAlibiForm(),
                          q.getDimSize(1))) ||
       (getSinks() && failed(c.perHead(getSinks(), "sinks", q.getDimSize(1)))))
@@ -275,7 +275,7 @@ LogicalResult UnifiedOp::verify() {
   }
 
   // Split-KV form: partial accumulators and statistics, all f32.
-  int64_t segments = *getNumSegments();
+  int64_t segments = getNumSegmentsAttr().getInt();
   if (segments < 1)
     return emitOpError() << "attribute 'num_segments' must be at least 1, got "
                          << segments;
@@ -411,12 +411,14 @@ LogicalResult BlockSparseOp::verify() {
   if (!crow.isDynamicDim(1) && crow.getDimSize(1) < 2)
     return c.error("crow") << "must have at least one row (rows+1 >= 2)";
 
-  if (getBlockSize() <= 0)
+  // I64Attr getters return unsigned values; read the signed integer.
+  int64_t blockSize = getBlockSizeAttr().getInt();
+  if (blockSize <= 0)
     return emitOpError() << "attribute 'block_size' must be positive, got "
-                         << getBlockSize();
-  if (getQBlockSize() && *getQBlockSize() <= 0)
+                         << blockSize;
+  if (IntegerAttr qBlock = getQBlockSizeAttr(); qBlock && qBlock.getInt() <= 0)
     return emitOpError() << "attribute 'q_block_size' must be positive, got "
-                         << *getQBlockSize();
+                         << qBlock.getInt();
 
   MemRefType o = c.memref(getOut(), "out", kQDims, kHalfOrFloat);
   if (!o || failed(c.sameElem(q, "q", o, "out")) ||
