@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/IR/AttnDialect.h"
+#include "attn/Pipelines/Pipelines.h"
+#include "attn/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -15,6 +17,8 @@
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
+  mlir::attn::registerAttnPasses();
+  mlir::attn::registerAttnPipelines();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::attn::AttnDialect>();

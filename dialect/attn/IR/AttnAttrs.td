@@ -28,4 +28,15 @@ def Attn_AlibiFormAttr : EnumAttr<Attn_Dialect, Attn_AlibiForm, "alibi"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+// How a kernel op is tiled: `block_q` query tokens per program, times
+// `heads_per_program` query heads of one KV head packed into the M tile (GQA
+// packing), and `block_n` keys per KV tile. Chosen by `attn-plan` per target.
+def Attn_ScheduleAttr : AttrDef<Attn_Dialect, "Schedule"> {
+  let mnemonic = "schedule";
+  let summary = "tile sizes of an attention op";
+  let parameters = (ins "int64_t":$block_q, "int64_t":$block_n,
+                        "int64_t":$heads_per_program);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 #endif // ATTN_IR_ATTNATTRS_TD

@@ -85,7 +85,8 @@ def Attn_PrefixPrefillOp : Attn_Op<"prefix_prefill",
     Attn_Out<"output [tokens, q_heads, head_dim]">:$out,
     OptionalAttr<I64Attr>:$sliding_window,
     UnitAttr:$skip_decode,
-    OptionalAttr<Attn_AlibiFormAttr>:$alibi_form
+    OptionalAttr<Attn_AlibiFormAttr>:$alibi_form,
+    OptionalAttr<Attn_ScheduleAttr>:$schedule
   );
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)`
@@ -181,7 +182,8 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments]> {
     Attn_OptOut<"segment exp-sum [tokens, q_heads, segments] f32">:$segment_sum,
     OptionalAttr<I64Attr>:$sliding_window,
     OptionalAttr<I64Attr>:$num_segments,
-    OptionalAttr<Attn_AlibiFormAttr>:$alibi_form
+    OptionalAttr<Attn_AlibiFormAttr>:$alibi_form,
+    OptionalAttr<Attn_ScheduleAttr>:$schedule
   );
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)`
@@ -266,7 +268,8 @@ def Attn_FlashOp : Attn_Op<"flash", [AttrSizedOperandSegments]> {
     Attn_OptIn<"fp8 probability scale [1] f32">:$p_scale,
     Attn_OptIn<"fp8 output scale [1] f32">:$out_scale,
     Attn_Out<"output [total_q, q_heads, head_dim]">:$out,
-    UnitAttr:$causal
+    UnitAttr:$causal,
+    OptionalAttr<Attn_ScheduleAttr>:$schedule
   );
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)`
@@ -334,7 +337,8 @@ def Attn_BlockSparseOp : Attn_Op<"blocksparse"> {
     F32:$scale,
     Attn_Out<"output [total_q, q_heads, head_dim]">:$out,
     I64Attr:$block_size,
-    OptionalAttr<I64Attr>:$q_block_size
+    OptionalAttr<I64Attr>:$q_block_size,
+    OptionalAttr<Attn_ScheduleAttr>:$schedule
   );
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)`

@@ -121,6 +121,29 @@ LogicalResult verifyOutput(OperandChecker &c, Value out, MemRefType q,
     return failure();
   return verifyFp8Scale(c, outScale, "out_scale", outFp8, "out");
 }
+/// Tile sizes must be positive and the packed heads must share a KV head.
+LogicalResult verifySchedule(Operation *op, ScheduleAttr schedule,
+                             int64_t group) {
+  if (!schedule)
+    return success();
+  if (schedule.getBlockQ() < 1 || schedule.getBlockN() < 1 ||
+      schedule.getHeadsPerProgram() < 1)
+    return op->emitOpError()
+           << "attribute 'schedule' needs positive block_q, block_n and "
+              "heads_per_program, got "
+           << schedule;
+  if (group % schedule.getHeadsPerProgram() != 0)
+    return op->emitOpError()
+           << "attribute 'schedule' packs " << schedule.getHeadsPerProgram()
+           << " heads per program, which must divide the " << group
+           << " query heads per KV head";
+  return success();
+}
+
+int64_t groupOf(Value q, Value kv, unsigned kvHeadDim) {
+  return memrefTypeOf(q).getDimSize(1) /
+         memrefTypeOf(kv).getDimSize(kvHeadDim);
+}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -211,7 +234,7 @@ LogicalResult PrefixPrefillOp::verify() {
   if (getAlibiSlopes() && getSinks())
     return c.error("sinks") << "cannot be combined with 'alibi_slopes' in "
                                "prefix prefill (the ALiBi kernel has no sinks)";
-  return success();
+  return verifySchedule(*this, getScheduleAttr(), groupOf(getQ(), getK(), 1));
 }
 
 //===----------------------------------------------------------------------===//
@@ -267,6 +290,9 @@ LogicalResult UnifiedOp::verify() {
       (getSinks() && failed(c.perHead(getSinks(), "sinks", q.getDimSize(1)))))
     return failure();
 
+  if (failed(verifySchedule(*this, getScheduleAttr(),
+                            groupOf(getQ(), getKCache(), 2))))
+    return failure();
   if (!isSplitKv()) {
     if (getSegmentMax() || getSegmentSum())
       return c.error(getSegmentMax() ? "segment_max" : "segment_sum")
@@ -356,7 +382,9 @@ LogicalResult FlashOp::verify() {
   if (failed(verifyFp8Scale(c, getQScale(), "q_scale", fp8, "q")) ||
       failed(verifyFp8Scale(c, getKScale(), "k_scale", fp8, "k")) ||
       failed(verifyFp8Scale(c, getVScale(), "v_scale", fp8, "v")) ||
-      failed(verifyFp8Scale(c, getPScale(), "p_scale", fp8, "v")))
+      failed(verifyFp8Scale(c, getPScale(), "p_scale", fp8, "v")) ||
+      failed(verifySchedule(*this, getScheduleAttr(),
+                            groupOf(getQ(), getK(), 1))))
     return failure();
   return verifyOutput(c, getOut(), q, "q", kQDims, getOutScale());
 }
@@ -422,8 +450,22 @@ LogicalResult BlockSparseOp::verify() {
 
   MemRefType o = c.memref(getOut(), "out", kQDims, kHalfOrFloat);
   if (!o || failed(c.sameElem(q, "q", o, "out")) ||
-      failed(c.sameShape(q, "q", o, "out", kQDims)))
+      failed(c.sameShape(q, "q", o, "out", kQDims)) ||
+      failed(verifySchedule(*this, getScheduleAttr(),
+                            groupOf(getQ(), getK(), 1))))
     return failure();
+  // A program walks one CSR row: its query tile must not straddle two layout
+  // rows, and heads with different layouts cannot share a program.
+  if (ScheduleAttr schedule = getScheduleAttr()) {
+    if (getQueryBlockSize() % schedule.getBlockQ() != 0)
+      return emitOpError() << "attribute 'schedule' block_q = "
+                           << schedule.getBlockQ()
+                           << " must divide the query block size "
+                           << getQueryBlockSize();
+    if (layoutHeads != 1 && schedule.getHeadsPerProgram() != 1)
+      return emitOpError() << "attribute 'schedule' must use "
+                              "heads_per_program = 1 with a per-head layout";
+  }
   return success();
 }
 

@@ -1,0 +1,45 @@
+//===- Passes.td - attn transformation passes --------------*- tablegen -*-===//
+
+#ifndef ATTN_TRANSFORMS_PASSES_TD
+#define ATTN_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AttnPlan : Pass<"attn-plan"> {
+  let summary = "Choose a tile schedule for every attn op";
+  let description = [{
+    Attaches `#attn.schedule<block_q, block_n, heads_per_program>` to every
+    kernel op that has none, with defaults for the target: the number of
+    query tokens per program, the KV tile size, and how many query heads of
+    one KV head share a program (GQA packing: they share each KV tile load).
+    Schedules already present are kept, so a user or an autotuner can pin
+    them.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "Target whose defaults to use: cpu, nvvm or rocdl">,
+  ];
+}
+
+def ConvertAttnToSCF : Pass<"convert-attn-to-scf"> {
+  let summary = "Tile attn ops into online-softmax loops (scf/memref/arith)";
+  let description = [{
+    Lowers every attn op, following its `#attn.schedule`, into the
+    target-independent tiled form: an `scf.parallel` grid of programs (query
+    tile x head group x split), and per program a walk over KV tiles (dense
+    range, paged block table, CSR block list, the two phases of prefix
+    prefill, or one split-KV segment) whose steps load and dequantize the
+    tile, compute the scores, apply softcap / ALiBi / bias and the masks,
+    update the running max and sum with exp2 (log2(e) folded into the
+    scale), accumulate P.V, and finish with the epilogue (normalization,
+    zero for fully masked rows, fp8 clamping, or partial outputs). Ranges of
+    KV tiles that are fully masked are not visited. `attn.merge_states`
+    lowers to a loop nest over (token, head).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"
+  ];
+}
+
+#endif // ATTN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,42 @@
+//===- ConvertAttnToSCF.cpp - convert-attn-to-scf pass ----------*- C++ -*-===//
+
+#include "attn/IR/AttnOps.h"
+#include "attn/Transforms/Passes.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_CONVERTATTNTOSCF
+#include "attn/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+void mlir::attn::populateAttnToSCFPatterns(RewritePatternSet &patterns) {
+  populateAttnKernelToSCFPatterns(patterns);
+  populateMergeStatesToSCFPatterns(patterns);
+}
+
+namespace {
+struct ConvertAttnToSCFPass
+    : public mlir::attn::impl::ConvertAttnToSCFBase<ConvertAttnToSCFPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateAttnToSCFPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    // Every attn op has a pattern; one left over is a lowering bug.
+    WalkResult leftover = getOperation()->walk([](Operation *op) {
+      if (isa<AttnDialect>(op->getDialect())) {
+        op->emitError("convert-attn-to-scf: op was not lowered");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (leftover.wasInterrupted())
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,164 @@
+//===- Fp8Codec.cpp - exact fp8 <-> f32 conversion in arith ops -*- C++ -*-===//
+
+#include "Fp8Codec.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+/// The fields of the two fp8 formats.
+struct Fp8Format {
+  int expBits, mantBits, bias;
+  bool ieeeSpecials; // e5m2: exponent all-ones is inf/NaN; e4m3fn: only S.1111.111 is NaN
+};
+
+Fp8Format formatOf(Type t) {
+  if (isa<Float8E5M2Type>(t))
+    return {5, 2, 15, true};
+  return {4, 3, 7, false}; // f8E4M3FN
+}
+
+Value c32(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
+}
+Value cf(ImplicitLocOpBuilder &b, double v) {
+  return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+}
+} // namespace
+
+double mlir::attn::fp8MaxFinite(Type t) {
+  return isa<Float8E5M2Type>(t) ? 57344.0 : 448.0;
+}
+
+Value mlir::attn::emitFp8ToF32(ImplicitLocOpBuilder &b, Type fp8Type,
+                               Value bits) {
+  Fp8Format f = formatOf(fp8Type);
+  Value x = arith::ExtUIOp::create(b, b.getI32Type(), bits);
+  Value sign = arith::ShLIOp::create(
+      b, arith::ShRUIOp::create(b, x, c32(b, 7)), c32(b, 31));
+  Value e = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, x, c32(b, f.mantBits)),
+      c32(b, (1 << f.expBits) - 1));
+  Value m = arith::AndIOp::create(b, x, c32(b, (1 << f.mantBits) - 1));
+
+  // Normal: rebias the exponent and left-align the mantissa in f32.
+  Value normalBits = arith::OrIOp::create(
+      b,
+      arith::OrIOp::create(
+          b, sign,
+          arith::ShLIOp::create(
+              b, arith::AddIOp::create(b, e, c32(b, 127 - f.bias)),
+              c32(b, 23))),
+      arith::ShLIOp::create(b, m, c32(b, 23 - f.mantBits)));
+  Value normal = arith::BitcastOp::create(b, b.getF32Type(), normalBits);
+  // Subnormal: m * 2^(1 - bias - mantBits), with the sign.
+  Value mag = arith::MulFOp::create(
+      b, arith::UIToFPOp::create(b, b.getF32Type(), m),
+      cf(b, std::ldexp(1.0, 1 - f.bias - f.mantBits)));
+  Value subnormal = arith::BitcastOp::create(
+      b, b.getF32Type(),
+      arith::OrIOp::create(
+          b, sign, arith::BitcastOp::create(b, b.getI32Type(), mag)));
+  Value isSub = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, e,
+                                      c32(b, 0));
+  Value value = arith::SelectOp::create(b, isSub, subnormal, normal);
+
+  // Specials.
+  Value nan = cf(b, std::nan(""));
+  int64_t expMax = (1 << f.expBits) - 1;
+  Value eMax =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, e, c32(b, expMax));
+  if (f.ieeeSpecials) {
+    Value inf = arith::BitcastOp::create(
+        b, b.getF32Type(), arith::OrIOp::create(b, sign, c32(b, 0x7f800000)));
+    Value mZero =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, m, c32(b, 0));
+    Value special = arith::SelectOp::create(b, mZero, inf, nan);
+    value = arith::SelectOp::create(b, eMax, special, value);
+  } else {
+    Value mAll = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, m,
+                                       c32(b, (1 << f.mantBits) - 1));
+    value = arith::SelectOp::create(b, arith::AndIOp::create(b, eMax, mAll),
+                                    nan, value);
+  }
+  return value;
+}
+
+Value mlir::attn::emitF32ToFp8(ImplicitLocOpBuilder &b, Type fp8Type,
+                               Value value) {
+  Fp8Format f = formatOf(fp8Type);
+  Value bitsIn = arith::BitcastOp::create(b, b.getI32Type(), value);
+  Value sign = arith::ShRUIOp::create(b, bitsIn, c32(b, 31));
+  Value a = arith::MinimumFOp::create(b, math::AbsFOp::create(b, value),
+                                      cf(b, fp8MaxFinite(fp8Type)));
+
+  // Subnormal range: round a / 2^(1 - bias - mantBits) to an integer.
+  Value scaled = arith::MulFOp::create(
+      b, a, cf(b, std::ldexp(1.0, f.bias - 1 + f.mantBits)));
+  Value subCode = arith::FPToUIOp::create(b, b.getI32Type(),
+                                          math::RoundEvenOp::create(b, scaled));
+  // Normal range: round the f32 mantissa to mantBits (nearest even), rebias.
+  int shift = 23 - f.mantBits;
+  Value u = arith::BitcastOp::create(b, b.getI32Type(), a);
+  Value odd = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, u, c32(b, shift)), c32(b, 1));
+  Value rounded = arith::AddIOp::create(
+      b, arith::AddIOp::create(b, u, c32(b, (1 << (shift - 1)) - 1)), odd);
+  Value normalCode = arith::SubIOp::create(
+      b, arith::ShRUIOp::create(b, rounded, c32(b, shift)),
+      c32(b, (127 - f.bias) << f.mantBits));
+  Value isSub = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, a,
+                                      cf(b, std::ldexp(1.0, 1 - f.bias)));
+  Value code = arith::SelectOp::create(b, isSub, subCode, normalCode);
+  code = arith::OrIOp::create(
+      b, code, arith::ShLIOp::create(b, sign, c32(b, 7)));
+  // NaN in, NaN out (0x7f is NaN in both formats).
+  Value isNan = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, value,
+                                      value);
+  code = arith::SelectOp::create(b, isNan, c32(b, 0x7f), code);
+  return arith::TruncIOp::create(b, b.getI8Type(), code);
+}
+
+Value mlir::attn::emitPhiloxUniform(ImplicitLocOpBuilder &b, Value seed,
+                                    Value offset) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  auto c64 = [&](int64_t v) {
+    return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
+  };
+  auto lo32 = [&](Value v64) { return arith::TruncIOp::create(b, i32, v64); };
+  // 32x32 -> 64-bit product of unsigned words, split into (hi, lo).
+  auto mulHiLo = [&](uint32_t a, Value x) {
+    Value p = arith::MulIOp::create(b, c64(a),
+                                    arith::ExtUIOp::create(b, i64, x));
+    return std::pair<Value, Value>{
+        lo32(arith::ShRUIOp::create(b, p, c64(32))), lo32(p)};
+  };
+  Value k0 = lo32(seed);
+  Value k1 = lo32(arith::ShRUIOp::create(b, seed, c64(32)));
+  Value c0 = lo32(offset), c1 = c32(b, 0), c2 = c32(b, 0), c3 = c32(b, 0);
+  for (int round = 0; round < 10; ++round) {
+    auto [hiA, loA] = mulHiLo(0xD2511F53u, c0);
+    auto [hiB, loB] = mulHiLo(0xCD9E8D57u, c2);
+    Value n0 = arith::XOrIOp::create(b, arith::XOrIOp::create(b, hiB, c1), k0);
+    Value n2 = arith::XOrIOp::create(b, arith::XOrIOp::create(b, hiA, c3), k1);
+    c0 = n0;
+    c1 = loB;
+    c2 = n2;
+    c3 = loA;
+    k0 = arith::AddIOp::create(b, k0, c32(b, static_cast<int32_t>(0x9E3779B9u)));
+    k1 = arith::AddIOp::create(b, k1, c32(b, static_cast<int32_t>(0xBB67AE85u)));
+  }
+  // uint_to_uniform_float: reinterpret as i32, fold negatives, scale by 2^-31.
+  Value isNeg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, c0,
+                                      c32(b, 0));
+  Value folded = arith::SelectOp::create(
+      b, isNeg, arith::SubIOp::create(b, c32(b, -1), c0), c0);
+  return arith::MulFOp::create(
+      b, arith::SIToFPOp::create(b, b.getF32Type(), folded),
+      cf(b, 4.6566127342e-10));
+}

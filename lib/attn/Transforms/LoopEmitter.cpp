@@ -1,0 +1,168 @@
+//===- LoopEmitter.cpp - terse emission of scalar loop code -----*- C++ -*-===//
+
+#include "LoopEmitter.h"
+#include "Fp8Codec.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+Value LoopEmitter::idx(int64_t v) {
+  return arith::ConstantIndexOp::create(b, v);
+}
+Value LoopEmitter::f32(double v) {
+  return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+}
+Value LoopEmitter::i32(int64_t v) {
+  return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
+}
+Value LoopEmitter::i64(int64_t v) {
+  return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
+}
+
+Value LoopEmitter::add(Value x, Value y) {
+  return arith::AddIOp::create(b, x, y);
+}
+Value LoopEmitter::sub(Value x, Value y) {
+  return arith::SubIOp::create(b, x, y);
+}
+Value LoopEmitter::mul(Value x, Value y) {
+  return arith::MulIOp::create(b, x, y);
+}
+Value LoopEmitter::divU(Value x, Value y) {
+  return arith::DivUIOp::create(b, x, y);
+}
+Value LoopEmitter::remU(Value x, Value y) {
+  return arith::RemUIOp::create(b, x, y);
+}
+Value LoopEmitter::ceilDiv(Value x, Value y) {
+  return arith::CeilDivSIOp::create(b, x, y);
+}
+Value LoopEmitter::min(Value x, Value y) {
+  return arith::MinSIOp::create(b, x, y);
+}
+Value LoopEmitter::max(Value x, Value y) {
+  return arith::MaxSIOp::create(b, x, y);
+}
+Value LoopEmitter::cmp(arith::CmpIPredicate pred, Value x, Value y) {
+  return arith::CmpIOp::create(b, pred, x, y);
+}
+Value LoopEmitter::andI(Value x, Value y) {
+  return arith::AndIOp::create(b, x, y);
+}
+Value LoopEmitter::select(Value cond, Value x, Value y) {
+  return arith::SelectOp::create(b, cond, x, y);
+}
+Value LoopEmitter::toIndex(Value v) {
+  if (v.getType().isIndex())
+    return v;
+  return arith::IndexCastOp::create(b, b.getIndexType(), v);
+}
+Value LoopEmitter::indexToF32(Value v) {
+  Value i64v = arith::IndexCastOp::create(b, b.getI64Type(), v);
+  return arith::SIToFPOp::create(b, b.getF32Type(), i64v);
+}
+
+Value LoopEmitter::addF(Value x, Value y) {
+  return arith::AddFOp::create(b, x, y);
+}
+Value LoopEmitter::subF(Value x, Value y) {
+  return arith::SubFOp::create(b, x, y);
+}
+Value LoopEmitter::mulF(Value x, Value y) {
+  return arith::MulFOp::create(b, x, y);
+}
+Value LoopEmitter::divF(Value x, Value y) {
+  return arith::DivFOp::create(b, x, y);
+}
+Value LoopEmitter::maxF(Value x, Value y) {
+  return arith::MaximumFOp::create(b, x, y);
+}
+Value LoopEmitter::minF(Value x, Value y) {
+  return arith::MinimumFOp::create(b, x, y);
+}
+Value LoopEmitter::cmpF(arith::CmpFPredicate pred, Value x, Value y) {
+  return arith::CmpFOp::create(b, pred, x, y);
+}
+Value LoopEmitter::exp2(Value x) { return math::Exp2Op::create(b, x); }
+
+void LoopEmitter::forLoop(Value lo, Value hi, Value step,
+                          llvm::function_ref<void(Value)> body) {
+  auto loop = scf::ForOp::create(b, lo, hi, step);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  body(loop.getInductionVar());
+}
+
+void LoopEmitter::ifThen(Value cond, llvm::function_ref<void()> then) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  then();
+}
+
+Value LoopEmitter::reduce(Value lo, Value hi, Value init,
+                          llvm::function_ref<Value(Value, Value)> body) {
+  auto loop = scf::ForOp::create(b, lo, hi, idx(1), ValueRange{init});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(loop.getBody());
+  Value next = body(loop.getInductionVar(), loop.getRegionIterArgs()[0]);
+  scf::YieldOp::create(b, next);
+  return loop.getResult(0);
+}
+
+void LoopEmitter::allocaScope(llvm::function_ref<void()> body) {
+  auto scope = memref::AllocaScopeOp::create(b, TypeRange{});
+  Block *block = b.createBlock(&scope.getBodyRegion());
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(block);
+  auto ret = memref::AllocaScopeReturnOp::create(b, ValueRange{});
+  b.setInsertionPoint(ret);
+  body();
+}
+
+Value LoopEmitter::load(Value memref, ValueRange indices) {
+  return memref::LoadOp::create(b, memref, indices);
+}
+void LoopEmitter::store(Value value, Value memref, ValueRange indices) {
+  memref::StoreOp::create(b, value, memref, indices);
+}
+Value LoopEmitter::loadIndex(Value memref, ValueRange indices) {
+  return toIndex(load(memref, indices));
+}
+
+Value LoopEmitter::load32(Value memref, ValueRange indices, Value scale) {
+  Value v = load(memref, indices);
+  Type t = v.getType();
+  if (t.isF32()) {
+    // Nothing to widen.
+  } else if (t.isF16() || t.isBF16()) {
+    v = arith::ExtFOp::create(b, b.getF32Type(), v);
+  } else {
+    Value bits = arith::BitcastOp::create(b, b.getI8Type(), v);
+    v = emitFp8ToF32(b, t, bits);
+  }
+  return scale ? mulF(v, scale) : v;
+}
+
+void LoopEmitter::storeFrom32(Value value, Value memref, ValueRange indices) {
+  Type t = cast<MemRefType>(memref.getType()).getElementType();
+  if (t.isF16() || t.isBF16()) {
+    value = arith::TruncFOp::create(b, t, value);
+  } else if (!t.isF32()) {
+    Value bits = emitF32ToFp8(b, t, value);
+    value = arith::BitcastOp::create(b, t, bits);
+  }
+  store(value, memref, indices);
+}
+
+Value LoopEmitter::allocaF32(ArrayRef<int64_t> shape) {
+  return memref::AllocaOp::create(b, MemRefType::get(shape, b.getF32Type()));
+}
+
+Value LoopEmitter::loadScalar(Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  SmallVector<Value> zeros(type.getRank(), idx(0));
+  return load(memref, zeros);
+}

@@ -1,0 +1,103 @@
+//===- LoopEmitter.h - terse emission of scalar loop code -------*- C++ -*-===//
+//
+// A thin layer over ImplicitLocOpBuilder for the loop nests the attn
+// lowerings emit: index/float arithmetic, counted loops and guards whose
+// bodies are C++ lambdas, and element loads/stores that widen to f32.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_TRANSFORMS_LOOPEMITTER_H
+#define ATTN_LIB_TRANSFORMS_LOOPEMITTER_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+namespace mlir::attn {
+
+class LoopEmitter {
+public:
+  explicit LoopEmitter(ImplicitLocOpBuilder &b) : b(b) {}
+
+  ImplicitLocOpBuilder &builder() { return b; }
+
+  // Constants.
+  Value idx(int64_t v);
+  Value f32(double v);
+  Value i32(int64_t v);
+  Value i64(int64_t v);
+  Value negInf() { return f32(-std::numeric_limits<double>::infinity()); }
+
+  // Index arithmetic.
+  Value add(Value x, Value y);
+  Value sub(Value x, Value y);
+  Value mul(Value x, Value y);
+  Value divU(Value x, Value y);
+  Value remU(Value x, Value y);
+  Value ceilDiv(Value x, Value y);
+  Value min(Value x, Value y);
+  Value max(Value x, Value y);
+  Value cmp(arith::CmpIPredicate pred, Value x, Value y);
+  Value lt(Value x, Value y) { return cmp(arith::CmpIPredicate::slt, x, y); }
+  Value le(Value x, Value y) { return cmp(arith::CmpIPredicate::sle, x, y); }
+  Value eq(Value x, Value y) { return cmp(arith::CmpIPredicate::eq, x, y); }
+  Value andI(Value x, Value y);
+  Value select(Value cond, Value x, Value y);
+  /// An i32 or index value as index.
+  Value toIndex(Value v);
+  /// An index as f32 (signed).
+  Value indexToF32(Value v);
+
+  // f32 arithmetic.
+  Value addF(Value x, Value y);
+  Value subF(Value x, Value y);
+  Value mulF(Value x, Value y);
+  Value divF(Value x, Value y);
+  Value maxF(Value x, Value y);
+  Value minF(Value x, Value y);
+  Value cmpF(arith::CmpFPredicate pred, Value x, Value y);
+  Value exp2(Value x);
+
+  // Control flow. Bodies run with the insertion point inside the region.
+  void forLoop(Value lo, Value hi, Value step,
+               llvm::function_ref<void(Value)> body);
+  void forLoop(Value lo, Value hi, llvm::function_ref<void(Value)> body) {
+    forLoop(lo, hi, idx(1), body);
+  }
+  void forLoop(int64_t lo, int64_t hi, llvm::function_ref<void(Value)> body) {
+    forLoop(idx(lo), idx(hi), idx(1), body);
+  }
+  void ifThen(Value cond, llvm::function_ref<void()> then);
+  /// A loop carrying one value: returns body(iv, acc) folded over [lo, hi).
+  Value reduce(Value lo, Value hi, Value init,
+               llvm::function_ref<Value(Value, Value)> body);
+  Value reduce(int64_t lo, int64_t hi, Value init,
+               llvm::function_ref<Value(Value, Value)> body) {
+    return reduce(idx(lo), idx(hi), init, body);
+  }
+  /// Runs `body` in a memref.alloca_scope, so that stack buffers of a loop
+  /// body are released every iteration.
+  void allocaScope(llvm::function_ref<void()> body);
+
+  // Memory. `load32` widens any supported element type to f32 (fp8 through
+  // the exact decoder), optionally multiplying by a dequantization scale.
+  Value load(Value memref, ValueRange indices);
+  void store(Value value, Value memref, ValueRange indices);
+  Value loadIndex(Value memref, ValueRange indices);
+  Value load32(Value memref, ValueRange indices, Value scale = nullptr);
+  /// Rounds an f32 to `elementType` and stores it (fp8: saturating encoder).
+  void storeFrom32(Value value, Value memref, ValueRange indices);
+  /// A stack buffer of f32 of the given static shape.
+  Value allocaF32(ArrayRef<int64_t> shape);
+  /// Reads a one-element scale memref (memref<f32> or memref<1xf32>).
+  Value loadScalar(Value memref);
+
+private:
+  ImplicitLocOpBuilder &b;
+};
+
+} // namespace mlir::attn
+
+#endif // ATTN_LIB_TRANSFORMS_LOOPEMITTER_H

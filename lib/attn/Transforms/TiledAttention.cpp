@@ -1,0 +1,260 @@
+//===- TiledAttention.cpp - the target-independent attention program -----===//
+//
+// Scores live in the log2 domain: s2 = log2(e) * s, so the softmax uses exp2
+// and log2(e) folds into the scale. The running max of a row starts at -inf
+// (or at the row's sink), and is replaced by 0 while it is still -inf so that
+// exp2(-inf - max) is 0 instead of NaN: a row that sees no key ends with a
+// zero accumulator and a zero sum, and the epilogue writes 0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TiledAttention.h"
+#include "Fp8Codec.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+static constexpr double kLog2e = 1.4426950408889634;
+static constexpr double kLn2 = 0.6931471805599453;
+
+std::pair<Value, Value>
+TiledAttentionBuilder::visibleKeyRange(const ProgramRows &rows) {
+  Value lastPos = e.sub(e.add(rows.qposBase, rows.numTokens), e.idx(1));
+  Value lo = e.idx(0);
+  if (f.window)
+    lo = e.max(lo, e.sub(rows.qposBase, e.idx(*f.window - 1)));
+  // Without a causal mask every key up to the walk's own end is visible.
+  Value hi = f.causal ? e.add(lastPos, e.idx(1))
+                      : e.idx(std::numeric_limits<int32_t>::max());
+  return {lo, hi};
+}
+
+void TiledAttentionBuilder::emitProgram(const ProgramRows &rows,
+                                        ArrayRef<KvWalk> walks) {
+  int64_t bm = shape.rows(), bn = shape.blockN, d = shape.headDim;
+  e.allocaScope([&] {
+    qTile = e.allocaF32({bm, d});
+    kTile = e.allocaF32({bn, d});
+    vTile = e.allocaF32({bn, d});
+    sTile = e.allocaF32({bm, bn});
+    acc = e.allocaF32({bm, d});
+    rowMax = e.allocaF32({bm});
+    rowSum = e.allocaF32({bm});
+    loadQueries(rows);
+    initState(rows);
+    for (const KvWalk &walk : walks) {
+      if (walk.forEachRange)
+        walk.forEachRange(e, [&](Value lo, Value hi) {
+          walkRange(rows, walk, lo, hi);
+        });
+      else
+        walkRange(rows, walk, walk.lo, walk.hi);
+    }
+    epilogue(rows);
+  });
+}
+
+void TiledAttentionBuilder::loadQueries(const ProgramRows &rows) {
+  e.forLoop(0, shape.rows(), [&](Value m) {
+    Value tok = tokenOf(m);
+    Value valid = e.lt(tok, rows.numTokens);
+    e.forLoop(0, shape.headDim, [&](Value dd) {
+      e.store(e.f32(0.0), qTile, {m, dd});
+    });
+    e.ifThen(valid, [&] {
+      Value qRow = e.add(rows.qTokBase, tok);
+      Value head = headOf(rows, m);
+      e.forLoop(0, shape.headDim, [&](Value dd) {
+        e.store(e.load32(q, {qRow, head, dd}, rows.qScale), qTile, {m, dd});
+      });
+    });
+  });
+}
+
+void TiledAttentionBuilder::initState(const ProgramRows &rows) {
+  e.forLoop(0, shape.rows(), [&](Value m) {
+    if (f.sinks) {
+      // A sink is a virtual key with score sink[h] and no value.
+      Value sink = e.load(f.sinks, {headOf(rows, m)});
+      e.store(e.mulF(sink, e.f32(kLog2e)), rowMax, {m});
+      e.store(e.f32(1.0), rowSum, {m});
+    } else {
+      e.store(e.negInf(), rowMax, {m});
+      e.store(e.f32(0.0), rowSum, {m});
+    }
+    e.forLoop(0, shape.headDim, [&](Value dd) {
+      e.store(e.f32(0.0), acc, {m, dd});
+    });
+  });
+}
+
+void TiledAttentionBuilder::walkRange(const ProgramRows &rows,
+                                      const KvWalk &walk, Value lo, Value hi) {
+  Value bn = e.idx(shape.blockN);
+  e.forLoop(lo, hi, bn, [&](Value n0) {
+    tileStep(rows, walk, n0, e.min(bn, e.sub(hi, n0)));
+  });
+}
+
+Value TiledAttentionBuilder::visible(const ProgramRows &rows, Value row,
+                                     Value key) {
+  Value tok = tokenOf(row);
+  Value ok = e.lt(tok, rows.numTokens);
+  Value qpos = e.add(rows.qposBase, tok);
+  if (f.causal)
+    ok = e.andI(ok, e.le(key, qpos));
+  if (f.window)
+    ok = e.andI(ok, e.lt(e.sub(qpos, key), e.idx(*f.window)));
+  return ok;
+}
+
+Value TiledAttentionBuilder::score(const ProgramRows &rows, Value row,
+                                   Value key, Value dot) {
+  Value s;
+  if (f.softcap) {
+    // c * tanh(scale * qk / c), then into the log2 domain.
+    Value x = e.divF(e.mulF(dot, f.scale), f.softcap);
+    s = e.mulF(e.mulF(math::TanhOp::create(e.builder(), x), f.softcap),
+               e.f32(kLog2e));
+  } else {
+    s = e.mulF(dot, e.mulF(f.scale, e.f32(kLog2e)));
+  }
+  Value head = headOf(rows, row);
+  if (f.alibiSlopes) {
+    Value dist = key;
+    Value qpos = e.add(rows.qposBase, tokenOf(row));
+    if (f.alibiForm == AlibiForm::relative)
+      dist = e.sub(key, qpos);
+    else if (f.alibiForm == AlibiForm::context)
+      dist = e.sub(key, rows.ctx);
+    Value slope = e.load(f.alibiSlopes, {head});
+    s = e.addF(s, e.mulF(e.mulF(slope, e.indexToF32(dist)), e.f32(kLog2e)));
+  }
+  if (f.bias) {
+    auto biasType = cast<MemRefType>(f.bias.getType());
+    Value b = biasType.getDimSize(0) == 1 ? e.idx(0) : rows.batch;
+    Value i = e.add(rows.seqRowBase, tokenOf(row));
+    s = e.addF(s, e.mulF(e.load32(f.bias, {b, head, i, key}), e.f32(kLog2e)));
+  }
+  return s;
+}
+
+Value TiledAttentionBuilder::dropoutKeep(const ProgramRows &rows, Value row,
+                                         Value key) {
+  // counter = offset + ((b * Hq + h) * Lq + i) * Lk + j, in i64.
+  ImplicitLocOpBuilder &b = e.builder();
+  auto i64 = [&](Value v) {
+    return arith::IndexCastOp::create(b, b.getI64Type(), v).getResult();
+  };
+  Value i = e.add(rows.seqRowBase, tokenOf(row));
+  Value bh = e.add(e.mul(rows.batch, e.idx(f.numQueryHeads)),
+                   headOf(rows, row));
+  Value linear = e.add(e.mul(e.add(e.mul(bh, rows.lenQ), i), rows.lenK), key);
+  Value counter = arith::AddIOp::create(b, f.philoxOffset, i64(linear));
+  Value u = emitPhiloxUniform(b, f.philoxSeed, counter);
+  return e.cmpF(arith::CmpFPredicate::OGT, u, f.dropoutP);
+}
+
+void TiledAttentionBuilder::tileStep(const ProgramRows &rows,
+                                     const KvWalk &walk, Value n0,
+                                     Value nValid) {
+  int64_t d = shape.headDim;
+  // Load: gather and dequantize the valid keys; zero the V rows past the end
+  // so that masked (p = 0) columns never multiply garbage.
+  e.forLoop(e.idx(0), nValid, [&](Value n) {
+    walk.load(e, e.add(n0, n), n, kTile, vTile);
+  });
+  e.forLoop(nValid, e.idx(shape.blockN), [&](Value n) {
+    e.forLoop(0, d, [&](Value dd) { e.store(e.f32(0.0), vTile, {n, dd}); });
+  });
+
+  // QK, score mods and masks.
+  e.forLoop(0, shape.rows(), [&](Value m) {
+    e.forLoop(0, shape.blockN, [&](Value n) {
+      Value key = e.add(n0, n);
+      e.store(e.negInf(), sTile, {m, n});
+      e.ifThen(e.andI(e.lt(n, nValid), visible(rows, m, key)), [&] {
+        Value dot = e.reduce(0, d, e.f32(0.0), [&](Value dd, Value sum) {
+          return e.addF(sum, e.mulF(e.load(qTile, {m, dd}),
+                                    e.load(kTile, {n, dd})));
+        });
+        e.store(score(rows, m, key, dot), sTile, {m, n});
+      });
+    });
+  });
+
+  // Online softmax update and PV, row by row.
+  e.forLoop(0, shape.rows(), [&](Value m) {
+    Value mOld = e.load(rowMax, {m});
+    Value tileMax = e.reduce(0, shape.blockN, e.negInf(), [&](Value n, Value x) {
+      return e.maxF(x, e.load(sTile, {m, n}));
+    });
+    Value mNew = e.maxF(mOld, tileMax);
+    Value mSafe = e.select(e.cmpF(arith::CmpFPredicate::OEQ, mNew, e.negInf()),
+                           e.f32(0.0), mNew);
+    Value alpha = e.exp2(e.subF(mOld, mSafe));
+    Value tileSum = e.reduce(0, shape.blockN, e.f32(0.0), [&](Value n, Value s) {
+      Value p = e.exp2(e.subF(e.load(sTile, {m, n}), mSafe));
+      e.store(p, sTile, {m, n});
+      return e.addF(s, p);
+    });
+    e.store(e.addF(e.mulF(e.load(rowSum, {m}), alpha), tileSum), rowSum, {m});
+    e.store(mNew, rowMax, {m});
+    e.forLoop(0, d, [&](Value dd) {
+      e.store(e.mulF(e.load(acc, {m, dd}), alpha), acc, {m, dd});
+    });
+    e.forLoop(e.idx(0), nValid, [&](Value n) {
+      Value p = e.load(sTile, {m, n});
+      if (f.dropoutP)
+        p = e.select(dropoutKeep(rows, m, e.add(n0, n)), p, e.f32(0.0));
+      if (f.pScale) {
+        // As the fp8 seed: P / p_scale rounded to v's fp8 type, times p_scale.
+        ImplicitLocOpBuilder &b = e.builder();
+        Value bits = emitF32ToFp8(b, f.pQuantType, e.divF(p, f.pScale));
+        p = e.mulF(emitFp8ToF32(b, f.pQuantType, bits), f.pScale);
+      }
+      e.forLoop(0, d, [&](Value dd) {
+        e.store(e.addF(e.load(acc, {m, dd}),
+                       e.mulF(p, e.load(vTile, {n, dd}))),
+                acc, {m, dd});
+      });
+    });
+  });
+}
+
+void TiledAttentionBuilder::epilogue(const ProgramRows &rows) {
+  e.forLoop(0, shape.rows(), [&](Value m) {
+    Value tok = tokenOf(m);
+    e.ifThen(e.lt(tok, rows.numTokens), [&] {
+      Value qRow = e.add(rows.qTokBase, tok);
+      Value head = headOf(rows, m);
+      Value l = e.load(rowSum, {m});
+      if (o.segmentMax) {
+        // Split-KV partials, back in the natural-exp domain.
+        Value mx = e.load(rowMax, {m});
+        e.store(e.mulF(mx, e.f32(kLn2)), o.segmentMax,
+                {qRow, head, rows.segment});
+        e.store(l, o.segmentSum, {qRow, head, rows.segment});
+        e.forLoop(0, shape.headDim, [&](Value dd) {
+          e.store(e.load(acc, {m, dd}), o.out, {qRow, head, rows.segment, dd});
+        });
+        return;
+      }
+      // l == 0 only when the row saw no key (and has no sink): output 0.
+      Value inv = e.select(e.cmpF(arith::CmpFPredicate::OGT, l, e.f32(0.0)),
+                           e.divF(e.f32(1.0), l), e.f32(0.0));
+      if (f.dropoutP)
+        inv = e.divF(inv, e.subF(e.f32(1.0), f.dropoutP));
+      if (o.outScale)
+        inv = e.divF(inv, e.loadScalar(o.outScale));
+      e.forLoop(0, shape.headDim, [&](Value dd) {
+        e.storeFrom32(e.mulF(e.load(acc, {m, dd}), inv), o.out,
+                      {qRow, head, dd});
+      });
+    });
+  });
+}
