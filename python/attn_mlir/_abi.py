@@ -1,0 +1,139 @@
+"""Arrays in and out of compiled kernels: dtypes and the C memref ABI.
+
+A kernel compiled with C wrappers takes each memref as a pointer to
+{allocated, aligned, offset, sizes[rank], strides[rank]} (strides in
+elements) and scalars by value. numpy arrays (bf16 and fp8 as ml_dtypes)
+and torch CPU tensors are both accepted, as views: no copies are made, so
+outputs are written in place.
+"""
+
+import ctypes
+
+import ml_dtypes
+import numpy as np
+
+# Canonical element names (MLIR spelling) and their numpy dtypes.
+NUMPY_DTYPES = {
+    "f32": np.dtype(np.float32),
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
+    "f8E5M2": np.dtype(ml_dtypes.float8_e5m2),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+    "u8": np.dtype(np.uint8),
+}
+_BY_NUMPY = {v: k for k, v in NUMPY_DTYPES.items()}
+FP8 = ("f8E4M3FN", "f8E5M2")
+FLOATS = ("f32", "f16", "bf16")
+
+
+def _torch():
+    try:
+        import torch
+        return torch
+    except ImportError:
+        return None
+
+
+def _torch_dtype_name(dtype):
+    torch = _torch()
+    table = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
+             torch.float8_e4m3fn: "f8E4M3FN", torch.float8_e5m2: "f8E5M2",
+             torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8"}
+    return table.get(dtype)
+
+
+def is_torch(x):
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+class View:
+    """A strided array handed to a kernel: pointer, shape, element strides."""
+
+    def __init__(self, name, ptr, shape, strides, dtype, owner):
+        self.name, self.ptr, self.dtype, self.owner = name, ptr, dtype, owner
+        self.shape, self.strides = tuple(shape), tuple(strides)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def reinterpret(self, dtype):
+        """Same bytes as another element type of the same width (uint8 fp8
+        caches)."""
+        return View(self.name, self.ptr, self.shape, self.strides, dtype,
+                    self.owner)
+
+
+def view(x, name, allow_none=False):
+    """Wraps a numpy array or torch CPU tensor; ValueError names `name`."""
+    if x is None:
+        if allow_none:
+            return None
+        raise ValueError(f"{name}: expected an array, got None")
+    if is_torch(x):
+        if x.device.type != "cpu":
+            raise ValueError(f"{name}: tensor is on {x.device}; this build runs "
+                             f"kernels on the CPU only")
+        dtype = _torch_dtype_name(x.dtype)
+        if dtype is None:
+            raise ValueError(f"{name}: unsupported dtype {x.dtype}")
+        if any(s < 0 for s in x.stride()):
+            raise ValueError(f"{name}: negative strides are not supported")
+        return View(name, x.data_ptr(), x.shape, x.stride(), dtype, x)
+    if isinstance(x, np.ndarray):
+        dtype = _BY_NUMPY.get(x.dtype)
+        if dtype is None:
+            raise ValueError(f"{name}: unsupported dtype {x.dtype}")
+        item = x.dtype.itemsize
+        if any(s < 0 or s % item for s in x.strides):
+            raise ValueError(f"{name}: strides {x.strides} are negative or not "
+                             f"a multiple of the element size")
+        return View(name, x.ctypes.data, x.shape, [s // item for s in x.strides],
+                    dtype, x)
+    raise ValueError(f"{name}: expected a numpy array or torch tensor, got "
+                     f"{type(x).__name__}")
+
+
+def host_values(x, name):
+    """The values of a small index or scale array as a numpy array."""
+    if is_torch(x):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+_DESCRIPTORS = {}
+
+
+def descriptor_type(rank):
+    if rank not in _DESCRIPTORS:
+        fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
+                  ("offset", ctypes.c_int64)]
+        if rank:
+            fields += [("sizes", ctypes.c_int64 * rank),
+                       ("strides", ctypes.c_int64 * rank)]
+        _DESCRIPTORS[rank] = type(f"MemRef{rank}D", (ctypes.Structure,),
+                                  {"_fields_": fields})
+    return _DESCRIPTORS[rank]
+
+
+def descriptor(v):
+    d = descriptor_type(v.ndim)()
+    d.allocated = d.aligned = v.ptr
+    d.offset = 0
+    for i, (n, s) in enumerate(zip(v.shape, v.strides)):
+        d.sizes[i] = n
+        d.strides[i] = s
+    return d
+
+
+def memref_type(v, static_dims=()):
+    """The MLIR memref type of a view: the listed dims static, the rest
+    dynamic, any strides."""
+    dims = "x".join(str(v.shape[i]) if i in static_dims else "?"
+                    for i in range(v.ndim))
+    layout = "strided<[" + ", ".join("?" * v.ndim) + "], offset: ?>"
+    if v.ndim == 0:
+        return f"memref<{v.dtype}, {layout}>"
+    return f"memref<{dims}x{v.dtype}, {layout}>"

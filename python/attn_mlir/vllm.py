@@ -1,0 +1,469 @@
+"""Drop-in replacements for vLLM's four Triton attention entry points.
+
+Same names, argument order and semantics as the seeds (docs/semantics.md
+says exactly what each computes). Arguments are numpy arrays (bf16/fp8 as
+ml_dtypes; fp8 caches may also be uint8 storage) or torch CPU tensors. Every
+argument is checked before any kernel runs; a bad one raises ValueError
+naming it.
+"""
+
+import math
+
+import numpy as np
+
+from . import ops
+from ._abi import FLOATS, FP8, NUMPY_DTYPES, host_values, is_torch, view
+
+# ---------------------------------------------------------------------------
+# Argument checks
+# ---------------------------------------------------------------------------
+
+
+def _rank(v, ndim, layout):
+    if v.ndim != ndim:
+        raise ValueError(f"{v.name}: expected a rank-{ndim} array {layout}, got "
+                         f"shape {v.shape}")
+
+
+def _dtype(v, allowed):
+    if v.dtype not in allowed:
+        raise ValueError(f"{v.name}: dtype {v.dtype} is not one of "
+                         f"{', '.join(allowed)}")
+
+
+def _same(a, b, what):
+    if a != b:
+        raise ValueError(what)
+
+
+def _ints(x, name, length=None):
+    """A 1-D or 2-D integer array as a contiguous int32 numpy array."""
+    if x is None:
+        raise ValueError(f"{name}: expected an integer array, got None")
+    vals = np.asarray(host_values(x, name))
+    if vals.dtype.kind not in "iu":
+        raise ValueError(f"{name}: expected integers, got dtype {vals.dtype}")
+    if length is not None and (vals.ndim != 1 or len(vals) != length):
+        raise ValueError(f"{name}: expected {length} entries, got shape "
+                         f"{vals.shape}")
+    if vals.size and (vals.min() < np.iinfo(np.int32).min or
+                      vals.max() > np.iinfo(np.int32).max):
+        raise ValueError(f"{name}: values do not fit in int32")
+    return np.ascontiguousarray(vals, dtype=np.int32)
+
+
+def _offsets(x, name, batch, total):
+    vals = _ints(x, name, batch + 1)
+    if vals[0] < 0 or np.any(np.diff(vals) < 0):
+        raise ValueError(f"{name}: offsets must be non-negative and "
+                         f"non-decreasing, got {vals.tolist()[:16]}")
+    if vals[-1] > total:
+        raise ValueError(f"{name}: last offset {vals[-1]} exceeds the {total} "
+                         f"rows of the tensor it indexes")
+    return vals
+
+
+def _per_head(x, name, heads):
+    if x is None:
+        return None
+    vals = np.asarray(host_values(x, name), dtype=np.float32)
+    if vals.shape != (heads,):
+        raise ValueError(f"{name}: expected shape ({heads},) (one value per "
+                         f"query head), got {vals.shape}")
+    return np.ascontiguousarray(vals)
+
+
+def _block_table(x, name, keys_per_seq, block_size, num_blocks):
+    table = _ints(x, name)
+    if table.ndim != 2 or table.shape[0] < len(keys_per_seq):
+        raise ValueError(f"{name}: expected [batch, max_blocks], got shape "
+                         f"{table.shape}")
+    for b, n in enumerate(keys_per_seq):
+        used = -(-int(n) // block_size)
+        if used > table.shape[1]:
+            raise ValueError(f"{name}: sequence {b} needs {used} blocks but the "
+                             f"table has {table.shape[1]} columns")
+        row = table[b, :used]
+        if row.size and (row.min() < 0 or row.max() >= num_blocks):
+            raise ValueError(f"{name}: sequence {b} uses block "
+                             f"{int(row.max() if row.max() >= num_blocks else row.min())}"
+                             f", outside [0, {num_blocks})")
+    return table
+
+
+def _fp8_cache(v, kv_cache_dtype):
+    """vLLM's cache dtype string -> the fp8 element type of `v`."""
+    if kv_cache_dtype in ("fp8", "fp8_e4m3"):
+        want = "f8E4M3FN"
+    elif kv_cache_dtype == "fp8_e5m2":
+        want = "f8E5M2"
+    else:
+        raise ValueError(f"kv_cache_dtype: unsupported value {kv_cache_dtype!r} "
+                         f"(expected 'auto', 'fp8', 'fp8_e4m3' or 'fp8_e5m2')")
+    if v.dtype == "u8":
+        return v.reinterpret(want)
+    if v.dtype != want:
+        raise ValueError(f"{v.name}: kv_cache_dtype={kv_cache_dtype!r} needs "
+                         f"uint8 or {want} storage, got {v.dtype}")
+    return v
+
+
+def _new_like(x, dtype_name, shape=None):
+    shape = tuple(x.shape) if shape is None else shape
+    if is_torch(x):
+        import torch
+        table = {"f32": torch.float32, "f16": torch.float16,
+                 "bf16": torch.bfloat16}
+        return torch.zeros(shape, dtype=table[dtype_name])
+    return np.zeros(shape, dtype=NUMPY_DTYPES[dtype_name])
+
+
+# ---------------------------------------------------------------------------
+# prefix prefill
+# ---------------------------------------------------------------------------
+
+
+def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
+                          b_start_loc, b_seq_len, max_seq_len, max_input_len,
+                          k_scale, v_scale, alibi_slopes=None,
+                          sliding_window=None, sm_scale=None,
+                          skip_decode=False, fp8_out_scale=None, sinks=None):
+    qv, kv_, vv, ov = (view(q, "q"), view(k, "k"), view(v, "v"), view(o, "o"))
+    for t in (qv, kv_, vv, ov):
+        _rank(t, 3, "[tokens, heads, head_dim]")
+    _dtype(qv, FLOATS)
+    _same(kv_.dtype, qv.dtype, f"k: dtype {kv_.dtype} differs from q's {qv.dtype}")
+    _same(vv.dtype, qv.dtype, f"v: dtype {vv.dtype} differs from q's {qv.dtype}")
+    _same(kv_.shape, vv.shape, f"v: shape {vv.shape} differs from k's {kv_.shape}")
+    tokens, hq, d = qv.shape
+    hk = kv_.shape[1]
+    if hk == 0 or hq % hk:
+        raise ValueError(f"k: {hk} KV heads must divide the {hq} query heads")
+    if kv_.shape[2] != d:
+        raise ValueError(f"k: head dim {kv_.shape[2]} differs from q's {d}")
+    if kv_.shape[0] != tokens:
+        raise ValueError(f"k: {kv_.shape[0]} tokens, q has {tokens}")
+    _same(ov.shape, qv.shape, f"o: shape {ov.shape} differs from q's {qv.shape}")
+
+    kc, vc = view(k_cache, "k_cache"), view(v_cache, "v_cache")
+    _rank(kc, 5, "[num_blocks, kv_heads, head_dim/x, block_size, x]")
+    _rank(vc, 4, "[num_blocks, kv_heads, head_dim, block_size]")
+    fp8 = kv_cache_dtype != "auto"
+    if fp8:
+        kc, vc = _fp8_cache(kc, kv_cache_dtype), _fp8_cache(vc, kv_cache_dtype)
+    elif kc.dtype != qv.dtype or vc.dtype != qv.dtype:
+        raise ValueError(f"k_cache/v_cache: dtypes {kc.dtype}/{vc.dtype} must "
+                         f"match q ({qv.dtype}) when kv_cache_dtype='auto'")
+    if kc.shape[1] != hk or vc.shape[1] != hk:
+        raise ValueError(f"k_cache/v_cache: {kc.shape[1]}/{vc.shape[1]} KV "
+                         f"heads, k has {hk}")
+    if kc.shape[2] * kc.shape[4] != d or vc.shape[2] != d:
+        raise ValueError(f"k_cache/v_cache: shapes {kc.shape}/{vc.shape} do not "
+                         f"hold head dim {d}")
+    block_size = vc.shape[3]
+    if kc.shape[3] != block_size or kc.shape[0] != vc.shape[0]:
+        raise ValueError(f"k_cache/v_cache: shapes {kc.shape}/{vc.shape} "
+                         f"disagree on blocks")
+
+    seq_lens = _ints(b_seq_len, "b_seq_len")
+    if seq_lens.ndim != 1:
+        raise ValueError(f"b_seq_len: expected a 1-D array, got {seq_lens.shape}")
+    batch = len(seq_lens)
+    starts = _offsets(b_start_loc, "b_start_loc", batch, tokens)
+    q_lens = np.diff(starts)
+    if np.any(seq_lens < q_lens):
+        b = int(np.argmax(seq_lens < q_lens))
+        raise ValueError(f"b_seq_len: sequence {b} has {seq_lens[b]} tokens but "
+                         f"{q_lens[b]} new ones")
+    table = _block_table(b_loc, "b_loc", seq_lens - q_lens, block_size,
+                         kc.shape[0])
+
+    slopes = _per_head(alibi_slopes, "alibi_slopes", hq)
+    sink_vals = _per_head(sinks, "sinks", hq)
+    if slopes is not None and sink_vals is not None:
+        raise ValueError("sinks: cannot be combined with alibi_slopes (the "
+                         "prefix-prefill ALiBi kernel has no sinks)")
+    if ov.dtype in FP8:
+        if fp8_out_scale is None:
+            raise ValueError("fp8_out_scale: required when o is fp8")
+    elif fp8_out_scale is not None:
+        raise ValueError(f"fp8_out_scale: given but o is {ov.dtype}, not fp8")
+    elif ov.dtype != qv.dtype:
+        raise ValueError(f"o: dtype {ov.dtype} differs from q's {qv.dtype}")
+    window = sliding_window if sliding_window and sliding_window > 0 else None
+    ops.prefix_prefill(
+        qv, kv_, vv, kc, vc, table, starts, seq_lens, ov,
+        scale=1.0 / math.sqrt(d) if sm_scale is None else sm_scale,
+        k_scale=k_scale if fp8 else None, v_scale=v_scale if fp8 else None,
+        alibi_slopes=slopes, sinks=sink_vals,
+        out_scale=fp8_out_scale, sliding_window=window,
+        skip_decode=skip_decode)
+
+
+# ---------------------------------------------------------------------------
+# unified attention
+# ---------------------------------------------------------------------------
+
+
+def plan_segments(max_seqlen_q, max_seqlen_k, block_size):
+    """Split-KV for decode-only batches with long contexts, as the seed's 3-D
+    kernel does: up to 16 segments of at least 256 keys."""
+    if max_seqlen_q > 1 or max_seqlen_k < 512:
+        return None
+    return int(min(16, max(2, max_seqlen_k // 256)))
+
+
+def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
+                      max_seqlen_k, softmax_scale, causal, window_size,
+                      block_table, softcap, q_descale, k_descale, v_descale,
+                      alibi_slopes=None, output_scale=None, sinks=None, *,
+                      num_segments=None):
+    """`num_segments` (keyword, not in vLLM) forces the split-KV form."""
+    if not causal:
+        raise ValueError("causal: only causal attention is supported")
+    qv, kc, vc, ov = (view(q, "q"), view(k, "k"), view(v, "v"), view(out, "out"))
+    _rank(qv, 3, "[tokens, q_heads, head_dim]")
+    _rank(ov, 3, "[tokens, q_heads, head_dim]")
+    _rank(kc, 4, "[num_blocks, block_size, kv_heads, head_dim]")
+    _same(kc.shape, vc.shape, f"v: shape {vc.shape} differs from k's {kc.shape}")
+    _dtype(qv, FLOATS + FP8)
+    _dtype(kc, FLOATS + FP8)
+    _same(vc.dtype, kc.dtype, f"v: dtype {vc.dtype} differs from k's {kc.dtype}")
+    tokens, hq, d = qv.shape
+    num_blocks, block_size, hk, dk = kc.shape
+    if hk == 0 or hq % hk:
+        raise ValueError(f"k: {hk} KV heads must divide the {hq} query heads")
+    if dk != d:
+        raise ValueError(f"k: head dim {dk} differs from q's {d}")
+    _same(ov.shape, qv.shape, f"out: shape {ov.shape} differs from q's {qv.shape}")
+    cache_fp8, q_fp8 = kc.dtype in FP8, qv.dtype in FP8
+    if q_fp8 and not cache_fp8:
+        raise ValueError("q: an fp8 query needs an fp8 KV cache")
+    if not cache_fp8 and kc.dtype != qv.dtype:
+        raise ValueError(f"k: dtype {kc.dtype} differs from q's {qv.dtype}")
+    if q_fp8 and q_descale is None:
+        raise ValueError("q_descale: required when q is fp8")
+    if not q_fp8 and q_descale is not None:
+        raise ValueError("q_descale: only valid when q is fp8")
+    if cache_fp8 and (k_descale is None or v_descale is None):
+        raise ValueError("k_descale/v_descale: required with an fp8 KV cache")
+
+    seqused = _ints(seqused_k, "seqused_k")
+    if seqused.ndim != 1:
+        raise ValueError(f"seqused_k: expected a 1-D array, got {seqused.shape}")
+    batch = len(seqused)
+    cu = _offsets(cu_seqlens_q, "cu_seqlens_q", batch, tokens)
+    q_lens = np.diff(cu)
+    if np.any(seqused < q_lens):
+        b = int(np.argmax(seqused < q_lens))
+        raise ValueError(f"seqused_k: sequence {b} has {seqused[b]} keys but "
+                         f"{q_lens[b]} queries")
+    table = _block_table(block_table, "block_table", seqused, block_size,
+                         num_blocks)
+    window = None
+    if window_size is not None:
+        if len(window_size) != 2:
+            raise ValueError(f"window_size: expected (left, right), got "
+                             f"{window_size!r}")
+        if window_size[0] >= 0:
+            window = int(window_size[0]) + 1
+    if softcap is not None and softcap < 0:
+        raise ValueError(f"softcap: must be >= 0 (0 disables it), got {softcap}")
+    slopes = _per_head(alibi_slopes, "alibi_slopes", hq)
+    sink_vals = _per_head(sinks, "sinks", hq)
+    if ov.dtype in FP8:
+        if output_scale is None:
+            raise ValueError("output_scale: required when out is fp8")
+    elif output_scale is not None:
+        raise ValueError(f"output_scale: given but out is {ov.dtype}, not fp8")
+    elif not q_fp8 and ov.dtype != qv.dtype:
+        raise ValueError(f"out: dtype {ov.dtype} differs from q's {qv.dtype}")
+
+    common = dict(scale=softmax_scale,
+                  softcap=softcap if softcap else None,
+                  q_descale=q_descale if q_fp8 else None,
+                  k_descale=k_descale if cache_fp8 else None,
+                  v_descale=v_descale if cache_fp8 else None,
+                  alibi_slopes=slopes, sliding_window=window)
+    segments = num_segments
+    if segments is None:
+        segments = plan_segments(max_seqlen_q, max_seqlen_k, block_size)
+    if segments is not None and segments < 1:
+        raise ValueError(f"num_segments: must be >= 1, got {segments}")
+    if not segments:
+        ops.unified(qv, kc, vc, table, cu, seqused, ov, sinks=sink_vals,
+                    out_scale=output_scale, **common)
+        return
+    partial = np.zeros((tokens, hq, segments, d), np.float32)
+    seg_max = np.zeros((tokens, hq, segments), np.float32)
+    seg_sum = np.zeros((tokens, hq, segments), np.float32)
+    ops.unified(qv, kc, vc, table, cu, seqused, partial, num_segments=segments,
+                segment_max=seg_max, segment_sum=seg_sum, **common)
+    # Only rows that belong to a sequence are written, as in the one-pass form.
+    lo, hi = int(cu[0]), int(cu[-1])
+    ops.merge_states(partial[lo:hi], view(out[lo:hi], "out"),
+                     segment_max=seg_max[lo:hi], segment_sum=seg_sum[lo:hi],
+                     sinks=sink_vals, out_scale=output_scale)
+
+
+# ---------------------------------------------------------------------------
+# flash (varlen FlashAttention-2 forward)
+# ---------------------------------------------------------------------------
+
+
+def _quantize_fp8(x, scale, name):
+    """The seed's check_and_convert: x / scale clamped to e4m3's range."""
+    vals = np.asarray(host_values(x, name), dtype=np.float32)
+    s = float(np.asarray(host_values(scale, name)).reshape(-1)[0]) \
+        if not isinstance(scale, (int, float)) else float(scale)
+    return np.clip(vals / s, -448.0, 448.0).astype(NUMPY_DTYPES["f8E4M3FN"])
+
+
+def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
+                     max_seqlens_k, causal=False, sm_scale=1.0, bias=None,
+                     fp8_scales=None, fp8_out_scale=None, *, dropout_p=0.0,
+                     philox_seed=0x1BF52, philox_offset=0x1D4B42):
+    """Returns (o, None). `dropout_p` and the Philox seed/offset (keywords,
+    not in vLLM's signature, which always passes 0) enable dropout."""
+    qv, kv_, vv = view(q, "q"), view(k, "k"), view(v, "v")
+    for t in (qv, kv_, vv):
+        _rank(t, 3, "[tokens, heads, head_dim]")
+    orig_dtype = qv.dtype
+    if fp8_scales is not None:
+        if len(fp8_scales) != 4:
+            raise ValueError("fp8_scales: expected (q_scale, k_scale, v_scale, "
+                             "p_scale)")
+        qs, ks, vs, _ = fp8_scales
+        if qv.dtype not in FP8:
+            q, k, v = (_quantize_fp8(q, qs, "q"), _quantize_fp8(k, ks, "k"),
+                       _quantize_fp8(v, vs, "v"))
+            qv, kv_, vv = view(q, "q"), view(k, "k"), view(v, "v")
+    _dtype(qv, FLOATS + FP8)
+    _same(kv_.dtype, qv.dtype, f"k: dtype {kv_.dtype} differs from q's {qv.dtype}")
+    _same(vv.dtype, qv.dtype, f"v: dtype {vv.dtype} differs from q's {qv.dtype}")
+    _same(kv_.shape, vv.shape, f"v: shape {vv.shape} differs from k's {kv_.shape}")
+    if qv.dtype in FP8 and fp8_scales is None:
+        raise ValueError("fp8_scales: required when q, k, v are fp8")
+    total_q, hq, d = qv.shape
+    total_k, hk, dk = kv_.shape
+    if hk == 0 or hq % hk:
+        raise ValueError(f"k: {hk} KV heads must divide the {hq} query heads")
+    if dk != d:
+        raise ValueError(f"k: head dim {dk} differs from q's {d}")
+    cq_raw = _ints(cu_seqlens_q, "cu_seqlens_q")
+    batch = len(cq_raw) - 1
+    if batch < 0:
+        raise ValueError("cu_seqlens_q: must have at least one entry")
+    cq = _offsets(cq_raw, "cu_seqlens_q", batch, total_q)
+    ck = _offsets(cu_seqlens_k, "cu_seqlens_k", batch, total_k)
+    if o is None:
+        o = _new_like(q, orig_dtype if orig_dtype in FLOATS else "bf16",
+                      (total_q, hq, d))
+    ov = view(o, "o")
+    _same(ov.shape, qv.shape, f"o: shape {ov.shape} differs from q's {qv.shape}")
+    if ov.dtype in FP8:
+        if fp8_out_scale is None:
+            raise ValueError("fp8_out_scale: required when o is fp8")
+    elif fp8_out_scale is not None:
+        raise ValueError(f"fp8_out_scale: given but o is {ov.dtype}, not fp8")
+    if bias is not None:
+        bv = view(bias, "bias")
+        _rank(bv, 4, "[1|batch, q_heads, max_seqlen_q, max_seqlen_k]")
+        _dtype(bv, FLOATS)
+        lq, lk = np.diff(cq), np.diff(ck)
+        if (bv.shape[0] not in (1, batch) or bv.shape[1] != hq or
+                (batch and (bv.shape[2] < lq.max() or bv.shape[3] < lk.max()))):
+            raise ValueError(f"bias: shape {bv.shape} does not cover [1|{batch}, "
+                             f"{hq}, {int(lq.max()) if batch else 0}, "
+                             f"{int(lk.max()) if batch else 0}]")
+        bias = bv
+    dropout = None
+    if dropout_p:
+        if not 0.0 <= dropout_p < 1.0:
+            raise ValueError(f"dropout_p: must be in [0, 1), got {dropout_p}")
+        dropout = (dropout_p, philox_seed, philox_offset)
+    ops.flash(qv, kv_, vv, cq, ck, ov, scale=sm_scale, causal=causal,
+              bias=bias, dropout=dropout, fp8_scales=fp8_scales,
+              out_scale=fp8_out_scale)
+    return o, None
+
+
+# ---------------------------------------------------------------------------
+# block-sparse
+# ---------------------------------------------------------------------------
+
+
+def blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
+                                      sm_scale, sparse_layout, *,
+                                      block_size=64, q_block_size=None,
+                                      max_seqlen=None):
+    qv, kv_, vv = view(q, "q"), view(k, "k"), view(v, "v")
+    for t in (qv, kv_, vv):
+        _rank(t, 3, "[tokens, heads, head_dim]")
+    _dtype(qv, FLOATS)
+    _same(kv_.dtype, qv.dtype, f"k: dtype {kv_.dtype} differs from q's {qv.dtype}")
+    _same(kv_.shape, vv.shape, f"v: shape {vv.shape} differs from k's {kv_.shape}")
+    _same(vv.dtype, qv.dtype, f"v: dtype {vv.dtype} differs from q's {qv.dtype}")
+    total_q, hq, d = qv.shape
+    total_k, hk, dk = kv_.shape
+    if hk == 0 or hq % hk:
+        raise ValueError(f"k: {hk} KV heads must divide the {hq} query heads")
+    if dk != d:
+        raise ValueError(f"k: head dim {dk} differs from q's {d}")
+    if block_size <= 0 or (q_block_size is not None and q_block_size <= 0):
+        raise ValueError("block_size/q_block_size: must be positive")
+    qbs = q_block_size or block_size
+    ck_raw = _ints(cu_seqlens_k, "cu_seqlens_k")
+    batch = len(ck_raw) - 1
+    ck = _offsets(ck_raw, "cu_seqlens_k", batch, total_k)
+    k_lens = np.diff(ck)
+    if cu_seqlens_q is None:
+        if total_q == batch:
+            cq = np.arange(batch + 1, dtype=np.int32)
+        elif total_q == total_k:
+            cq = ck
+        else:
+            raise ValueError("cu_seqlens_q: must be given for a mix of prefill "
+                             "and decode")
+    else:
+        cq = _offsets(cu_seqlens_q, "cu_seqlens_q", batch, total_q)
+    q_lens = np.diff(cq)
+    bad = (q_lens != 1) & (q_lens != k_lens)
+    if np.any(bad):
+        b = int(np.argmax(bad))
+        raise ValueError(f"cu_seqlens_q: sequence {b} has {q_lens[b]} queries "
+                         f"and {k_lens[b]} keys; expected 1 (decode) or equal")
+    if max_seqlen and batch and k_lens.max() > max_seqlen:
+        raise ValueError(f"max_seqlen: {max_seqlen} is below the longest "
+                         f"sequence ({k_lens.max()})")
+    if not isinstance(sparse_layout, (list, tuple)) or len(sparse_layout) != 2:
+        raise ValueError("sparse_layout: expected (crow_indices, col_indices)")
+    crow = _ints(sparse_layout[0], "sparse_layout[0] (crow)")
+    col = _ints(sparse_layout[1], "sparse_layout[1] (col)")
+    if crow.ndim != 2 or col.ndim != 2 or crow.shape[0] != col.shape[0] or \
+            crow.shape[0] not in (1, hq) or crow.shape[1] < 2:
+        raise ValueError(f"sparse_layout: shapes {crow.shape}/{col.shape} must "
+                         f"be [1|{hq}, rows+1] and [1|{hq}, nnz]")
+    if np.any(np.diff(crow, axis=1) < 0) or crow.min() < 0 or \
+            crow.max() > col.shape[1]:
+        raise ValueError("sparse_layout[0] (crow): row pointers must be "
+                         f"non-decreasing within [0, {col.shape[1]}]")
+    if col.size and col.min() < 0:
+        raise ValueError("sparse_layout[1] (col): block ids must be >= 0")
+    for h in range(crow.shape[0]):
+        for r in range(crow.shape[1] - 1):
+            ids = col[h, crow[h, r]:crow[h, r + 1]]
+            if len(np.unique(ids)) != len(ids):
+                raise ValueError(f"sparse_layout[1] (col): head {h} row {r} "
+                                 f"lists a block twice")
+    if batch and k_lens.max() > 0:
+        last_row = (int(k_lens.max()) - 1) // qbs
+        if last_row + 1 > crow.shape[1] - 1:
+            raise ValueError(f"sparse_layout[0] (crow): {crow.shape[1] - 1} rows "
+                             f"cover {(crow.shape[1] - 1) * qbs} positions, "
+                             f"sequences reach {int(k_lens.max())}")
+    out = _new_like(q, qv.dtype, tuple(qv.shape))
+    ops.blocksparse(qv, kv_, vv, cq, ck, crow, col, view(out, "out"),
+                    scale=sm_scale, block_size=block_size,
+                    q_block_size=q_block_size)
+    return out
