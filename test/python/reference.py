@@ -1,0 +1,85 @@
+"""float64 references written from docs/semantics.md (never from the kernels).
+
+Each function returns the expected output rows of one sequence and head as
+float64, from inputs already converted to float64 (fp8 and bf16 values are
+exact in float64).
+"""
+
+import ml_dtypes
+import numpy as np
+
+F8 = {"f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2}
+F8_MAX = {"f8E4M3FN": 448.0, "f8E5M2": 57344.0}
+DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
+          **F8}
+TOL = {"f32": 2e-5, "f16": 3e-3, "bf16": 2e-2, "f8E4M3FN": 0.13,
+       "f8E5M2": 0.26}
+
+
+def f64(x):
+    return np.asarray(x).astype(np.float64)
+
+
+def attend(q, k, v, scale, visible, *, softcap=None, alibi=None, bias=None,
+           sink=None, keep=None, dropout_p=0.0):
+    """Section 2 for one (sequence, head): q [Lq, D], k/v [Lk, D], visible
+    [Lq, Lk] bool, alibi/bias [Lq, Lk] additive (already in score units),
+    sink a scalar, keep [Lq, Lk] bool dropout mask."""
+    s = scale * (q @ k.T)
+    if softcap:
+        s = softcap * np.tanh(s / softcap)
+    if alibi is not None:
+        s = s + alibi
+    if bias is not None:
+        s = s + bias
+    s = np.where(visible, s, -np.inf)
+    m = s.max(axis=1, keepdims=True) if s.shape[1] else np.full((len(q), 1), -np.inf)
+    if sink is not None:
+        m = np.maximum(m, sink)
+    m = np.where(np.isfinite(m), m, 0.0)
+    p = np.where(visible, np.exp(s - m), 0.0)
+    z = p.sum(axis=1, keepdims=True)
+    if sink is not None:
+        z = z + np.exp(sink - m)
+    if keep is not None:
+        p = np.where(keep, p, 0.0) / (1.0 - dropout_p)
+    out = p @ v
+    return np.where(z > 0, out / np.where(z > 0, z, 1.0), 0.0)
+
+
+def to_fp8_out(o, out_scale, fp8):
+    """Section 6: clamp(o / out_scale) rounded to the fp8 type, as float64."""
+    x = np.clip(o / out_scale, -F8_MAX[fp8], F8_MAX[fp8])
+    return f64(x.astype(F8[fp8]))
+
+
+def philox_uniform(seed, counters):
+    """Section 7: Triton's tl.rand(seed, counter) for an array of counters."""
+    mask = np.uint64(0xFFFFFFFF)
+    k0 = np.uint64(seed & 0xFFFFFFFF)
+    k1 = np.uint64((seed >> 32) & 0xFFFFFFFF)
+    c0 = np.asarray(counters, dtype=np.int64).astype(np.uint64) & mask
+    c1 = np.zeros_like(c0)
+    c2 = np.zeros_like(c0)
+    c3 = np.zeros_like(c0)
+    A, B = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
+    for _ in range(10):
+        pa, pb = A * c0, B * c2
+        n0 = (pb >> np.uint64(32)) ^ c1 ^ k0
+        n2 = (pa >> np.uint64(32)) ^ c3 ^ k1
+        c0, c1, c2, c3 = n0 & mask, pb & mask, n2 & mask, pa & mask
+        k0 = (k0 + np.uint64(0x9E3779B9)) & mask
+        k1 = (k1 + np.uint64(0xBB67AE85)) & mask
+    x = c0.astype(np.uint32).view(np.int32).astype(np.int64)
+    x = np.where(x < 0, -x - 1, x)
+    return (x.astype(np.float32) * np.float32(4.6566127342e-10)).astype(np.float32)
+
+
+def check(out, ref, dtype, what=""):
+    """|out - ref| within the dtype's rounding, relative to max(1, |ref|)."""
+    out = f64(out)
+    assert not np.isnan(out).any(), f"{what}: NaN in output (unwritten rows?)"
+    err = np.abs(out - ref).max() if out.size else 0.0
+    bound = TOL[dtype] * max(1.0, np.abs(ref).max() if ref.size else 0.0)
+    assert err <= bound, f"{what}: max error {err:.3g} > {bound:.3g}"
+    return err

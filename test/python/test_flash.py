@@ -1,0 +1,138 @@
+"""attn.flash through attn_mlir.vllm.triton_attention, against reference.py."""
+
+import numpy as np
+import pytest
+
+from attn_mlir import ops, vllm
+from reference import DTYPES, F8, attend, check, f64, philox_uniform, to_fp8_out
+
+
+def make(rng, lq, lk, hq, hk, d, dtype):
+    cq = np.concatenate([[0], np.cumsum(lq)]).astype(np.int32)
+    ck = np.concatenate([[0], np.cumsum(lk)]).astype(np.int32)
+    q = rng.standard_normal((cq[-1], hq, d)).astype(DTYPES[dtype])
+    k = rng.standard_normal((ck[-1], hk, d)).astype(DTYPES[dtype])
+    v = rng.standard_normal((ck[-1], hk, d)).astype(DTYPES[dtype])
+    return q, k, v, cq, ck
+
+
+def reference(q, k, v, cq, ck, scale, causal, bias=None, dropout=None):
+    q, k, v = f64(q), f64(k), f64(v)
+    hq, hk = q.shape[1], k.shape[1]
+    ref = np.zeros(q.shape)
+    for b in range(len(cq) - 1):
+        lq, lk = cq[b + 1] - cq[b], ck[b + 1] - ck[b]
+        i, j = np.arange(lq)[:, None], np.arange(lk)[None, :]
+        vis = (j <= i + lk - lq) if causal else np.ones((lq, lk), bool)
+        for h in range(hq):
+            kv = h // (hq // hk)
+            bb = None
+            if bias is not None:
+                bb = f64(bias[0 if bias.shape[0] == 1 else b, h, :lq, :lk])
+            keep = None
+            if dropout is not None:
+                p, seed, off = dropout
+                ctr = off + ((b * hq + h) * lq + i) * lk + j
+                keep = philox_uniform(seed, ctr) > np.float32(p)
+            ref[cq[b]:cq[b + 1], h] = attend(
+                q[cq[b]:cq[b + 1], h], k[ck[b]:ck[b + 1], kv],
+                v[ck[b]:ck[b + 1], kv], scale, vis, bias=bb, keep=keep,
+                dropout_p=dropout[0] if dropout else 0.0)
+    return ref
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("d", [24, 64, 80, 96, 128, 256])
+@pytest.mark.parametrize("gqa", [1, 4, 5, 8])
+def test_dtype_headdim_gqa(dtype, d, gqa):
+    rng = np.random.default_rng(d * 10 + gqa)
+    hk = 1 if gqa == 8 else 2
+    q, k, v, cq, ck = make(rng, [7, 19], [7, 19], hk * gqa, hk, d, dtype)
+    o = np.full(q.shape, np.nan, DTYPES[dtype])
+    vllm.triton_attention(q, k, v, o, cq, ck, 19, 19, causal=True, sm_scale=d ** -0.5)
+    check(o, reference(q, k, v, cq, ck, d ** -0.5, True), dtype, "flash")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("lens", [([5, 40, 1], [33, 12, 9]),   # Lq < Lk and Lq > Lk
+                                  ([64, 3], [64, 70])])
+def test_varlen_bottom_right_causal(causal, lens):
+    rng = np.random.default_rng(1)
+    q, k, v, cq, ck = make(rng, lens[0], lens[1], 4, 2, 64, "f32")
+    o = np.full(q.shape, np.nan, np.float32)
+    out, none = vllm.triton_attention(q, k, v, o, cq, ck, 64, 70, causal=causal,
+                                      sm_scale=0.125)
+    assert out is o and none is None
+    ref = reference(q, k, v, cq, ck, 0.125, causal)
+    check(o, ref, "f32", "flash varlen")
+    if causal:  # queries before the diagonal see no key and output exactly 0
+        for b, (lq, lk) in enumerate(zip(*lens)):
+            if lq > lk:
+                assert np.all(o[cq[b]:cq[b] + lq - lk] == 0)
+
+
+@pytest.mark.parametrize("batch_rows", [1, 3])
+def test_bias(batch_rows):
+    rng = np.random.default_rng(2)
+    q, k, v, cq, ck = make(rng, [9, 30, 4], [9, 30, 17], 4, 4, 32, "bf16")
+    bias = rng.standard_normal((batch_rows, 4, 30, 30)).astype(np.float32)
+    o = np.full(q.shape, np.nan, DTYPES["bf16"])
+    vllm.triton_attention(q, k, v, o, cq, ck, 30, 30, causal=True, sm_scale=0.2,
+                          bias=bias)
+    check(o, reference(q, k, v, cq, ck, 0.2, True, bias=bias), "bf16", "bias")
+
+
+def test_dropout_matches_philox():
+    rng = np.random.default_rng(3)
+    q, k, v, cq, ck = make(rng, [12, 31], [20, 31], 4, 2, 32, "f32")
+    drop = (0.3, 0x1BF52, 0x1D4B42)
+    o = np.full(q.shape, np.nan, np.float32)
+    vllm.triton_attention(q, k, v, o, cq, ck, 31, 31, causal=False, sm_scale=0.3,
+                          dropout_p=drop[0], philox_seed=drop[1],
+                          philox_offset=drop[2])
+    check(o, reference(q, k, v, cq, ck, 0.3, False, dropout=drop), "f32", "dropout")
+    # A different seed gives a different mask.
+    o2 = np.full(q.shape, np.nan, np.float32)
+    vllm.triton_attention(q, k, v, o2, cq, ck, 31, 31, sm_scale=0.3,
+                          dropout_p=0.3, philox_seed=7, philox_offset=0)
+    assert np.abs(o2 - o).max() > 1e-3
+
+
+def test_fp8_qkv_and_fp8_out():
+    rng = np.random.default_rng(4)
+    q, k, v, cq, ck = make(rng, [16, 40], [16, 40], 8, 2, 64, "f32")
+    scales = (0.02, 0.02, 0.02, 1.0 / 448)
+    o = np.full(q.shape, np.nan, np.float32)
+    vllm.triton_attention(q, k, v, o, cq, ck, 40, 40, causal=True, sm_scale=0.125,
+                          fp8_scales=scales)
+    # Reference on the quantized values the kernel saw.
+    qq, kq, vq = [f64(np.clip(x / s, -448, 448).astype(F8["f8E4M3FN"])) * s
+                  for x, s in zip((q, k, v), scales[:3])]
+    ref = reference(qq, kq, vq, cq, ck, 0.125, True)
+    check(o, ref, "f8E4M3FN", "fp8 flash")
+    o8 = np.full(q.shape, np.nan, F8["f8E4M3FN"])
+    vllm.triton_attention(q, k, v, o8, cq, ck, 40, 40, causal=True,
+                          sm_scale=0.125, fp8_scales=scales, fp8_out_scale=0.01)
+    check(f64(o8) * 0.01, ref, "f8E4M3FN", "fp8 out")
+
+
+def test_strided_query_view():
+    """q sliced out of a fused QKV buffer: a non-unit token stride."""
+    rng = np.random.default_rng(5)
+    qkv = rng.standard_normal((30, 3, 4, 32)).astype(np.float32)
+    q, k, v = qkv[:, 0], qkv[:, 1], qkv[:, 2]
+    cq = ck = np.array([0, 30], np.int32)
+    o = np.full((30, 4, 32), np.nan, np.float32)
+    vllm.triton_attention(q, k, v, o, cq, ck, 30, 30, causal=True, sm_scale=0.2)
+    check(o, reference(q, k, v, cq, ck, 0.2, True), "f32", "strided")
+
+
+def test_schedule_override_same_result():
+    """Other tile sizes (as other targets' plans pick) give the same result."""
+    rng = np.random.default_rng(6)
+    q, k, v, cq, ck = make(rng, [13, 50], [20, 50], 8, 2, 64, "f32")
+    ref = reference(q, k, v, cq, ck, 0.125, True)
+    for sched in [(1, 1, 1), (3, 7, 2), (16, 64, 4), (64, 64, 4)]:
+        o = np.full(q.shape, np.nan, np.float32)
+        ops.flash(q, k, v, cq, ck, o, scale=0.125, causal=True, schedule=sched)
+        check(o, ref, "f32", f"schedule {sched}")
