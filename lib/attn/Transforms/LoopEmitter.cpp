@@ -112,14 +112,15 @@ Value LoopEmitter::reduce(Value lo, Value hi, Value init,
   return loop.getResult(0);
 }
 
-void LoopEmitter::allocaScope(llvm::function_ref<void()> body) {
-  auto scope = memref::AllocaScopeOp::create(b, TypeRange{});
-  Block *block = b.createBlock(&scope.getBodyRegion());
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(block);
-  auto ret = memref::AllocaScopeReturnOp::create(b, ValueRange{});
-  b.setInsertionPoint(ret);
-  body();
+void LoopEmitter::withBuffers(ArrayRef<SmallVector<int64_t>> shapes,
+                              llvm::function_ref<void(ArrayRef<Value>)> body) {
+  SmallVector<Value> buffers;
+  for (ArrayRef<int64_t> shape : shapes)
+    buffers.push_back(
+        memref::AllocOp::create(b, MemRefType::get(shape, b.getF32Type())));
+  body(buffers);
+  for (Value buffer : buffers)
+    memref::DeallocOp::create(b, buffer);
 }
 
 Value LoopEmitter::load(Value memref, ValueRange indices) {
@@ -155,10 +156,6 @@ void LoopEmitter::storeFrom32(Value value, Value memref, ValueRange indices) {
     value = arith::BitcastOp::create(b, t, bits);
   }
   store(value, memref, indices);
-}
-
-Value LoopEmitter::allocaF32(ArrayRef<int64_t> shape) {
-  return memref::AllocaOp::create(b, MemRefType::get(shape, b.getF32Type()));
 }
 
 Value LoopEmitter::loadScalar(Value memref) {

@@ -77,9 +77,12 @@ public:
                llvm::function_ref<Value(Value, Value)> body) {
     return reduce(idx(lo), idx(hi), init, body);
   }
-  /// Runs `body` in a memref.alloca_scope, so that stack buffers of a loop
-  /// body are released every iteration.
-  void allocaScope(llvm::function_ref<void()> body);
+  /// Runs `body` with f32 scratch buffers of the given shapes that live
+  /// exactly as long as the body (allocated before, freed after). Heap
+  /// buffers rather than allocas: an alloca in a loop body would grow the
+  /// stack every iteration once the loops are lowered.
+  void withBuffers(ArrayRef<SmallVector<int64_t>> shapes,
+                   llvm::function_ref<void(ArrayRef<Value>)> body);
 
   // Memory. `load32` widens any supported element type to f32 (fp8 through
   // the exact decoder), optionally multiplying by a dequantization scale.
@@ -89,8 +92,6 @@ public:
   Value load32(Value memref, ValueRange indices, Value scale = nullptr);
   /// Rounds an f32 to `elementType` and stores it (fp8: saturating encoder).
   void storeFrom32(Value value, Value memref, ValueRange indices);
-  /// A stack buffer of f32 of the given static shape.
-  Value allocaF32(ArrayRef<int64_t> shape);
   /// Reads a one-element scale memref (memref<f32> or memref<1xf32>).
   Value loadScalar(Value memref);
 

@@ -36,14 +36,16 @@ TiledAttentionBuilder::visibleKeyRange(const ProgramRows &rows) {
 void TiledAttentionBuilder::emitProgram(const ProgramRows &rows,
                                         ArrayRef<KvWalk> walks) {
   int64_t bm = shape.rows(), bn = shape.blockN, d = shape.headDim;
-  e.allocaScope([&] {
-    qTile = e.allocaF32({bm, d});
-    kTile = e.allocaF32({bn, d});
-    vTile = e.allocaF32({bn, d});
-    sTile = e.allocaF32({bm, bn});
-    acc = e.allocaF32({bm, d});
-    rowMax = e.allocaF32({bm});
-    rowSum = e.allocaF32({bm});
+  SmallVector<SmallVector<int64_t>> shapes = {{bm, d}, {bn, d}, {bn, d},
+                                              {bm, bn}, {bm, d}, {bm},   {bm}};
+  e.withBuffers(shapes, [&](ArrayRef<Value> buffers) {
+    qTile = buffers[0];
+    kTile = buffers[1];
+    vTile = buffers[2];
+    sTile = buffers[3];
+    acc = buffers[4];
+    rowMax = buffers[5];
+    rowSum = buffers[6];
     loadQueries(rows);
     initState(rows);
     for (const KvWalk &walk : walks) {

@@ -1,0 +1,184 @@
+"""attn.unified (one pass and split-KV + merge) through vllm.unified_attention."""
+
+import numpy as np
+import pytest
+
+from attn_mlir import ops, vllm
+from paged import block_table, cache_values
+from reference import DTYPES, F8, attend, check, f64, to_fp8_out
+
+
+def make(rng, *, q_lens, k_lens, hq, hk, d, block_size, dtype, fp8=None,
+         q_fp8=False):
+    q_lens, k_lens = np.array(q_lens), np.array(k_lens)
+    cu = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    table, nb = block_table(rng, k_lens, block_size)
+    qv = rng.standard_normal((int(cu[-1]), hq, d))
+    q = qv.astype(F8["f8E4M3FN"] if q_fp8 else DTYPES[dtype])
+    kv, kc = cache_values(rng, (nb, block_size, hk, d), dtype, fp8)
+    vv, vc = cache_values(rng, (nb, block_size, hk, d), dtype, fp8)
+    if fp8:  # unified takes caches already viewed as their fp8 type
+        kc, vc = kv, vv
+    return q, kc, vc, cu, k_lens.astype(np.int32), table
+
+
+def reference(q, kc, vc, cu, seqused, table, scale, *, q_scale=1.0, k_scale=1.0,
+              v_scale=1.0, window=None, softcap=None, slopes=None,
+              alibi_form="context", sinks=None):
+    hq, bs, hk = q.shape[1], kc.shape[1], kc.shape[2]
+    kf, vf, qf = f64(kc) * k_scale, f64(vc) * v_scale, f64(q) * q_scale
+    ref = np.full(q.shape, np.nan)
+    for b in range(len(seqused)):
+        L, N = cu[b + 1] - cu[b], int(seqused[b])
+        C = N - L
+        blocks, slot = table[b, np.arange(N) // bs], np.arange(N) % bs
+        qpos = C + np.arange(L)[:, None]
+        kpos = np.arange(N)[None, :]
+        vis = kpos <= qpos
+        if window:
+            vis &= (qpos - kpos) < window
+        for h in range(hq):
+            kvh = h // (hq // hk)
+            ab = None
+            if slopes is not None:
+                dist = {"context": kpos - C, "relative": kpos - qpos,
+                        "absolute": kpos + 0 * qpos}[alibi_form]
+                ab = slopes[h] * dist
+            ref[cu[b]:cu[b + 1], h] = attend(
+                qf[cu[b]:cu[b + 1], h], kf[blocks, slot, kvh], vf[blocks, slot, kvh],
+                scale, vis, softcap=softcap, alibi=ab,
+                sink=None if sinks is None else float(sinks[h]))
+    return ref
+
+
+MIXED = dict(q_lens=[1, 37, 1, 1, 12], k_lens=[300, 37, 1, 77, 140])
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("d,hq,hk", [(24, 2, 2), (64, 8, 2), (80, 5, 1),
+                                     (96, 8, 1), (128, 16, 2), (256, 4, 4)])
+def test_mixed_batch(dtype, d, hq, hk):
+    rng = np.random.default_rng(d * hq)
+    q, kc, vc, cu, su, table = make(rng, hq=hq, hk=hk, d=d, block_size=16,
+                                    dtype=dtype, **MIXED)
+    o = np.full(q.shape, np.nan, DTYPES[dtype])
+    vllm.unified_attention(q, kc, vc, o, cu, 37, su, 300, d ** -0.5, True,
+                           (-1, -1), table, 0, None, None, None)
+    check(o, reference(q, kc, vc, cu, su, table, d ** -0.5), dtype, "unified")
+
+
+@pytest.mark.parametrize("block_size", [1, 16, 32, 48, 64])
+@pytest.mark.parametrize("fp8", [None, "f8E4M3FN", "f8E5M2"])
+def test_pages_and_fp8_cache(block_size, fp8):
+    rng = np.random.default_rng(block_size)
+    q, kc, vc, cu, su, table = make(rng, hq=8, hk=2, d=64, block_size=block_size,
+                                    dtype="bf16", fp8=fp8, **MIXED)
+    o = np.full(q.shape, np.nan, DTYPES["bf16"])
+    ks, vs = (0.5, 2.0) if fp8 else (None, None)
+    vllm.unified_attention(q, kc, vc, o, cu, 37, su, 300, 0.125, True, (-1, -1),
+                           table, 0, None, ks, vs)
+    ref = reference(q, kc, vc, cu, su, table, 0.125, k_scale=ks or 1.0,
+                    v_scale=vs or 1.0)
+    check(o, ref, "bf16", f"block {block_size} {fp8}")
+
+
+@pytest.mark.parametrize("feature", ["softcap", "window1", "window50", "alibi",
+                                     "sinks", "fp8_out", "fp8_q"])
+def test_features(feature):
+    rng = np.random.default_rng(11)
+    q, kc, vc, cu, su, table = make(rng, hq=8, hk=2, d=64, block_size=16,
+                                    dtype="f32", fp8="f8E4M3FN" if feature == "fp8_q" else None,
+                                    q_fp8=feature == "fp8_q", **MIXED)
+    kw, rkw = {}, {}
+    window = (-1, -1)
+    softcap = 0
+    if feature == "softcap":
+        softcap = rkw["softcap"] = 3.0
+    if feature.startswith("window"):
+        w = int(feature[6:])
+        window, rkw["window"] = (w - 1, 0), w
+    if feature == "alibi":
+        kw["alibi_slopes"] = rkw["slopes"] = (2.0 ** -np.arange(1, 9)).astype(np.float32)
+    if feature == "sinks":
+        kw["sinks"] = rkw["sinks"] = rng.standard_normal(8).astype(np.float32)
+    qd = kd = vd = None
+    if feature == "fp8_q":
+        qd, kd, vd = 0.5, 0.25, 2.0
+        rkw.update(q_scale=qd, k_scale=kd, v_scale=vd)
+    out_dtype = np.float32
+    if feature == "fp8_out":
+        out_dtype, kw["output_scale"] = F8["f8E4M3FN"], 0.02
+    o = np.full(q.shape, np.nan, out_dtype)
+    vllm.unified_attention(q, kc, vc, o, cu, 37, su, 300, 0.125, True, window,
+                           table, softcap, qd, kd, vd, **kw)
+    ref = reference(q, kc, vc, cu, su, table, 0.125, **rkw)
+    if feature == "fp8_out":
+        check(f64(o) * 0.02, ref, "f8E4M3FN", feature)
+    else:
+        check(o, ref, "f32", feature)
+
+
+@pytest.mark.parametrize("form", ["relative", "context", "absolute"])
+def test_alibi_forms(form):
+    """All three forms give the same output; each matches its reference."""
+    rng = np.random.default_rng(12)
+    q, kc, vc, cu, su, table = make(rng, hq=4, hk=4, d=32, block_size=16,
+                                    dtype="f32", **MIXED)
+    slopes = (2.0 ** -np.arange(1, 5)).astype(np.float32)
+    o = np.full(q.shape, np.nan, np.float32)
+    ops.unified(q, kc, vc, table, cu, su, o, scale=0.2, alibi_slopes=slopes,
+                alibi_form=form)
+    check(o, reference(q, kc, vc, cu, su, table, 0.2, slopes=slopes,
+                       alibi_form=form), "f32", form)
+
+
+@pytest.mark.parametrize("segments", [1, 2, 3, 7, 16])
+@pytest.mark.parametrize("extras", [False, True])
+def test_split_kv(segments, extras):
+    """Split-KV + merge_states equals the one-pass result, sinks and fp8
+    output applied once by the merge."""
+    rng = np.random.default_rng(segments)
+    q, kc, vc, cu, su, table = make(rng, hq=8, hk=2, d=64, block_size=16,
+                                    dtype="bf16", q_lens=[1, 1, 1, 5],
+                                    k_lens=[1000, 1, 33, 260])
+    kw = {}
+    sinks = rng.standard_normal(8).astype(np.float32) if extras else None
+    if extras:
+        kw = dict(sinks=sinks, output_scale=0.02, alibi_slopes=np.full(8, 0.01, np.float32))
+    o = np.full(q.shape, np.nan, F8["f8E4M3FN"] if extras else DTYPES["bf16"])
+    vllm.unified_attention(q, kc, vc, o, cu, 5, su, 1000, 0.125, True, (-1, -1),
+                           table, 0, None, None, None, num_segments=segments, **kw)
+    ref = reference(q, kc, vc, cu, su, table, 0.125, sinks=sinks,
+                    slopes=kw.get("alibi_slopes"))
+    if extras:
+        check(f64(o) * 0.02, ref, "f8E4M3FN", f"split {segments}")
+    else:
+        check(o, ref, "bf16", f"split {segments}")
+
+
+def test_split_partials_have_empty_segments():
+    """Segments past a short sequence write (0, -inf, 0)."""
+    rng = np.random.default_rng(13)
+    q, kc, vc, cu, su, table = make(rng, hq=2, hk=2, d=32, block_size=16,
+                                    dtype="f32", q_lens=[1], k_lens=[20])
+    acc = np.full((1, 2, 8, 32), np.nan, np.float32)
+    mx = np.full((1, 2, 8), np.nan, np.float32)
+    sm = np.full((1, 2, 8), np.nan, np.float32)
+    ops.unified(q, kc, vc, table, cu, su, acc, scale=0.2, num_segments=8,
+                segment_max=mx, segment_sum=sm)
+    # 20 keys, 8 segments of ceil(20 / 128) = 1 page: segments 0 and 1 hold keys.
+    assert np.isfinite(mx[0, :, :2]).all() and (sm[0, :, :2] > 0).all()
+    assert (mx[0, :, 2:] == -np.inf).all() and (sm[0, :, 2:] == 0).all()
+    assert (acc[0, :, 2:] == 0).all()
+
+
+def test_planned_split_for_long_decode():
+    assert vllm.plan_segments(1, 4096, 16) == 16
+    assert vllm.plan_segments(8, 4096, 16) is None
+    rng = np.random.default_rng(14)
+    q, kc, vc, cu, su, table = make(rng, hq=4, hk=1, d=64, block_size=16,
+                                    dtype="f32", q_lens=[1, 1], k_lens=[700, 2000])
+    o = np.full(q.shape, np.nan, np.float32)
+    vllm.unified_attention(q, kc, vc, o, cu, 1, su, 2000, 0.125, True, (-1, -1),
+                           table, 0, None, None, None)
+    check(o, reference(q, kc, vc, cu, su, table, 0.125), "f32", "planned split")
