@@ -1,0 +1,99 @@
+"""attn.blocksparse through vllm.blocksparse_flash_attn_varlen_fwd."""
+
+import numpy as np
+import pytest
+
+from attn_mlir import vllm
+from reference import DTYPES, attend, check, f64
+
+
+def layout(heads, rows, local, stride, per_head):
+    """vLLM-style layout: `local` diagonal blocks plus every `stride`-th block
+    (offset by the head when per_head), each row ending with its diagonal."""
+    crow = np.zeros((heads, rows + 1), np.int32)
+    cols = []
+    for h in range(heads):
+        row_cols = []
+        for r in range(rows):
+            picked = {c for c in range(r + 1)
+                      if r - c < local or (c + (h if per_head else 0) + 1) % stride == 0}
+            ids = sorted(picked)
+            row_cols.append(ids)
+            crow[h, r + 1] = crow[h, r] + len(ids)
+        cols.append([c for ids in row_cols for c in ids])
+    nnz = max(len(c) for c in cols)
+    col = np.zeros((heads, nnz), np.int32)
+    for h, c in enumerate(cols):
+        col[h, :len(c)] = c
+    return crow, col
+
+
+def reference(q, k, v, cq, ck, scale, crow, col, bs, qbs):
+    q, k, v = f64(q), f64(k), f64(v)
+    hq, hk = q.shape[1], k.shape[1]
+    ref = np.zeros(q.shape)
+    for b in range(len(cq) - 1):
+        lq, lk = cq[b + 1] - cq[b], ck[b + 1] - ck[b]
+        pos = lk - lq + np.arange(lq)
+        for h in range(hq):
+            lh = h if crow.shape[0] > 1 else 0
+            vis = np.zeros((lq, lk), bool)
+            for i, p in enumerate(pos):
+                r = p // qbs
+                blocks = col[lh, crow[lh, r]:crow[lh, r + 1]]
+                j = np.arange(lk)
+                vis[i] = np.isin(j // bs, blocks) & (j <= p)
+            kv = h // (hq // hk)
+            ref[cq[b]:cq[b + 1], h] = attend(q[cq[b]:cq[b + 1], h],
+                                             k[ck[b]:ck[b + 1], kv],
+                                             v[ck[b]:ck[b + 1], kv], scale, vis)
+    return ref
+
+
+@pytest.mark.parametrize("per_head", [False, True])
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("bs,qbs", [(16, None), (32, 16), (16, 32)])
+def test_prefill_and_decode(per_head, dtype, bs, qbs):
+    rng = np.random.default_rng(bs + (qbs or 0))
+    hq, hk, d = 8, 2, 64
+    # Prefills (Lq == Lk) and decode rows (Lq == 1).
+    q_lens, k_lens = [100, 1, 37, 1], [100, 150, 37, 9]
+    cq = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    ck = np.concatenate([[0], np.cumsum(k_lens)]).astype(np.int32)
+    q = rng.standard_normal((cq[-1], hq, d)).astype(DTYPES[dtype])
+    k = rng.standard_normal((ck[-1], hk, d)).astype(DTYPES[dtype])
+    v = rng.standard_normal((ck[-1], hk, d)).astype(DTYPES[dtype])
+    qb = qbs or bs
+    rows = -(-160 // qb)
+    crow, col = layout(hq if per_head else 1, rows, 2, 3, per_head)
+    out = vllm.blocksparse_flash_attn_varlen_fwd(
+        q, k, v, ck, cq, 0.125, (crow, col), block_size=bs, q_block_size=qbs,
+        max_seqlen=200)
+    check(out, reference(q, k, v, cq, ck, 0.125, crow, col, bs, qb), dtype,
+          "blocksparse")
+
+
+def test_empty_layout_row_outputs_zero():
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((32, 2, 32)).astype(np.float32)
+    k, v = q.copy(), rng.standard_normal((32, 2, 32)).astype(np.float32)
+    cu = np.array([0, 32], np.int32)
+    crow = np.array([[0, 1, 1]], np.int32)   # row 1 lists no block
+    col = np.array([[0]], np.int32)
+    out = vllm.blocksparse_flash_attn_varlen_fwd(q, k, v, cu, cu, 0.2, (crow, col),
+                                                 block_size=16)
+    assert np.all(out[16:] == 0) and np.isfinite(out).all()
+    check(out, reference(q, k, v, cu, cu, 0.2, crow, col, 16, 16), "f32", "empty row")
+
+
+def test_cu_seqlens_q_none_means_decode_or_prefill():
+    rng = np.random.default_rng(4)
+    k = rng.standard_normal((40, 2, 32)).astype(np.float32)
+    v = rng.standard_normal((40, 2, 32)).astype(np.float32)
+    ck = np.array([0, 10, 40], np.int32)
+    crow, col = layout(1, 3, 3, 2, False)
+    qd = rng.standard_normal((2, 2, 32)).astype(np.float32)   # decode only
+    out = vllm.blocksparse_flash_attn_varlen_fwd(qd, k, v, ck, None, 0.2, (crow, col),
+                                                 block_size=16)
+    check(out, reference(qd, k, v, np.array([0, 1, 2]), ck, 0.2, crow, col, 16, 16),
+          "f32", "decode")

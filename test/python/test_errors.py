@@ -1,0 +1,121 @@
+"""Bad arguments raise ValueError naming the argument, before any kernel."""
+
+import numpy as np
+import pytest
+
+from attn_mlir import vllm
+
+F = np.float32
+
+
+def flash_args(**over):
+    a = dict(q=np.zeros((8, 4, 32), F), k=np.ones((8, 2, 32), F),
+             v=np.ones((8, 2, 32), F), o=np.zeros((8, 4, 32), F),
+             cu_seqlens_q=np.array([0, 3, 8], np.int32),
+             cu_seqlens_k=np.array([0, 3, 8], np.int32),
+             max_seqlens_q=5, max_seqlens_k=5)
+    a.update(over)
+    return a
+
+
+@pytest.mark.parametrize("over,match", [
+    (dict(q=np.zeros((8, 4), F)), "q: expected a rank-3"),
+    (dict(q=np.zeros((8, 4, 32), np.int16)), "q: unsupported dtype"),
+    (dict(k=np.ones((8, 3, 32), F), v=np.ones((8, 3, 32), F)), "k: 3 KV heads must divide"),
+    (dict(k=np.ones((8, 2, 16), F), v=np.ones((8, 2, 16), F)), "k: head dim 16"),
+    (dict(v=np.ones((8, 2, 32), np.float16)), "v: dtype f16"),
+    (dict(cu_seqlens_q=np.array([0, 5, 3], np.int32)), "cu_seqlens_q: offsets must be"),
+    (dict(cu_seqlens_k=np.array([0, 3, 9], np.int32)), "cu_seqlens_k: last offset 9"),
+    (dict(cu_seqlens_k=np.array([0, 8], np.int32)), "cu_seqlens_k: expected 3 entries"),
+    (dict(cu_seqlens_q=np.array([0.0, 3, 8])), "cu_seqlens_q: expected integers"),
+    (dict(bias=np.zeros((1, 3, 5, 5), F)), "bias: shape"),
+    (dict(o=np.zeros((8, 4, 16), F)), "o: shape"),
+    (dict(dropout_p=1.5), "dropout_p: must be in"),
+    (dict(q="not an array"), "q: expected a numpy array"),
+])
+def test_flash(over, match):
+    with pytest.raises(ValueError, match=match):
+        vllm.triton_attention(**flash_args(**over))
+
+
+def unified_args(**over):
+    a = dict(q=np.zeros((3, 4, 32), F), k=np.zeros((6, 16, 2, 32), F),
+             v=np.zeros((6, 16, 2, 32), F), out=np.zeros((3, 4, 32), F),
+             cu_seqlens_q=np.array([0, 1, 3], np.int32), max_seqlen_q=2,
+             seqused_k=np.array([20, 30], np.int32), max_seqlen_k=30,
+             softmax_scale=0.2, causal=True, window_size=(-1, -1),
+             block_table=np.array([[0, 1], [2, 3]], np.int32), softcap=0,
+             q_descale=None, k_descale=None, v_descale=None)
+    a.update(over)
+    return a
+
+
+@pytest.mark.parametrize("over,match", [
+    (dict(causal=False), "causal: only causal"),
+    (dict(block_table=np.array([[0, 1], [2, 6]], np.int32)), "block_table: sequence 1 uses block 6"),
+    (dict(block_table=np.array([[0], [2]], np.int32)), "block_table: sequence 0 needs 2 blocks"),
+    (dict(seqused_k=np.array([20, 1], np.int32)), "seqused_k: sequence 1 has 1 keys but 2 queries"),
+    (dict(window_size=(3,)), "window_size: expected"),
+    (dict(softcap=-1.0), "softcap: must be >= 0"),
+    (dict(alibi_slopes=np.zeros(3, F)), r"alibi_slopes: expected shape \(4,\)"),
+    (dict(sinks=np.zeros((4, 1), F)), r"sinks: expected shape \(4,\)"),
+    (dict(q_descale=1.0), "q_descale: only valid when q is fp8"),
+    (dict(output_scale=1.0), "output_scale: given but out is f32"),
+    (dict(num_segments=0), "num_segments: must be >= 1"),
+])
+def test_unified(over, match):
+    with pytest.raises(ValueError, match=match):
+        vllm.unified_attention(**unified_args(**over))
+
+
+def prefix_args(**over):
+    a = dict(q=np.zeros((4, 4, 32), F), k=np.zeros((4, 2, 32), F),
+             v=np.zeros((4, 2, 32), F), o=np.zeros((4, 4, 32), F),
+             kv_cache_dtype="auto", k_cache=np.zeros((4, 2, 8, 16, 4), F),
+             v_cache=np.zeros((4, 2, 32, 16), F),
+             b_loc=np.array([[0, 1], [2, 3]], np.int32),
+             b_start_loc=np.array([0, 1, 4], np.int32),
+             b_seq_len=np.array([20, 10], np.int32), max_seq_len=20,
+             max_input_len=3, k_scale=1.0, v_scale=1.0)
+    a.update(over)
+    return a
+
+
+@pytest.mark.parametrize("over,match", [
+    (dict(kv_cache_dtype="int4"), "kv_cache_dtype: unsupported value"),
+    (dict(kv_cache_dtype="fp8"), "k_cache: kv_cache_dtype='fp8' needs uint8"),
+    (dict(k_cache=np.zeros((4, 2, 8, 16, 4), np.uint8)), "k_cache/v_cache: dtypes"),
+    (dict(b_start_loc=np.array([0, 1, 9], np.int32)), "b_start_loc: last offset 9"),
+    (dict(b_seq_len=np.array([20, 2], np.int32)), "b_seq_len: sequence 1 has 2 tokens"),
+    (dict(b_loc=np.array([[0, 9], [2, 3]], np.int32)), "b_loc: sequence 0 uses block 9"),
+    (dict(alibi_slopes=np.zeros(4, F), sinks=np.zeros(4, F)), "sinks: cannot be combined"),
+    (dict(fp8_out_scale=0.5), "fp8_out_scale: given but o is f32"),
+    (dict(v_cache=np.zeros((4, 2, 16, 16), F)), "k_cache/v_cache: shapes"),
+])
+def test_prefix_prefill(over, match):
+    with pytest.raises(ValueError, match=match):
+        vllm.context_attention_fwd(**prefix_args(**over))
+
+
+def test_blocksparse():
+    q = np.zeros((32, 2, 32), F)
+    cu = np.array([0, 32], np.int32)
+    good = (np.array([[0, 1, 2]], np.int32), np.array([[0, 1]], np.int32))
+    call = lambda **kw: vllm.blocksparse_flash_attn_varlen_fwd(
+        kw.get("q", q), q, q, kw.get("ck", cu), kw.get("cq", cu), 0.1,
+        kw.get("layout", good), block_size=kw.get("bs", 16))
+    with pytest.raises(ValueError, match="sparse_layout: expected"):
+        call(layout=good[0])
+    with pytest.raises(ValueError, match="crow.*non-decreasing"):
+        call(layout=(np.array([[0, 2, 1]], np.int32), good[1]))
+    with pytest.raises(ValueError, match="col.*lists a block twice"):
+        call(layout=(np.array([[0, 2, 2]], np.int32), np.array([[0, 0]], np.int32)))
+    with pytest.raises(ValueError, match="crow.*rows cover 32 positions"):
+        vllm.blocksparse_flash_attn_varlen_fwd(
+            np.zeros((40, 2, 32), F), np.zeros((40, 2, 32), F), np.zeros((40, 2, 32), F),
+            np.array([0, 40], np.int32), np.array([0, 40], np.int32), 0.1, good,
+            block_size=16)
+    with pytest.raises(ValueError, match="cu_seqlens_q: sequence 0 has 5 queries"):
+        call(cq=np.array([0, 5], np.int32), q=np.zeros((5, 2, 32), F))
+    with pytest.raises(ValueError, match="block_size/q_block_size"):
+        call(bs=0)

@@ -1,0 +1,58 @@
+"""attn.merge_states in both forms, with sinks and fp8 output."""
+
+import numpy as np
+import pytest
+
+from attn_mlir import ops
+from reference import F8, check, f64, to_fp8_out
+
+
+def make(rng, t=5, h=4, s=6, d=32):
+    m = rng.standard_normal((t, h, s)).astype(np.float32)
+    m[0, 0, :] = -np.inf          # a row whose segments are all empty
+    m[1, :, 2] = -np.inf          # empty segments among full ones
+    l = np.where(np.isfinite(m), rng.uniform(0.5, 3, (t, h, s)), 0).astype(np.float32)
+    acc = np.where(np.isfinite(m)[..., None], rng.standard_normal((t, h, s, d)),
+                   0).astype(np.float32)
+    return acc, m, l
+
+
+def reference(acc, m, l, sinks=None, lse=False):
+    acc, m, l = f64(acc), f64(m), f64(l)
+    big = m.max(axis=2, keepdims=True)
+    if sinks is not None:
+        big = np.maximum(big, f64(sinks)[None, :, None])
+    big = np.where(np.isfinite(big), big, 0.0)
+    w = np.exp(m - big)
+    den = (w if lse else w * l).sum(axis=2)
+    if sinks is not None:
+        den = den + np.exp(f64(sinks)[None, :] - big[..., 0])
+    num = (w[..., None] * acc).sum(axis=2)
+    return np.where(den[..., None] > 0, num / np.where(den > 0, den, 1)[..., None], 0)
+
+
+@pytest.mark.parametrize("sinks", [False, True])
+@pytest.mark.parametrize("out_dtype", ["f32", "bf16", "f8E4M3FN"])
+def test_max_sum(sinks, out_dtype):
+    rng = np.random.default_rng(1)
+    acc, m, l = make(rng)
+    sk = rng.standard_normal(4).astype(np.float32) if sinks else None
+    from reference import DTYPES
+    o = np.full(acc.shape[:2] + acc.shape[3:], np.nan, DTYPES[out_dtype])
+    ops.merge_states(acc, o, segment_max=m, segment_sum=l, sinks=sk,
+                     out_scale=0.05 if out_dtype in F8 else None)
+    ref = reference(acc, m, l, sk)
+    if out_dtype in F8:
+        check(f64(o) * 0.05, ref, out_dtype, "merge fp8")
+    else:
+        check(o, ref, out_dtype, "merge")
+    if not sinks:
+        assert np.all(f64(o)[0, 0] == 0)
+
+
+def test_lse():
+    rng = np.random.default_rng(2)
+    acc, m, _ = make(rng)
+    o = np.full((5, 4, 32), np.nan, np.float32)
+    ops.merge_states(acc, o, segment_lse=m)
+    check(o, reference(acc, m, None, lse=True), "f32", "merge lse")
