@@ -600,3 +600,35 @@ func.func @flash_partial_dropout(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf
   "attn.flash"(%q, %k, %v, %cq, %ck, %s, %p, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1>}> : (memref<?x16x128xf16>, memref<?x16x128xf16>, memref<?x16x128xf16>, memref<?xi32>, memref<?xi32>, f32, f32, memref<?x16x128xf16>) -> ()
   return
 }
+
+// -----
+
+func.func @schedule_not_positive(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
+  // expected-error @+1 {{attribute 'schedule' needs positive block_q, block_n and heads_per_program, got #attn.schedule<block_q = 0, block_n = 32, heads_per_program = 1>}}
+  attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 0, block_n = 32, heads_per_program = 1>}
+  return
+}
+
+// -----
+
+func.func @schedule_pack_not_dividing_group(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x8x64xf16>) {
+  // expected-error @+1 {{attribute 'schedule' packs 3 heads per program, which must divide the 4 query heads per KV head}}
+  attn.flash q(%q : memref<?x8x64xf16>) k(%k : memref<?x2x64xf16>) v(%v : memref<?x2x64xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x8x64xf16>) {schedule = #attn.schedule<block_q = 4, block_n = 32, heads_per_program = 3>}
+  return
+}
+
+// -----
+
+func.func @schedule_straddles_layout_rows(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<1x?xi32>, %col: memref<1x?xi32>, %s: f32, %o: memref<?x16x128xbf16>) {
+  // expected-error @+1 {{attribute 'schedule' block_q = 3 must divide the query block size 64}}
+  attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<1x?xi32>) col(%col : memref<1x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64, schedule = #attn.schedule<block_q = 3, block_n = 32, heads_per_program = 4>}
+  return
+}
+
+// -----
+
+func.func @schedule_packs_per_head_layouts(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x?xi32>, %col: memref<16x?xi32>, %s: f32, %o: memref<?x16x128xbf16>) {
+  // expected-error @+1 {{attribute 'schedule' must use heads_per_program = 1 with a per-head layout}}
+  attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x?xi32>) col(%col : memref<16x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64, schedule = #attn.schedule<block_q = 4, block_n = 32, heads_per_program = 4>}
+  return
+}

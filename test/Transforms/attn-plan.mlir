@@ -1,0 +1,64 @@
+// RUN: attn-opt %s --attn-plan | FileCheck %s
+// RUN: attn-opt %s --attn-plan=target=nvvm | FileCheck %s --check-prefix=NVVM
+// RUN: not attn-opt %s --attn-plan=target=tpu 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: attn-plan: unknown target 'tpu' (expected cpu, nvvm or rocdl)
+
+// GQA packing: the 4 query heads of a KV head share a program; the CPU M
+// tile has 16 rows, so 4 tokens per program.
+// CHECK-LABEL: func.func @flash_gqa4
+// CHECK: attn.flash {{.*}}schedule = #attn.schedule<block_q = 4, block_n = 32, heads_per_program = 4>
+// NVVM-LABEL: func.func @flash_gqa4
+// NVVM: attn.flash {{.*}}schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>
+func.func @flash_gqa4(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>,
+    %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x8x64xf16>) {
+  attn.flash q(%q : memref<?x8x64xf16>) k(%k : memref<?x2x64xf16>) v(%v : memref<?x2x64xf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x8x64xf16>)
+  return
+}
+
+// A schedule already present is kept.
+// CHECK-LABEL: func.func @keeps_pinned_schedule
+// CHECK: schedule = #attn.schedule<block_q = 3, block_n = 5, heads_per_program = 1>
+func.func @keeps_pinned_schedule(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>,
+    %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x8x64xf16>) {
+  attn.flash q(%q : memref<?x8x64xf16>) k(%k : memref<?x2x64xf16>) v(%v : memref<?x2x64xf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x8x64xf16>)
+      {schedule = #attn.schedule<block_q = 3, block_n = 5, heads_per_program = 1>}
+  return
+}
+
+// Per-head CSR layouts: one head per program, and the query tile divides the
+// query block size (16 / 1 rows, gcd with 8).
+// CHECK-LABEL: func.func @blocksparse_per_head
+// CHECK: schedule = #attn.schedule<block_q = 8, block_n = 32, heads_per_program = 1>
+func.func @blocksparse_per_head(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
+    %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<8x?xi32>, %col: memref<8x?xi32>, %s: f32,
+    %o: memref<?x8x64xbf16>) {
+  attn.blocksparse q(%q : memref<?x8x64xbf16>) k(%k : memref<?x2x64xbf16>) v(%v : memref<?x2x64xbf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<8x?xi32>)
+      col(%col : memref<8x?xi32>) scale(%s) out(%o : memref<?x8x64xbf16>) {block_size = 64 : i64, q_block_size = 8 : i64}
+  return
+}
+
+// A shared layout keeps GQA packing.
+// CHECK-LABEL: func.func @blocksparse_shared
+// CHECK: schedule = #attn.schedule<block_q = 4, block_n = 32, heads_per_program = 4>
+func.func @blocksparse_shared(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
+    %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<1x?xi32>, %col: memref<1x?xi32>, %s: f32,
+    %o: memref<?x8x64xbf16>) {
+  attn.blocksparse q(%q : memref<?x8x64xbf16>) k(%k : memref<?x2x64xbf16>) v(%v : memref<?x2x64xbf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<1x?xi32>)
+      col(%col : memref<1x?xi32>) scale(%s) out(%o : memref<?x8x64xbf16>) {block_size = 64 : i64}
+  return
+}
+
+// CHECK-LABEL: func.func @unified_mqa
+// CHECK: attn.unified {{.*}}schedule = #attn.schedule<block_q = 1, block_n = 32, heads_per_program = 32>
+func.func @unified_mqa(%q: memref<?x32x128xbf16>, %kc: memref<?x16x1x128xbf16>, %vc: memref<?x16x1x128xbf16>,
+    %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x1x128xbf16>) v_cache(%vc : memref<?x16x1x128xbf16>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
+      scale(%s) out(%o : memref<?x32x128xbf16>)
+  return
+}
