@@ -91,6 +91,19 @@ def _block_table(x, name, keys_per_seq, block_size, num_blocks):
     return table
 
 
+def _dense_qkv(qv, kv_, vv):
+    """Varlen q [total_q, Hq, D] and k/v [total_k, Hk, D] of one dtype."""
+    _same(kv_.dtype, qv.dtype, f"k: dtype {kv_.dtype} differs from q's {qv.dtype}")
+    _same(vv.dtype, qv.dtype, f"v: dtype {vv.dtype} differs from q's {qv.dtype}")
+    _same(kv_.shape, vv.shape, f"v: shape {vv.shape} differs from k's {kv_.shape}")
+    hq, d = qv.shape[1], qv.shape[2]
+    hk, dk = kv_.shape[1], kv_.shape[2]
+    if hk == 0 or hq % hk:
+        raise ValueError(f"k: {hk} KV heads must divide the {hq} query heads")
+    if dk != d:
+        raise ValueError(f"k: head dim {dk} differs from q's {d}")
+
+
 def _fp8_cache(v, kv_cache_dtype):
     """vLLM's cache dtype string -> the fp8 element type of `v`."""
     if kv_cache_dtype in ("fp8", "fp8_e4m3"):
@@ -339,17 +352,11 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
                        _quantize_fp8(v, vs, "v"))
             qv, kv_, vv = view(q, "q"), view(k, "k"), view(v, "v")
     _dtype(qv, FLOATS + FP8)
-    _same(kv_.dtype, qv.dtype, f"k: dtype {kv_.dtype} differs from q's {qv.dtype}")
-    _same(vv.dtype, qv.dtype, f"v: dtype {vv.dtype} differs from q's {qv.dtype}")
-    _same(kv_.shape, vv.shape, f"v: shape {vv.shape} differs from k's {kv_.shape}")
+    _dense_qkv(qv, kv_, vv)
     if qv.dtype in FP8 and fp8_scales is None:
         raise ValueError("fp8_scales: required when q, k, v are fp8")
     total_q, hq, d = qv.shape
-    total_k, hk, dk = kv_.shape
-    if hk == 0 or hq % hk:
-        raise ValueError(f"k: {hk} KV heads must divide the {hq} query heads")
-    if dk != d:
-        raise ValueError(f"k: head dim {dk} differs from q's {d}")
+    total_k = kv_.shape[0]
     cq_raw = _ints(cu_seqlens_q, "cu_seqlens_q")
     batch = len(cq_raw) - 1
     if batch < 0:
@@ -401,15 +408,9 @@ def blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
     for t in (qv, kv_, vv):
         _rank(t, 3, "[tokens, heads, head_dim]")
     _dtype(qv, FLOATS)
-    _same(kv_.dtype, qv.dtype, f"k: dtype {kv_.dtype} differs from q's {qv.dtype}")
-    _same(kv_.shape, vv.shape, f"v: shape {vv.shape} differs from k's {kv_.shape}")
-    _same(vv.dtype, qv.dtype, f"v: dtype {vv.dtype} differs from q's {qv.dtype}")
+    _dense_qkv(qv, kv_, vv)
     total_q, hq, d = qv.shape
-    total_k, hk, dk = kv_.shape
-    if hk == 0 or hq % hk:
-        raise ValueError(f"k: {hk} KV heads must divide the {hq} query heads")
-    if dk != d:
-        raise ValueError(f"k: head dim {dk} differs from q's {d}")
+    total_k = kv_.shape[0]
     if block_size <= 0 or (q_block_size is not None and q_block_size <= 0):
         raise ValueError("block_size/q_block_size: must be positive")
     qbs = q_block_size or block_size

@@ -121,6 +121,28 @@ LogicalResult verifyOutput(OperandChecker &c, Value out, MemRefType q,
     return failure();
   return verifyFp8Scale(c, outScale, "out_scale", outFp8, "out");
 }
+/// Dense varlen q/k/v ([tokens, heads, D], one element type, GQA heads) and
+/// their two offset arrays (flash, blocksparse).
+LogicalResult verifyVarlenQkv(OperandChecker &c, Value qv, Value kv, Value vv,
+                              Value cqv, Value ckv, unsigned elems) {
+  MemRefType q = c.memref(qv, "q", kQDims, elems);
+  MemRefType k = c.memref(kv, "k", kKvDims, elems);
+  MemRefType v = c.memref(vv, "v", kKvDims, elems);
+  if (!q || !k || !v)
+    return failure();
+  if (failed(c.sameElem(q, "q", k, "k")) ||
+      failed(c.sameElem(q, "q", v, "v")) ||
+      failed(verifyHeads(c, q, "q", k, "k", kKvDims, 1, 2)) ||
+      failed(c.sameShape(k, "k", v, "v", kKvDims)))
+    return failure();
+  MemRefType cq = c.memref(cqv, "cu_seqlens_q", kOffsetsDims, kI32);
+  MemRefType ck = c.memref(ckv, "cu_seqlens_k", kOffsetsDims, kI32);
+  if (!cq || !ck)
+    return failure();
+  return c.sameDim(cq, "cu_seqlens_q", kOffsetsDims, 0, ck, "cu_seqlens_k",
+                   kOffsetsDims, 0);
+}
+
 /// Tile sizes must be positive and the packed heads must share a KV head.
 LogicalResult verifySchedule(Operation *op, ScheduleAttr schedule,
                              int64_t group) {
@@ -347,23 +369,10 @@ int64_t FlashOp::getNumKvHeads() { return memrefTypeOf(getK()).getDimSize(1); }
 
 LogicalResult FlashOp::verify() {
   OperandChecker c(*this);
-  MemRefType q = c.memref(getQ(), "q", kQDims, kHalfOrFloat | kFp8);
-  MemRefType k = c.memref(getK(), "k", kKvDims, kHalfOrFloat | kFp8);
-  MemRefType v = c.memref(getV(), "v", kKvDims, kHalfOrFloat | kFp8);
-  if (!q || !k || !v)
+  if (failed(verifyVarlenQkv(c, getQ(), getK(), getV(), getCuSeqlensQ(),
+                             getCuSeqlensK(), kHalfOrFloat | kFp8)))
     return failure();
-  if (failed(c.sameElem(q, "q", k, "k")) ||
-      failed(c.sameElem(q, "q", v, "v")) ||
-      failed(verifyHeads(c, q, "q", k, "k", kKvDims, 1, 2)) ||
-      failed(c.sameShape(k, "k", v, "v", kKvDims)))
-    return failure();
-
-  MemRefType cq = c.memref(getCuSeqlensQ(), "cu_seqlens_q", kOffsetsDims, kI32);
-  MemRefType ck = c.memref(getCuSeqlensK(), "cu_seqlens_k", kOffsetsDims, kI32);
-  if (!cq || !ck ||
-      failed(c.sameDim(cq, "cu_seqlens_q", kOffsetsDims, 0, ck, "cu_seqlens_k",
-                       kOffsetsDims, 0)))
-    return failure();
+  auto q = memrefTypeOf(getQ());
 
   if (Value bias = getBias()) {
     MemRefType b = c.memref(bias, "bias", kBiasDims, kHalfOrFloat);
@@ -408,23 +417,10 @@ bool BlockSparseOp::hasPerHeadLayout() {
 
 LogicalResult BlockSparseOp::verify() {
   OperandChecker c(*this);
-  MemRefType q = c.memref(getQ(), "q", kQDims, kHalfOrFloat);
-  MemRefType k = c.memref(getK(), "k", kKvDims, kHalfOrFloat);
-  MemRefType v = c.memref(getV(), "v", kKvDims, kHalfOrFloat);
-  if (!q || !k || !v)
+  if (failed(verifyVarlenQkv(c, getQ(), getK(), getV(), getCuSeqlensQ(),
+                             getCuSeqlensK(), kHalfOrFloat)))
     return failure();
-  if (failed(c.sameElem(q, "q", k, "k")) ||
-      failed(c.sameElem(q, "q", v, "v")) ||
-      failed(verifyHeads(c, q, "q", k, "k", kKvDims, 1, 2)) ||
-      failed(c.sameShape(k, "k", v, "v", kKvDims)))
-    return failure();
-
-  MemRefType cq = c.memref(getCuSeqlensQ(), "cu_seqlens_q", kOffsetsDims, kI32);
-  MemRefType ck = c.memref(getCuSeqlensK(), "cu_seqlens_k", kOffsetsDims, kI32);
-  if (!cq || !ck ||
-      failed(c.sameDim(cq, "cu_seqlens_q", kOffsetsDims, 0, ck, "cu_seqlens_k",
-                       kOffsetsDims, 0)))
-    return failure();
+  auto q = memrefTypeOf(getQ());
 
   MemRefType crow = c.memref(getCrow(), "crow", kCrowDims, kI32);
   MemRefType col = c.memref(getCol(), "col", kColDims, kI32);

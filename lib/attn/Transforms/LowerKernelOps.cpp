@@ -34,6 +34,15 @@ Value maxTiles(LoopEmitter &e, Value offsets, Value batch, int64_t blockQ) {
   });
 }
 
+/// Sequence `b`'s rows [start, start + len) of a varlen offsets array.
+struct SeqRange {
+  Value start, len;
+};
+SeqRange seqRange(LoopEmitter &e, Value offsets, Value b) {
+  Value start = e.loadIndex(offsets, {b});
+  return {start, e.sub(e.loadIndex(offsets, {e.add(b, e.idx(1))}), start)};
+}
+
 /// scf.parallel over [0, ub) for each bound.
 void grid(LoopEmitter &e, ArrayRef<Value> ubs,
           llvm::function_ref<void(ValueRange)> body) {
@@ -118,9 +127,8 @@ struct LowerPrefixPrefill : OpRewritePattern<PrefixPrefillOp> {
     Value groups = e.idx(op.getNumQueryHeads() / shape.pack);
     grid(e, {batch, tiles, groups}, [&](ValueRange iv) {
       Value bIdx = iv[0], t = iv[1], g = iv[2];
-      Value qStart = e.loadIndex(op.getQueryStart(), {bIdx});
-      Value lenQ =
-          e.sub(e.loadIndex(op.getQueryStart(), {e.add(bIdx, e.idx(1))}), qStart);
+      SeqRange qRange = seqRange(e, op.getQueryStart(), bIdx);
+      Value qStart = qRange.start, lenQ = qRange.len;
       Value lenK = e.loadIndex(op.getSeqLens(), {bIdx});
       Value ctx = e.sub(lenK, lenQ);
       Value run = e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ);
@@ -201,9 +209,8 @@ struct LowerUnified : OpRewritePattern<UnifiedOp> {
     Value groups = e.idx(op.getNumQueryHeads() / shape.pack);
     grid(e, {batch, tiles, groups, e.idx(segments)}, [&](ValueRange iv) {
       Value bIdx = iv[0], t = iv[1], g = iv[2], s = iv[3];
-      Value qStart = e.loadIndex(op.getCuSeqlensQ(), {bIdx});
-      Value lenQ = e.sub(
-          e.loadIndex(op.getCuSeqlensQ(), {e.add(bIdx, e.idx(1))}), qStart);
+      SeqRange qRange = seqRange(e, op.getCuSeqlensQ(), bIdx);
+      Value qStart = qRange.start, lenQ = qRange.len;
       Value lenK = e.loadIndex(op.getSequsedK(), {bIdx});
       Value ctx = e.sub(lenK, lenQ);
       e.ifThen(e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ), [&] {
@@ -282,12 +289,10 @@ struct LowerFlash : OpRewritePattern<FlashOp> {
     Value groups = e.idx(op.getNumQueryHeads() / shape.pack);
     grid(e, {batch, tiles, groups}, [&](ValueRange iv) {
       Value bIdx = iv[0], t = iv[1], g = iv[2];
-      Value qStart = e.loadIndex(op.getCuSeqlensQ(), {bIdx});
-      Value lenQ = e.sub(
-          e.loadIndex(op.getCuSeqlensQ(), {e.add(bIdx, e.idx(1))}), qStart);
-      Value kStart = e.loadIndex(op.getCuSeqlensK(), {bIdx});
-      Value lenK = e.sub(
-          e.loadIndex(op.getCuSeqlensK(), {e.add(bIdx, e.idx(1))}), kStart);
+      SeqRange qRange = seqRange(e, op.getCuSeqlensQ(), bIdx);
+      Value qStart = qRange.start, lenQ = qRange.len;
+      SeqRange kRange = seqRange(e, op.getCuSeqlensK(), bIdx);
+      Value kStart = kRange.start, lenK = kRange.len;
       e.ifThen(e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ), [&] {
         // Bottom-right alignment: query i sits at position i + Lk - Lq.
         ProgramRows rows = tileRows(e, shape, bIdx, t, g, qStart, lenQ, lenK,
@@ -338,12 +343,10 @@ struct LowerBlockSparse : OpRewritePattern<BlockSparseOp> {
     Value numRows = e.sub(memref::DimOp::create(b, crow, 1), e.idx(1));
     grid(e, {batch, tiles, groups}, [&](ValueRange iv) {
       Value bIdx = iv[0], t = iv[1], g = iv[2];
-      Value qStart = e.loadIndex(op.getCuSeqlensQ(), {bIdx});
-      Value lenQ = e.sub(
-          e.loadIndex(op.getCuSeqlensQ(), {e.add(bIdx, e.idx(1))}), qStart);
-      Value kStart = e.loadIndex(op.getCuSeqlensK(), {bIdx});
-      Value lenK = e.sub(
-          e.loadIndex(op.getCuSeqlensK(), {e.add(bIdx, e.idx(1))}), kStart);
+      SeqRange qRange = seqRange(e, op.getCuSeqlensQ(), bIdx);
+      Value qStart = qRange.start, lenQ = qRange.len;
+      SeqRange kRange = seqRange(e, op.getCuSeqlensK(), bIdx);
+      Value kStart = kRange.start, lenK = kRange.len;
       e.ifThen(e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ), [&] {
         ProgramRows rows = tileRows(e, shape, bIdx, t, g, qStart, lenQ, lenK,
                                     e.sub(lenK, lenQ));
