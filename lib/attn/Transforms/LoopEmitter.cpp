@@ -14,12 +14,6 @@ Value LoopEmitter::idx(int64_t v) {
 Value LoopEmitter::f32(double v) {
   return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
 }
-Value LoopEmitter::i32(int64_t v) {
-  return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
-}
-Value LoopEmitter::i64(int64_t v) {
-  return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
-}
 
 Value LoopEmitter::add(Value x, Value y) {
   return arith::AddIOp::create(b, x, y);
@@ -78,9 +72,6 @@ Value LoopEmitter::divF(Value x, Value y) {
 }
 Value LoopEmitter::maxF(Value x, Value y) {
   return arith::MaximumFOp::create(b, x, y);
-}
-Value LoopEmitter::minF(Value x, Value y) {
-  return arith::MinimumFOp::create(b, x, y);
 }
 Value LoopEmitter::cmpF(arith::CmpFPredicate pred, Value x, Value y) {
   return arith::CmpFOp::create(b, pred, x, y);

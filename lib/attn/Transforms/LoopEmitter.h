@@ -26,8 +26,6 @@ public:
   // Constants.
   Value idx(int64_t v);
   Value f32(double v);
-  Value i32(int64_t v);
-  Value i64(int64_t v);
   Value negInf() { return f32(-std::numeric_limits<double>::infinity()); }
 
   // Index arithmetic.
@@ -56,7 +54,6 @@ public:
   Value mulF(Value x, Value y);
   Value divF(Value x, Value y);
   Value maxF(Value x, Value y);
-  Value minF(Value x, Value y);
   Value cmpF(arith::CmpFPredicate pred, Value x, Value y);
   Value exp2(Value x);
 

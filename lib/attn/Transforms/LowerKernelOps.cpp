@@ -95,6 +95,43 @@ KeyLoader denseLoader(Value k, Value v, Value base, Value kvHead,
   };
 }
 
+/// The grid of the dense varlen ops (flash, blocksparse): programs over
+/// (sequence, query tile, head group) whose keys are rows of k/v, with query
+/// i at the bottom-right aligned position i + Lk - Lq. `refineWalk` may
+/// restrict a program's walk (blocksparse's CSR blocks).
+void emitDenseVarlenGrid(
+    LoopEmitter &e, const TileShape &shape, int64_t numQueryHeads,
+    int64_t group, const AttentionFeatures &f, const AttentionOutput &out,
+    Value q, Value k, Value v, Value cuQ, Value cuK, Value qScale,
+    Value kScale, Value vScale,
+    llvm::function_ref<void(LoopEmitter &, const ProgramRows &, KvWalk &)>
+        refineWalk) {
+  Value batch =
+      e.sub(memref::DimOp::create(e.builder(), cuQ, 0), e.idx(1));
+  Value tiles = maxTiles(e, cuQ, batch, shape.blockQ);
+  Value groups = e.idx(numQueryHeads / shape.pack);
+  grid(e, {batch, tiles, groups}, [&](ValueRange iv) {
+    Value bIdx = iv[0], t = iv[1], g = iv[2];
+    SeqRange qRange = seqRange(e, cuQ, bIdx), kRange = seqRange(e, cuK, bIdx);
+    Value lenQ = qRange.len, lenK = kRange.len;
+    e.ifThen(e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ), [&] {
+      ProgramRows rows = tileRows(e, shape, bIdx, t, g, qRange.start, lenQ,
+                                  lenK, e.sub(lenK, lenQ));
+      rows.qScale = qScale;
+      Value kvHead = e.divU(rows.headBase, e.idx(group));
+      TiledAttentionBuilder builder(e, shape, f, out, q);
+      auto [lo, hi] = builder.visibleKeyRange(rows);
+      KvWalk walk;
+      walk.lo = lo;
+      walk.hi = e.min(hi, lenK);
+      walk.load = denseLoader(k, v, kRange.start, kvHead, shape.headDim,
+                              kScale, vScale);
+      refineWalk(e, rows, walk);
+      builder.emitProgram(rows, {walk});
+    });
+  });
+}
+
 //===----------------------------------------------------------------------===//
 // attn.prefix_prefill
 //===----------------------------------------------------------------------===//
@@ -283,32 +320,10 @@ struct LowerFlash : OpRewritePattern<FlashOp> {
     Value kScale = scaleOrNull(e, op.getKScale());
     Value vScale = scaleOrNull(e, op.getVScale());
 
-    Value batch =
-        e.sub(memref::DimOp::create(b, op.getCuSeqlensQ(), 0), e.idx(1));
-    Value tiles = maxTiles(e, op.getCuSeqlensQ(), batch, shape.blockQ);
-    Value groups = e.idx(op.getNumQueryHeads() / shape.pack);
-    grid(e, {batch, tiles, groups}, [&](ValueRange iv) {
-      Value bIdx = iv[0], t = iv[1], g = iv[2];
-      SeqRange qRange = seqRange(e, op.getCuSeqlensQ(), bIdx);
-      Value qStart = qRange.start, lenQ = qRange.len;
-      SeqRange kRange = seqRange(e, op.getCuSeqlensK(), bIdx);
-      Value kStart = kRange.start, lenK = kRange.len;
-      e.ifThen(e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ), [&] {
-        // Bottom-right alignment: query i sits at position i + Lk - Lq.
-        ProgramRows rows = tileRows(e, shape, bIdx, t, g, qStart, lenQ, lenK,
-                                    e.sub(lenK, lenQ));
-        rows.qScale = qScale;
-        Value kvHead = e.divU(rows.headBase, e.idx(group));
-        TiledAttentionBuilder builder(e, shape, f, out, op.getQ());
-        auto [lo, hi] = builder.visibleKeyRange(rows);
-        KvWalk walk;
-        walk.lo = lo;
-        walk.hi = e.min(hi, lenK);
-        walk.load = denseLoader(op.getK(), op.getV(), kStart, kvHead,
-                                shape.headDim, kScale, vScale);
-        builder.emitProgram(rows, {walk});
-      });
-    });
+    emitDenseVarlenGrid(e, shape, op.getNumQueryHeads(), group, f, out,
+                        op.getQ(), op.getK(), op.getV(), op.getCuSeqlensQ(),
+                        op.getCuSeqlensK(), qScale, kScale, vScale,
+                        [](LoopEmitter &, const ProgramRows &, KvWalk &) {});
     rewriter.eraseOp(op);
     return success();
   }
@@ -335,49 +350,32 @@ struct LowerBlockSparse : OpRewritePattern<BlockSparseOp> {
     f.causal = true;
     AttentionOutput out{op.getOut(), {}, {}, {}};
 
-    Value batch =
-        e.sub(memref::DimOp::create(b, op.getCuSeqlensQ(), 0), e.idx(1));
-    Value tiles = maxTiles(e, op.getCuSeqlensQ(), batch, shape.blockQ);
-    Value groups = e.idx(op.getNumQueryHeads() / shape.pack);
     Value crow = op.getCrow(), col = op.getCol();
     Value numRows = e.sub(memref::DimOp::create(b, crow, 1), e.idx(1));
-    grid(e, {batch, tiles, groups}, [&](ValueRange iv) {
-      Value bIdx = iv[0], t = iv[1], g = iv[2];
-      SeqRange qRange = seqRange(e, op.getCuSeqlensQ(), bIdx);
-      Value qStart = qRange.start, lenQ = qRange.len;
-      SeqRange kRange = seqRange(e, op.getCuSeqlensK(), bIdx);
-      Value kStart = kRange.start, lenK = kRange.len;
-      e.ifThen(e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ), [&] {
-        ProgramRows rows = tileRows(e, shape, bIdx, t, g, qStart, lenQ, lenK,
-                                    e.sub(lenK, lenQ));
-        Value kvHead = e.divU(rows.headBase, e.idx(group));
-        TiledAttentionBuilder builder(e, shape, f, out, op.getQ());
-        auto [lo, hi] = builder.visibleKeyRange(rows);
-        // The schedule keeps a program's tokens inside one layout row.
-        Value layoutRow = e.divU(rows.qposBase, e.idx(qBlockSize));
-        Value layoutHead = perHead ? rows.headBase : e.idx(0);
-        KvWalk walk;
-        walk.lo = lo;
-        walk.hi = e.min(hi, lenK);
-        walk.load = denseLoader(op.getK(), op.getV(), kStart, kvHead,
-                                shape.headDim, Value(), Value());
-        walk.forEachRange = [=](LoopEmitter &e,
-                                llvm::function_ref<void(Value, Value)> visit) {
-          // Rows past the layout select nothing (never read out of bounds).
-          e.ifThen(e.lt(layoutRow, numRows), [&] {
-            Value begin = e.loadIndex(crow, {layoutHead, layoutRow});
-            Value end = e.loadIndex(crow, {layoutHead, e.add(layoutRow, e.idx(1))});
-            e.forLoop(begin, end, [&](Value entry) {
-              Value blockId = e.loadIndex(col, {layoutHead, entry});
-              Value first = e.mul(blockId, e.idx(blockSize));
-              visit(e.max(first, walk.lo),
-                    e.min(e.add(first, e.idx(blockSize)), walk.hi));
-            });
+    auto csrWalk = [&](LoopEmitter &e, const ProgramRows &rows, KvWalk &walk) {
+      // The schedule keeps a program's tokens inside one layout row.
+      Value layoutRow = e.divU(rows.qposBase, e.idx(qBlockSize));
+      Value layoutHead = perHead ? rows.headBase : e.idx(0);
+      Value lo = walk.lo, hi = walk.hi;
+      walk.forEachRange = [=](LoopEmitter &e,
+                              llvm::function_ref<void(Value, Value)> visit) {
+        // Rows past the layout select nothing (never read out of bounds).
+        e.ifThen(e.lt(layoutRow, numRows), [&] {
+          Value begin = e.loadIndex(crow, {layoutHead, layoutRow});
+          Value end =
+              e.loadIndex(crow, {layoutHead, e.add(layoutRow, e.idx(1))});
+          e.forLoop(begin, end, [&](Value entry) {
+            Value blockId = e.loadIndex(col, {layoutHead, entry});
+            Value first = e.mul(blockId, e.idx(blockSize));
+            visit(e.max(first, lo),
+                  e.min(e.add(first, e.idx(blockSize)), hi));
           });
-        };
-        builder.emitProgram(rows, {walk});
-      });
-    });
+        });
+      };
+    };
+    emitDenseVarlenGrid(e, shape, op.getNumQueryHeads(), group, f, out,
+                        op.getQ(), op.getK(), op.getV(), op.getCuSeqlensQ(),
+                        op.getCuSeqlensK(), Value(), Value(), Value(), csrWalk);
     rewriter.eraseOp(op);
     return success();
   }
