@@ -22,6 +22,30 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
 void buildLowerToCpuPipeline(OpPassManager &pm,
                              const CpuPipelineOptions &options);
 
+/// Options of `attn-lower-to-nvvm-pipeline`.
+struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip",
+      llvm::cl::desc("NVIDIA target: sm_80, sm_86, sm_89, sm_90 or sm_90a"),
+      llvm::cl::init("sm_80")};
+  PassOptions::Option<std::string> features{
+      *this, "features", llvm::cl::desc("PTX features (PTX ISA version)"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("What gpu-module-to-binary embeds: isa (PTX text), bin "
+                     "(cubin through ptxas) or fatbin"),
+      llvm::cl::init("isa")};
+  PassOptions::Option<int> optLevel{
+      *this, "opt-level", llvm::cl::desc("LLVM optimization level (0-3)"),
+      llvm::cl::init(3)};
+};
+
+/// attn ops -> gpu.module kernels (tensor-core programs) -> NVVM -> PTX or
+/// cubin in a gpu.binary; the host keeps gpu.launch_func ops.
+void buildLowerToNvvmPipeline(OpPassManager &pm,
+                              const NvvmPipelineOptions &options);
+
 /// Registers every attn pipeline with the pass registry.
 void registerAttnPipelines();
 

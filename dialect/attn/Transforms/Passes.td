@@ -42,4 +42,32 @@ def ConvertAttnToSCF : Pass<"convert-attn-to-scf"> {
   ];
 }
 
+def ConvertAttnToGPU : Pass<"convert-attn-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Lower attn ops to GPU kernels (one thread block per program)";
+  let description = [{
+    Outlines every attn op into a `gpu.func` kernel of a `gpu.module
+    @attn_kernels` and replaces it with a `gpu.launch_func` whose grid is
+    computed from the operands' shapes. Kernel bodies come from the same
+    op lowerings as `convert-attn-to-scf`, with programs emitted for the
+    target's matrix units: for `nvvm`, warps of mma.sync m16n8k16 fed by
+    ldmatrix, K/V/Q tiles staged in shared memory with cp.async (or
+    gathered and dequantized through registers), and the online softmax on
+    the accumulator fragments. The module gets `gpu.container_module` and
+    an `attn.manifest` string: one JSON record per kernel with its name,
+    parameter ABI, grid formula, threads and dynamic shared memory, which
+    the runtime reads.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"nvvm\"",
+           "GPU target: nvvm">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::gpu::GPUDialect", "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // ATTN_TRANSFORMS_PASSES_TD

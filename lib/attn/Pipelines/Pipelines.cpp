@@ -12,7 +12,11 @@
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/Transforms/RequestCWrappers.h"
@@ -51,7 +55,37 @@ void mlir::attn::buildLowerToCpuPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void mlir::attn::buildLowerToNvvmPipeline(OpPassManager &pm,
+                                          const NvvmPipelineOptions &options) {
+  pm.addPass(createAttnPlan(AttnPlanOptions{"nvvm"}));
+  pm.addPass(createConvertAttnToGPU(ConvertAttnToGPUOptions{"nvvm"}));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // Kernels -> NVVM (nvgpu's ldmatrix/cp.async, gpu ids/shuffles/barriers,
+  // memref/arith/vector/math) -> PTX or cubin.
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(createConvertNVGPUToNVVMPass());
+  kernels.addPass(createConvertGpuOpsToNVVMOps());
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = options.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
 void mlir::attn::registerAttnPipelines() {
+  PassPipelineRegistration<NvvmPipelineOptions>(
+      "attn-lower-to-nvvm-pipeline",
+      "Lower attn ops to NVIDIA tensor-core kernels (mma.sync, ldmatrix, "
+      "cp.async) in a gpu.module, then to NVVM and PTX or cubin",
+      buildLowerToNvvmPipeline);
   PassPipelineRegistration<CpuPipelineOptions>(
       "attn-lower-to-cpu-pipeline",
       "Lower attn ops to tiled loops with the CPU schedule, then to the LLVM "

@@ -13,11 +13,6 @@ namespace mlir::attn {
 using namespace mlir;
 using namespace mlir::attn;
 
-void mlir::attn::populateAttnToSCFPatterns(RewritePatternSet &patterns) {
-  populateAttnKernelToSCFPatterns(patterns);
-  populateMergeStatesToSCFPatterns(patterns);
-}
-
 namespace {
 struct ConvertAttnToSCFPass
     : public mlir::attn::impl::ConvertAttnToSCFBase<ConvertAttnToSCFPass> {

@@ -76,7 +76,18 @@ Value LoopEmitter::maxF(Value x, Value y) {
 Value LoopEmitter::cmpF(arith::CmpFPredicate pred, Value x, Value y) {
   return arith::CmpFOp::create(b, pred, x, y);
 }
-Value LoopEmitter::exp2(Value x) { return math::Exp2Op::create(b, x); }
+Value LoopEmitter::exp2(Value x) {
+  return exp2Fn ? exp2Fn(b, x) : math::Exp2Op::create(b, x).getResult();
+}
+Value LoopEmitter::tanh(Value x) {
+  if (!exp2Fn)
+    return math::TanhOp::create(b, x);
+  // tanh(x) = sign(x) * (1 - 2 / (exp(2|x|) + 1)): no overflow, no NaN.
+  Value ax = math::AbsFOp::create(b, x);
+  Value t = exp2(mulF(ax, f32(2.0 * 1.4426950408889634)));
+  Value r = subF(f32(1.0), divF(f32(2.0), addF(t, f32(1.0))));
+  return math::CopySignOp::create(b, r, x);
+}
 
 void LoopEmitter::forLoop(Value lo, Value hi, Value step,
                           llvm::function_ref<void(Value)> body) {

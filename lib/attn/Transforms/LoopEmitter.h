@@ -15,6 +15,8 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <functional>
+
 namespace mlir::attn {
 
 class LoopEmitter {
@@ -56,6 +58,13 @@ public:
   Value maxF(Value x, Value y);
   Value cmpF(arith::CmpFPredicate pred, Value x, Value y);
   Value exp2(Value x);
+  Value tanh(Value x);
+
+  /// Targets without libm (GPUs) route the transcendental functions to their
+  /// hardware instructions; tanh is then built from exp2.
+  void setExp2(std::function<Value(ImplicitLocOpBuilder &, Value)> fn) {
+    exp2Fn = std::move(fn);
+  }
 
   // Control flow. Bodies run with the insertion point inside the region.
   void forLoop(Value lo, Value hi, Value step,
@@ -94,6 +103,7 @@ public:
 
 private:
   ImplicitLocOpBuilder &b;
+  std::function<Value(ImplicitLocOpBuilder &, Value)> exp2Fn;
 };
 
 } // namespace mlir::attn

@@ -1,17 +1,19 @@
-//===- LowerKernelOps.cpp - attn kernel ops -> tiled loops ------*- C++ -*-===//
+//===- LowerKernelOps.cpp - attn kernel ops -> programs on a grid -*- C++ -*-===//
 //
-// Each kernel op becomes an scf.parallel grid of programs (sequence x query
-// tile x head group [x segment]) whose bodies TiledAttentionBuilder emits.
-// The patterns here only say which rows a program owns and where its keys
-// come from: the paged split-x cache and the new tokens (prefix prefill),
-// the paged NHD cache and its segments (unified), a dense varlen range
-// (flash) and the CSR block list (blocksparse).
+// Each kernel op becomes a grid of programs (query tile x head group
+// [x segment]) emitted through a ProgramTarget. The query tiles of all
+// sequences are numbered consecutively: sequence b's tiles start at
+// floor(offsets[b] / block_q) + b, so the grid extent floor(tokens /
+// block_q) + batch depends only on shapes, and a program finds its sequence
+// by binary search. The code here only says which rows a program owns and
+// where its keys come from: the paged split-x cache and the new tokens
+// (prefix prefill), the paged NHD cache and its segments (unified), a dense
+// varlen range (flash) and the CSR block list (blocksparse).
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelLowering.h"
 #include "Schedule.h"
-#include "TiledAttention.h"
-#include "attn/IR/AttnOps.h"
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -24,16 +26,6 @@ namespace {
 bool isFp8Type(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
 Type elemOf(Value v) { return cast<MemRefType>(v.getType()).getElementType(); }
 
-/// The largest number of query tiles any sequence needs; `offsets` has
-/// batch + 1 entries.
-Value maxTiles(LoopEmitter &e, Value offsets, Value batch, int64_t blockQ) {
-  return e.reduce(e.idx(0), batch, e.idx(0), [&](Value b, Value best) {
-    Value len = e.sub(e.loadIndex(offsets, {e.add(b, e.idx(1))}),
-                      e.loadIndex(offsets, {b}));
-    return e.max(best, e.ceilDiv(len, e.idx(blockQ)));
-  });
-}
-
 /// Sequence `b`'s rows [start, start + len) of a varlen offsets array.
 struct SeqRange {
   Value start, len;
@@ -43,15 +35,57 @@ SeqRange seqRange(LoopEmitter &e, Value offsets, Value b) {
   return {start, e.sub(e.loadIndex(offsets, {e.add(b, e.idx(1))}), start)};
 }
 
-/// scf.parallel over [0, ub) for each bound.
-void grid(LoopEmitter &e, ArrayRef<Value> ubs,
-          llvm::function_ref<void(ValueRange)> body) {
+/// The query tile of program `pid`: the sequence b whose tiles start at
+/// floor(offsets[b] / blockQ) + b <= pid (the largest such b), and the tile
+/// index within it. The tile may lie past the sequence's end.
+std::pair<Value, Value> locateTile(LoopEmitter &e, Value offsets, Value batch,
+                                   Value pid, int64_t blockQ) {
   ImplicitLocOpBuilder &b = e.builder();
-  SmallVector<Value> lbs(ubs.size(), e.idx(0)), steps(ubs.size(), e.idx(1));
-  auto par = scf::ParallelOp::create(b, lbs, ubs, steps);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(par.getBody()->getTerminator());
-  body(par.getInductionVars());
+  auto firstTile = [&](LoopEmitter &e, Value seq) {
+    return e.add(e.divU(e.loadIndex(offsets, {seq}), e.idx(blockQ)), seq);
+  };
+  Type index = b.getIndexType();
+  // Invariant: the answer lies in [lo, hi).
+  auto loop = scf::WhileOp::create(
+      b, TypeRange{index, index}, ValueRange{e.idx(0), batch},
+      [&](OpBuilder &ob, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder ib(loc, ob);
+        LoopEmitter ie(ib);
+        Value more = ie.lt(ie.add(args[0], ie.idx(1)), args[1]);
+        scf::ConditionOp::create(ib, more, args);
+      },
+      [&](OpBuilder &ob, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder ib(loc, ob);
+        LoopEmitter ie(ib);
+        Value mid = ie.divU(ie.add(args[0], args[1]), ie.idx(2));
+        Value right = ie.le(firstTile(ie, mid), pid);
+        scf::YieldOp::create(ib, ValueRange{ie.select(right, mid, args[0]),
+                                            ie.select(right, args[1], mid)});
+      });
+  Value seq = loop.getResult(0);
+  return {seq, e.sub(pid, firstTile(e, seq))};
+}
+
+unsigned operandIndex(Operation *op, Value v) {
+  for (OpOperand &operand : op->getOpOperands())
+    if (operand.get() == v)
+      return operand.getOperandNumber();
+  llvm_unreachable("value is not an operand of op");
+}
+
+/// [floor(tokens / blockQ) + batch, groups, segments] for a varlen op whose
+/// queries are `q` and sequence offsets `offsets` (batch + 1 entries).
+SmallVector<GridExtent> varlenGrid(Operation *op, Value q, Value offsets,
+                                   int64_t blockQ, int64_t groups,
+                                   int64_t segments) {
+  GridExtent tiles;
+  tiles.terms = {{operandIndex(op, q), 0, blockQ},
+                 {operandIndex(op, offsets), 0, 1}};
+  tiles.constant = -1;
+  GridExtent g, s;
+  g.constant = groups;
+  s.constant = segments;
+  return {tiles, g, s};
 }
 
 /// Program rows shared by the varlen ops: tile `t` of a sequence whose
@@ -83,35 +117,46 @@ Value scaleOrNull(LoopEmitter &e, Value memref) {
   return memref ? e.loadScalar(memref) : Value();
 }
 
-/// Loader of a dense [tokens, kv_heads, D] pair starting at row `base`.
-KeyLoader denseLoader(Value k, Value v, Value base, Value kvHead,
-                      int64_t headDim, Value kScale, Value vScale) {
-  return [=](LoopEmitter &e, Value key, Value slot, Value kt, Value vt) {
+/// Keys of a dense [tokens, kv_heads, D] pair starting at row `base`.
+KeyLocator denseKeys(Value k, Value v, Value base, Value kvHead, Value kScale,
+                     Value vScale) {
+  return [=](LoopEmitter &e, Value key) {
     Value row = e.add(base, key);
-    e.forLoop(0, headDim, [&](Value d) {
-      e.store(e.load32(k, {row, kvHead, d}, kScale), kt, {slot, d});
-      e.store(e.load32(v, {row, kvHead, d}, vScale), vt, {slot, d});
-    });
+    KeyRow r{k, v, nullptr, nullptr, kScale, vScale, /*dIsLast=*/true};
+    r.kAt = r.vAt = [=](Value d) { return SmallVector<Value>{row, kvHead, d}; };
+    return r;
   };
 }
 
-/// The grid of the dense varlen ops (flash, blocksparse): programs over
-/// (sequence, query tile, head group) whose keys are rows of k/v, with query
-/// i at the bottom-right aligned position i + Lk - Lq. `refineWalk` may
-/// restrict a program's walk (blocksparse's CSR blocks).
-void emitDenseVarlenGrid(
-    LoopEmitter &e, const TileShape &shape, int64_t numQueryHeads,
-    int64_t group, const AttentionFeatures &f, const AttentionOutput &out,
-    Value q, Value k, Value v, Value cuQ, Value cuK, Value qScale,
-    Value kScale, Value vScale,
+/// Runs `body(b, t, g, s)` for every query tile t of sequence b, head group
+/// g and segment s of a varlen op's grid (see varlenGrid).
+void forEachTile(LoopEmitter &e, ProgramTarget &target, Operation *op,
+                 Value q, Value offsets, int64_t blockQ,
+                 llvm::function_ref<void(Value, Value, Value, Value)> body) {
+  FailureOr<SmallVector<GridExtent>> extents = kernelGrid(op);
+  SmallVector<Value> ubs;
+  for (const GridExtent &x : *extents)
+    ubs.push_back(x.materialize(e, op->getOperands()));
+  Value batch =
+      e.sub(memref::DimOp::create(e.builder(), offsets, 0), e.idx(1));
+  target.grid(e, ubs, [&](ValueRange iv) {
+    auto [seq, tile] = locateTile(e, offsets, batch, iv[0], blockQ);
+    body(seq, tile, iv[1], iv[2]);
+  });
+}
+
+/// The dense varlen ops (flash, blocksparse): keys are rows of k/v, with
+/// query i at the bottom-right aligned position i + Lk - Lq. `refineWalk`
+/// may restrict a program's walk (blocksparse's CSR blocks).
+void emitDenseVarlen(
+    LoopEmitter &e, ProgramTarget &target, Operation *op,
+    const TileShape &shape, int64_t group, const AttentionFeatures &f,
+    const AttentionOutput &out, Value q, Value k, Value v, Value cuQ,
+    Value cuK, Value qScale, Value kScale, Value vScale,
     llvm::function_ref<void(LoopEmitter &, const ProgramRows &, KvWalk &)>
         refineWalk) {
-  Value batch =
-      e.sub(memref::DimOp::create(e.builder(), cuQ, 0), e.idx(1));
-  Value tiles = maxTiles(e, cuQ, batch, shape.blockQ);
-  Value groups = e.idx(numQueryHeads / shape.pack);
-  grid(e, {batch, tiles, groups}, [&](ValueRange iv) {
-    Value bIdx = iv[0], t = iv[1], g = iv[2];
+  forEachTile(e, target, op, q, cuQ, shape.blockQ,
+              [&](Value bIdx, Value t, Value g, Value) {
     SeqRange qRange = seqRange(e, cuQ, bIdx), kRange = seqRange(e, cuK, bIdx);
     Value lenQ = qRange.len, lenK = kRange.len;
     e.ifThen(e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ), [&] {
@@ -119,263 +164,230 @@ void emitDenseVarlenGrid(
                                   lenK, e.sub(lenK, lenQ));
       rows.qScale = qScale;
       Value kvHead = e.divU(rows.headBase, e.idx(group));
-      TiledAttentionBuilder builder(e, shape, f, out, q);
-      auto [lo, hi] = builder.visibleKeyRange(rows);
+      auto [lo, hi] = AttentionMath(e, shape, f).visibleKeyRange(rows);
       KvWalk walk;
       walk.lo = lo;
       walk.hi = e.min(hi, lenK);
-      walk.load = denseLoader(k, v, kRange.start, kvHead, shape.headDim,
-                              kScale, vScale);
+      walk.locate = denseKeys(k, v, kRange.start, kvHead, kScale, vScale);
       refineWalk(e, rows, walk);
-      builder.emitProgram(rows, {walk});
+      target.emitProgram(e, shape, f, out, q, rows, {walk});
     });
   });
+}
+
+std::optional<int64_t> windowOf(IntegerAttr attr) {
+  return attr ? std::optional<int64_t>(attr.getInt()) : std::nullopt;
 }
 
 //===----------------------------------------------------------------------===//
 // attn.prefix_prefill
 //===----------------------------------------------------------------------===//
 
-struct LowerPrefixPrefill : OpRewritePattern<PrefixPrefillOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(PrefixPrefillOp op,
-                                PatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    LoopEmitter e(b);
-    TileShape shape = shapeOf(op, op.getHeadDim());
-    int64_t group = op.getNumQueryHeads() / op.getNumKvHeads();
-    int64_t blockSize = op.getBlockSize(), split = op.getKeySplit();
+void emitPrefixPrefill(LoopEmitter &e, ProgramTarget &target,
+                       PrefixPrefillOp op) {
+  TileShape shape = shapeOf(op, op.getHeadDim());
+  int64_t group = op.getNumQueryHeads() / op.getNumKvHeads();
+  int64_t blockSize = op.getBlockSize(), split = op.getKeySplit();
 
-    AttentionFeatures f;
-    f.scale = op.getScale();
-    f.alibiSlopes = op.getAlibiSlopes();
-    f.alibiForm = op.getAlibiFormOrDefault();
-    f.sinks = op.getSinks();
-    f.window = op.getSlidingWindowAttr()
-                   ? std::optional<int64_t>(op.getSlidingWindowAttr().getInt())
-                   : std::nullopt;
-    f.causal = true;
-    AttentionOutput out{op.getOut(), op.getOutScale(), {}, {}};
-    Value kScale = scaleOrNull(e, op.getKScale());
-    Value vScale = scaleOrNull(e, op.getVScale());
+  AttentionFeatures f;
+  f.scale = op.getScale();
+  f.alibiSlopes = op.getAlibiSlopes();
+  f.alibiForm = op.getAlibiFormOrDefault();
+  f.sinks = op.getSinks();
+  f.window = windowOf(op.getSlidingWindowAttr());
+  f.causal = true;
+  AttentionOutput out{op.getOut(), op.getOutScale(), {}, {}};
+  Value kScale = scaleOrNull(e, op.getKScale());
+  Value vScale = scaleOrNull(e, op.getVScale());
 
-    Value batch = memref::DimOp::create(b, op.getSeqLens(), 0);
-    Value tiles = maxTiles(e, op.getQueryStart(), batch, shape.blockQ);
-    Value groups = e.idx(op.getNumQueryHeads() / shape.pack);
-    grid(e, {batch, tiles, groups}, [&](ValueRange iv) {
-      Value bIdx = iv[0], t = iv[1], g = iv[2];
-      SeqRange qRange = seqRange(e, op.getQueryStart(), bIdx);
-      Value qStart = qRange.start, lenQ = qRange.len;
-      Value lenK = e.loadIndex(op.getSeqLens(), {bIdx});
-      Value ctx = e.sub(lenK, lenQ);
-      Value run = e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ);
-      if (op.getSkipDecode())
-        run = e.andI(run, e.cmp(arith::CmpIPredicate::ne, lenQ, e.idx(1)));
-      e.ifThen(run, [&] {
-        ProgramRows rows =
-            tileRows(e, shape, bIdx, t, g, qStart, lenQ, lenK, ctx);
-        Value kvHead = e.divU(rows.headBase, e.idx(group));
-        TiledAttentionBuilder builder(e, shape, f, out, op.getQ());
-        auto [lo, hi] = builder.visibleKeyRange(rows);
+  forEachTile(e, target, op, op.getQ(), op.getQueryStart(), shape.blockQ,
+              [&](Value bIdx, Value t, Value g, Value) {
+    SeqRange qRange = seqRange(e, op.getQueryStart(), bIdx);
+    Value qStart = qRange.start, lenQ = qRange.len;
+    Value lenK = e.loadIndex(op.getSeqLens(), {bIdx});
+    Value ctx = e.sub(lenK, lenQ);
+    Value run = e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ);
+    if (op.getSkipDecode())
+      run = e.andI(run, e.cmp(arith::CmpIPredicate::ne, lenQ, e.idx(1)));
+    e.ifThen(run, [&] {
+      ProgramRows rows = tileRows(e, shape, bIdx, t, g, qStart, lenQ, lenK, ctx);
+      Value kvHead = e.divU(rows.headBase, e.idx(group));
+      auto [lo, hi] = AttentionMath(e, shape, f).visibleKeyRange(rows);
 
-        // Phase 1: the cached context through the block table.
-        KvWalk cache;
-        cache.lo = lo;
-        cache.hi = e.min(hi, ctx);
-        Value kc = op.getKCache(), vc = op.getVCache(), bt = op.getBlockTable();
-        cache.load = [=](LoopEmitter &e, Value key, Value slot, Value kt,
-                         Value vt) {
-          Value blk = e.loadIndex(bt, {bIdx, e.divU(key, e.idx(blockSize))});
-          Value off = e.remU(key, e.idx(blockSize));
-          e.forLoop(0, shape.headDim, [&](Value d) {
-            Value dHi = e.divU(d, e.idx(split)), dLo = e.remU(d, e.idx(split));
-            e.store(e.load32(kc, {blk, kvHead, dHi, off, dLo}, kScale), kt,
-                    {slot, d});
-            e.store(e.load32(vc, {blk, kvHead, d, off}, vScale), vt,
-                    {slot, d});
-          });
+      // Phase 1: the cached context through the block table.
+      KvWalk cache;
+      cache.lo = lo;
+      cache.hi = e.min(hi, ctx);
+      Value kc = op.getKCache(), vc = op.getVCache(), bt = op.getBlockTable();
+      cache.locate = [=](LoopEmitter &e, Value key) {
+        Value blk = e.loadIndex(bt, {bIdx, e.divU(key, e.idx(blockSize))});
+        Value off = e.remU(key, e.idx(blockSize));
+        KeyRow r{kc, vc, nullptr, nullptr, kScale, vScale, false};
+        // The K cache splits D into [D / x, x]; the V cache is [D, page].
+        r.kAt = [=, &e](Value d) {
+          return SmallVector<Value>{blk, kvHead, e.divU(d, e.idx(split)), off,
+                                    e.remU(d, e.idx(split))};
         };
-        // Phase 2: the new tokens, causally.
-        KvWalk fresh;
-        fresh.lo = e.max(lo, ctx);
-        fresh.hi = e.min(hi, lenK);
-        fresh.load = denseLoader(op.getK(), op.getV(), e.sub(qStart, ctx),
-                                 kvHead, shape.headDim, Value(), Value());
-        builder.emitProgram(rows, {cache, fresh});
-      });
+        r.vAt = [=](Value d) { return SmallVector<Value>{blk, kvHead, d, off}; };
+        return r;
+      };
+      // Phase 2: the new tokens, causally.
+      KvWalk fresh;
+      fresh.lo = e.max(lo, ctx);
+      fresh.hi = e.min(hi, lenK);
+      fresh.locate = denseKeys(op.getK(), op.getV(), e.sub(qStart, ctx),
+                               kvHead, Value(), Value());
+      target.emitProgram(e, shape, f, out, op.getQ(), rows, {cache, fresh});
     });
-    rewriter.eraseOp(op);
-    return success();
-  }
-};
+  });
+}
 
 //===----------------------------------------------------------------------===//
 // attn.unified
 //===----------------------------------------------------------------------===//
 
-struct LowerUnified : OpRewritePattern<UnifiedOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(UnifiedOp op,
-                                PatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    LoopEmitter e(b);
-    TileShape shape = shapeOf(op, op.getHeadDim());
-    int64_t group = op.getNumQueryHeads() / op.getNumKvHeads();
-    int64_t blockSize = op.getBlockSize();
-    int64_t segments =
-        op.isSplitKv() ? op.getNumSegmentsAttr().getInt() : int64_t(1);
+void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
+  TileShape shape = shapeOf(op, op.getHeadDim());
+  int64_t group = op.getNumQueryHeads() / op.getNumKvHeads();
+  int64_t blockSize = op.getBlockSize();
+  int64_t segments =
+      op.isSplitKv() ? op.getNumSegmentsAttr().getInt() : int64_t(1);
 
-    AttentionFeatures f;
-    f.scale = op.getScale();
-    f.softcap = op.getSoftcap();
-    f.alibiSlopes = op.getAlibiSlopes();
-    f.alibiForm = op.getAlibiFormOrDefault();
-    f.sinks = op.getSinks();
-    f.window = op.getSlidingWindowAttr()
-                   ? std::optional<int64_t>(op.getSlidingWindowAttr().getInt())
-                   : std::nullopt;
-    f.causal = true;
-    AttentionOutput out{op.getOut(), op.getOutScale(), op.getSegmentMax(),
-                        op.getSegmentSum()};
-    Value qScale = scaleOrNull(e, op.getQDescale());
-    Value kScale = scaleOrNull(e, op.getKDescale());
-    Value vScale = scaleOrNull(e, op.getVDescale());
+  AttentionFeatures f;
+  f.scale = op.getScale();
+  f.softcap = op.getSoftcap();
+  f.alibiSlopes = op.getAlibiSlopes();
+  f.alibiForm = op.getAlibiFormOrDefault();
+  f.sinks = op.getSinks();
+  f.window = windowOf(op.getSlidingWindowAttr());
+  f.causal = true;
+  AttentionOutput out{op.getOut(), op.getOutScale(), op.getSegmentMax(),
+                      op.getSegmentSum()};
+  Value qScale = scaleOrNull(e, op.getQDescale());
+  Value kScale = scaleOrNull(e, op.getKDescale());
+  Value vScale = scaleOrNull(e, op.getVDescale());
 
-    Value batch = memref::DimOp::create(b, op.getSequsedK(), 0);
-    Value tiles = maxTiles(e, op.getCuSeqlensQ(), batch, shape.blockQ);
-    Value groups = e.idx(op.getNumQueryHeads() / shape.pack);
-    grid(e, {batch, tiles, groups, e.idx(segments)}, [&](ValueRange iv) {
-      Value bIdx = iv[0], t = iv[1], g = iv[2], s = iv[3];
-      SeqRange qRange = seqRange(e, op.getCuSeqlensQ(), bIdx);
-      Value qStart = qRange.start, lenQ = qRange.len;
-      Value lenK = e.loadIndex(op.getSequsedK(), {bIdx});
-      Value ctx = e.sub(lenK, lenQ);
-      e.ifThen(e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ), [&] {
-        ProgramRows rows =
-            tileRows(e, shape, bIdx, t, g, qStart, lenQ, lenK, ctx);
-        rows.segment = s;
-        rows.qScale = qScale;
-        Value kvHead = e.divU(rows.headBase, e.idx(group));
-        TiledAttentionBuilder builder(e, shape, f, out, op.getQ());
-        auto [lo, hi] = builder.visibleKeyRange(rows);
-        KvWalk walk;
-        walk.lo = lo;
-        walk.hi = e.min(hi, lenK);
-        if (op.isSplitKv()) {
-          // Segment s: pages [s * pps, (s + 1) * pps), pps = ceil(N / (S*BS)).
-          Value pps = e.ceilDiv(lenK, e.idx(segments * blockSize));
-          Value segKeys = e.mul(pps, e.idx(blockSize));
-          walk.lo = e.max(walk.lo, e.mul(s, segKeys));
-          walk.hi = e.min(walk.hi, e.mul(e.add(s, e.idx(1)), segKeys));
-        }
-        Value kc = op.getKCache(), vc = op.getVCache(),
-              bt = op.getBlockTable();
-        walk.load = [=](LoopEmitter &e, Value key, Value slot, Value kt,
-                        Value vt) {
-          Value blk = e.loadIndex(bt, {bIdx, e.divU(key, e.idx(blockSize))});
-          Value off = e.remU(key, e.idx(blockSize));
-          e.forLoop(0, shape.headDim, [&](Value d) {
-            e.store(e.load32(kc, {blk, off, kvHead, d}, kScale), kt,
-                    {slot, d});
-            e.store(e.load32(vc, {blk, off, kvHead, d}, vScale), vt,
-                    {slot, d});
-          });
+  forEachTile(e, target, op, op.getQ(), op.getCuSeqlensQ(), shape.blockQ,
+              [&](Value bIdx, Value t, Value g, Value s) {
+    SeqRange qRange = seqRange(e, op.getCuSeqlensQ(), bIdx);
+    Value qStart = qRange.start, lenQ = qRange.len;
+    Value lenK = e.loadIndex(op.getSequsedK(), {bIdx});
+    Value ctx = e.sub(lenK, lenQ);
+    e.ifThen(e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ), [&] {
+      ProgramRows rows = tileRows(e, shape, bIdx, t, g, qStart, lenQ, lenK, ctx);
+      rows.segment = s;
+      rows.qScale = qScale;
+      Value kvHead = e.divU(rows.headBase, e.idx(group));
+      auto [lo, hi] = AttentionMath(e, shape, f).visibleKeyRange(rows);
+      KvWalk walk;
+      walk.lo = lo;
+      walk.hi = e.min(hi, lenK);
+      if (op.isSplitKv()) {
+        // Segment s: pages [s * pps, (s + 1) * pps), pps = ceil(N / (S*BS)).
+        Value pps = e.ceilDiv(lenK, e.idx(segments * blockSize));
+        Value segKeys = e.mul(pps, e.idx(blockSize));
+        walk.lo = e.max(walk.lo, e.mul(s, segKeys));
+        walk.hi = e.min(walk.hi, e.mul(e.add(s, e.idx(1)), segKeys));
+      }
+      Value kc = op.getKCache(), vc = op.getVCache(), bt = op.getBlockTable();
+      walk.locate = [=](LoopEmitter &e, Value key) {
+        Value blk = e.loadIndex(bt, {bIdx, e.divU(key, e.idx(blockSize))});
+        Value off = e.remU(key, e.idx(blockSize));
+        KeyRow r{kc, vc, nullptr, nullptr, kScale, vScale, true};
+        r.kAt = r.vAt = [=](Value d) {
+          return SmallVector<Value>{blk, off, kvHead, d};
         };
-        builder.emitProgram(rows, {walk});
-      });
+        return r;
+      };
+      target.emitProgram(e, shape, f, out, op.getQ(), rows, {walk});
     });
-    rewriter.eraseOp(op);
-    return success();
-  }
-};
+  });
+}
 
 //===----------------------------------------------------------------------===//
 // attn.flash
 //===----------------------------------------------------------------------===//
 
-struct LowerFlash : OpRewritePattern<FlashOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(FlashOp op,
-                                PatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    LoopEmitter e(b);
-    TileShape shape = shapeOf(op, op.getHeadDim());
-    int64_t group = op.getNumQueryHeads() / op.getNumKvHeads();
+void emitFlash(LoopEmitter &e, ProgramTarget &target, FlashOp op) {
+  TileShape shape = shapeOf(op, op.getHeadDim());
+  int64_t group = op.getNumQueryHeads() / op.getNumKvHeads();
 
-    AttentionFeatures f;
-    f.scale = op.getScale();
-    f.causal = op.getCausal();
-    f.bias = op.getBias();
-    f.dropoutP = op.getDropoutP();
-    f.philoxSeed = op.getPhiloxSeed();
-    f.philoxOffset = op.getPhiloxOffset();
-    f.numQueryHeads = op.getNumQueryHeads();
-    bool fp8 = isFp8Type(elemOf(op.getQ()));
-    if (fp8) {
-      f.pScale = e.loadScalar(op.getPScale());
-      f.pQuantType = elemOf(op.getV());
-    }
-    AttentionOutput out{op.getOut(), op.getOutScale(), {}, {}};
-    Value qScale = scaleOrNull(e, op.getQScale());
-    Value kScale = scaleOrNull(e, op.getKScale());
-    Value vScale = scaleOrNull(e, op.getVScale());
-
-    emitDenseVarlenGrid(e, shape, op.getNumQueryHeads(), group, f, out,
-                        op.getQ(), op.getK(), op.getV(), op.getCuSeqlensQ(),
-                        op.getCuSeqlensK(), qScale, kScale, vScale,
-                        [](LoopEmitter &, const ProgramRows &, KvWalk &) {});
-    rewriter.eraseOp(op);
-    return success();
+  AttentionFeatures f;
+  f.scale = op.getScale();
+  f.causal = op.getCausal();
+  f.bias = op.getBias();
+  f.dropoutP = op.getDropoutP();
+  f.philoxSeed = op.getPhiloxSeed();
+  f.philoxOffset = op.getPhiloxOffset();
+  f.numQueryHeads = op.getNumQueryHeads();
+  if (isFp8Type(elemOf(op.getQ()))) {
+    f.pScale = e.loadScalar(op.getPScale());
+    f.pQuantType = elemOf(op.getV());
   }
-};
+  AttentionOutput out{op.getOut(), op.getOutScale(), {}, {}};
+  emitDenseVarlen(e, target, op, shape, group, f, out, op.getQ(), op.getK(),
+                  op.getV(), op.getCuSeqlensQ(), op.getCuSeqlensK(),
+                  scaleOrNull(e, op.getQScale()),
+                  scaleOrNull(e, op.getKScale()),
+                  scaleOrNull(e, op.getVScale()),
+                  [](LoopEmitter &, const ProgramRows &, KvWalk &) {});
+}
 
 //===----------------------------------------------------------------------===//
 // attn.blocksparse
 //===----------------------------------------------------------------------===//
 
-struct LowerBlockSparse : OpRewritePattern<BlockSparseOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(BlockSparseOp op,
-                                PatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    LoopEmitter e(b);
-    TileShape shape = shapeOf(op, op.getHeadDim());
-    int64_t group = op.getNumQueryHeads() / op.getNumKvHeads();
-    int64_t blockSize = op.getBlockSizeAttr().getInt();
-    int64_t qBlockSize = op.getQueryBlockSize();
-    bool perHead = op.hasPerHeadLayout();
+void emitBlockSparse(LoopEmitter &e, ProgramTarget &target, BlockSparseOp op) {
+  TileShape shape = shapeOf(op, op.getHeadDim());
+  int64_t group = op.getNumQueryHeads() / op.getNumKvHeads();
+  int64_t blockSize = op.getBlockSizeAttr().getInt();
+  int64_t qBlockSize = op.getQueryBlockSize();
+  bool perHead = op.hasPerHeadLayout();
 
-    AttentionFeatures f;
-    f.scale = op.getScale();
-    f.causal = true;
-    AttentionOutput out{op.getOut(), {}, {}, {}};
+  AttentionFeatures f;
+  f.scale = op.getScale();
+  f.causal = true;
+  AttentionOutput out{op.getOut(), {}, {}, {}};
 
-    Value crow = op.getCrow(), col = op.getCol();
-    Value numRows = e.sub(memref::DimOp::create(b, crow, 1), e.idx(1));
-    auto csrWalk = [&](LoopEmitter &e, const ProgramRows &rows, KvWalk &walk) {
-      // The schedule keeps a program's tokens inside one layout row.
-      Value layoutRow = e.divU(rows.qposBase, e.idx(qBlockSize));
-      Value layoutHead = perHead ? rows.headBase : e.idx(0);
-      Value lo = walk.lo, hi = walk.hi;
-      walk.forEachRange = [=](LoopEmitter &e,
-                              llvm::function_ref<void(Value, Value)> visit) {
-        // Rows past the layout select nothing (never read out of bounds).
-        e.ifThen(e.lt(layoutRow, numRows), [&] {
-          Value begin = e.loadIndex(crow, {layoutHead, layoutRow});
-          Value end =
-              e.loadIndex(crow, {layoutHead, e.add(layoutRow, e.idx(1))});
-          e.forLoop(begin, end, [&](Value entry) {
-            Value blockId = e.loadIndex(col, {layoutHead, entry});
-            Value first = e.mul(blockId, e.idx(blockSize));
-            visit(e.max(first, lo),
-                  e.min(e.add(first, e.idx(blockSize)), hi));
-          });
+  Value crow = op.getCrow(), col = op.getCol();
+  Value numRows =
+      e.sub(memref::DimOp::create(e.builder(), crow, 1), e.idx(1));
+  auto csrWalk = [&](LoopEmitter &e, const ProgramRows &rows, KvWalk &walk) {
+    // The schedule keeps a program's tokens inside one layout row.
+    Value layoutRow = e.divU(rows.qposBase, e.idx(qBlockSize));
+    Value layoutHead = perHead ? rows.headBase : e.idx(0);
+    Value lo = walk.lo, hi = walk.hi;
+    walk.forEachRange = [=](LoopEmitter &e,
+                            llvm::function_ref<void(Value, Value)> visit) {
+      // Rows past the layout select nothing (never read out of bounds).
+      e.ifThen(e.lt(layoutRow, numRows), [&] {
+        Value begin = e.loadIndex(crow, {layoutHead, layoutRow});
+        Value end = e.loadIndex(crow, {layoutHead, e.add(layoutRow, e.idx(1))});
+        e.forLoop(begin, end, [&](Value entry) {
+          Value blockId = e.loadIndex(col, {layoutHead, entry});
+          Value first = e.mul(blockId, e.idx(blockSize));
+          visit(e.max(first, lo), e.min(e.add(first, e.idx(blockSize)), hi));
         });
-      };
+      });
     };
-    emitDenseVarlenGrid(e, shape, op.getNumQueryHeads(), group, f, out,
-                        op.getQ(), op.getK(), op.getV(), op.getCuSeqlensQ(),
-                        op.getCuSeqlensK(), Value(), Value(), Value(), csrWalk);
+  };
+  emitDenseVarlen(e, target, op, shape, group, f, out, op.getQ(), op.getK(),
+                  op.getV(), op.getCuSeqlensQ(), op.getCuSeqlensK(), Value(),
+                  Value(), Value(), csrWalk);
+}
+
+struct LowerKernelOp : RewritePattern {
+  LowerKernelOp(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    if (!isa<PrefixPrefillOp, UnifiedOp, FlashOp, BlockSparseOp, MergeStatesOp>(op))
+      return failure();
+    ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+    LoopEmitter e(b);
+    LoopProgramTarget target;
+    if (failed(emitAttnOp(e, target, op)))
+      return failure();
     rewriter.eraseOp(op);
     return success();
   }
@@ -383,7 +395,69 @@ struct LowerBlockSparse : OpRewritePattern<BlockSparseOp> {
 
 } // namespace
 
-void mlir::attn::populateAttnKernelToSCFPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerPrefixPrefill, LowerUnified, LowerFlash, LowerBlockSparse>(
-      patterns.getContext());
+Value GridExtent::materialize(LoopEmitter &e, ValueRange operands) const {
+  Value sum = e.idx(constant);
+  for (const Term &t : terms) {
+    Value dim = memref::DimOp::create(e.builder(), operands[t.operand], t.dim);
+    sum = e.add(sum, t.divisor == 1 ? dim : e.divU(dim, e.idx(t.divisor)));
+  }
+  return sum;
+}
+
+std::string GridExtent::toJson() const {
+  std::string s = "{\"terms\": [";
+  for (auto [i, t] : llvm::enumerate(terms))
+    s += (i ? ", [" : "[") + std::to_string(t.operand) + ", " +
+         std::to_string(t.dim) + ", " + std::to_string(t.divisor) + "]";
+  return s + "], \"add\": " + std::to_string(constant) + "}";
+}
+
+FailureOr<SmallVector<GridExtent>> mlir::attn::kernelGrid(Operation *op) {
+  auto groupsOf = [&](int64_t heads) {
+    return heads / scheduleOrDefault(op).getHeadsPerProgram();
+  };
+  auto blockQ = [&] { return scheduleOrDefault(op).getBlockQ(); };
+  if (auto pp = dyn_cast<PrefixPrefillOp>(op))
+    return varlenGrid(op, pp.getQ(), pp.getQueryStart(), blockQ(),
+                      groupsOf(pp.getNumQueryHeads()), 1);
+  if (auto un = dyn_cast<UnifiedOp>(op))
+    return varlenGrid(op, un.getQ(), un.getCuSeqlensQ(), blockQ(),
+                      groupsOf(un.getNumQueryHeads()),
+                      un.isSplitKv() ? un.getNumSegmentsAttr().getInt() : 1);
+  if (auto fl = dyn_cast<FlashOp>(op))
+    return varlenGrid(op, fl.getQ(), fl.getCuSeqlensQ(), blockQ(),
+                      groupsOf(fl.getNumQueryHeads()), 1);
+  if (auto bs = dyn_cast<BlockSparseOp>(op))
+    return varlenGrid(op, bs.getQ(), bs.getCuSeqlensQ(), blockQ(),
+                      groupsOf(bs.getNumQueryHeads()), 1);
+  if (auto ms = dyn_cast<MergeStatesOp>(op)) {
+    unsigned partial = operandIndex(op, ms.getPartial());
+    GridExtent tokens, heads, one;
+    tokens.terms = {{partial, 0, 1}};
+    heads.terms = {{partial, 1, 1}};
+    one.constant = 1;
+    return SmallVector<GridExtent>{tokens, heads, one};
+  }
+  return failure();
+}
+
+LogicalResult mlir::attn::emitAttnOp(LoopEmitter &e, ProgramTarget &target,
+                                     Operation *op) {
+  if (auto pp = dyn_cast<PrefixPrefillOp>(op))
+    emitPrefixPrefill(e, target, pp);
+  else if (auto un = dyn_cast<UnifiedOp>(op))
+    emitUnified(e, target, un);
+  else if (auto fl = dyn_cast<FlashOp>(op))
+    emitFlash(e, target, fl);
+  else if (auto bs = dyn_cast<BlockSparseOp>(op))
+    emitBlockSparse(e, target, bs);
+  else if (auto ms = dyn_cast<MergeStatesOp>(op))
+    emitMergeStates(e, target, ms);
+  else
+    return failure();
+  return success();
+}
+
+void mlir::attn::populateAttnToSCFPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerKernelOp>(patterns.getContext());
 }

@@ -1,43 +1,38 @@
-//===- LowerMergeStates.cpp - attn.merge_states -> loops --------*- C++ -*-===//
+//===- LowerMergeStates.cpp - attn.merge_states -> programs -----*- C++ -*-===//
 //
-// docs/semantics.md, section 3.5: a parallel loop over (token, head) that
-// rescales every segment by exp(m_s - M) and normalizes once.
+// docs/semantics.md, section 3.5: a grid over (token, head) whose programs
+// rescale every segment by exp(m_s - M) and normalize once.
 //
 //===----------------------------------------------------------------------===//
 
-#include "LoopEmitter.h"
+#include "KernelLowering.h"
 #include "attn/IR/AttnOps.h"
 #include "attn/Transforms/Passes.h"
 
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
 using namespace mlir::attn;
 
-namespace {
-struct LowerMergeStates : OpRewritePattern<MergeStatesOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MergeStatesOp op,
-                                PatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    LoopEmitter e(b);
-    Value partial = op.getPartial();
-    int64_t headDim = cast<MemRefType>(partial.getType()).getDimSize(3);
-    bool lse = op.isLseForm();
-    Value stat = lse ? op.getSegmentLse() : op.getSegmentMax();
-    Value tokens = memref::DimOp::create(b, partial, 0);
-    Value heads = memref::DimOp::create(b, partial, 1);
-    Value segments = memref::DimOp::create(b, partial, 2);
+void mlir::attn::emitMergeStates(LoopEmitter &e, ProgramTarget &target,
+                                 MergeStatesOp op) {
+  ImplicitLocOpBuilder &b = e.builder();
+  Value partial = op.getPartial();
+  int64_t headDim = cast<MemRefType>(partial.getType()).getDimSize(3);
+  bool lse = op.isLseForm();
+  Value stat = lse ? op.getSegmentLse() : op.getSegmentMax();
+  Value segments = memref::DimOp::create(b, partial, 2);
+  Value outScale = op.getOutScale() ? e.loadScalar(op.getOutScale()) : Value();
 
-    auto par = scf::ParallelOp::create(b, ValueRange{e.idx(0), e.idx(0)},
-                                       ValueRange{tokens, heads},
-                                       ValueRange{e.idx(1), e.idx(1)});
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(par.getBody()->getTerminator());
-    Value t = par.getInductionVars()[0], h = par.getInductionVars()[1];
-    auto exp = [&](Value x) { return math::ExpOp::create(b, x).getResult(); };
-
+  FailureOr<SmallVector<GridExtent>> extents = kernelGrid(op);
+  SmallVector<Value> ubs;
+  for (const GridExtent &x : *extents)
+    ubs.push_back(x.materialize(e, op->getOperands()));
+  target.grid(e, ubs, [&](ValueRange iv) {
+    Value t = iv[0], h = iv[1];
+    auto exp = [&](Value x) {
+      // exp(x) = exp2(x * log2(e)), through the target's exp2.
+      return e.exp2(e.mulF(x, e.f32(1.4426950408889634)));
+    };
     Value globalMax = e.reduce(e.idx(0), segments, e.negInf(),
                                [&](Value s, Value m) {
                                  return e.maxF(m, e.load(stat, {t, h, s}));
@@ -64,9 +59,9 @@ struct LowerMergeStates : OpRewritePattern<MergeStatesOp> {
       denom = e.addF(denom, exp(e.subF(sink, safeMax)));
     Value inv = e.select(e.cmpF(arith::CmpFPredicate::OGT, denom, e.f32(0.0)),
                          e.divF(e.f32(1.0), denom), e.f32(0.0));
-    if (op.getOutScale())
-      inv = e.divF(inv, e.loadScalar(op.getOutScale()));
-    e.forLoop(0, headDim, [&](Value d) {
+    if (outScale)
+      inv = e.divF(inv, outScale);
+    target.spread(e, e.idx(0), e.idx(headDim), [&](Value d) {
       Value num = e.reduce(e.idx(0), segments, e.f32(0.0),
                            [&](Value s, Value sum) {
                              return e.addF(sum,
@@ -75,12 +70,5 @@ struct LowerMergeStates : OpRewritePattern<MergeStatesOp> {
                            });
       e.storeFrom32(e.mulF(num, inv), op.getOut(), {t, h, d});
     });
-    rewriter.eraseOp(op);
-    return success();
-  }
-};
-} // namespace
-
-void mlir::attn::populateMergeStatesToSCFPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerMergeStates>(patterns.getContext());
+  });
 }

@@ -61,7 +61,15 @@ FailureOr<ScheduleAttr> mlir::attn::defaultSchedule(Operation *op,
   int64_t blockQ = std::max<int64_t>(1, tiles->rows / pack);
   if (qBlockLimit)
     blockQ = std::gcd(blockQ, qBlockLimit);
-  return ScheduleAttr::get(op->getContext(), blockQ, tiles->keys, pack);
+  // GPU programs hold a [16 x D] accumulator per warp in registers: halve
+  // the KV tile for large heads so that S and O fit together.
+  int64_t keys = tiles->keys;
+  if (target != "cpu") {
+    Value q = op->getOperand(0);
+    if (cast<MemRefType>(q.getType()).getDimSize(2) > 128)
+      keys /= 2;
+  }
+  return ScheduleAttr::get(op->getContext(), blockQ, keys, pack);
 }
 
 ScheduleAttr mlir::attn::scheduleOrDefault(Operation *op) {

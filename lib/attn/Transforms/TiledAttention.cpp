@@ -11,7 +11,6 @@
 #include "TiledAttention.h"
 #include "Fp8Codec.h"
 
-#include "mlir/Dialect/Math/IR/Math.h"
 
 #include <cmath>
 
@@ -21,8 +20,12 @@ using namespace mlir::attn;
 static constexpr double kLog2e = 1.4426950408889634;
 static constexpr double kLn2 = 0.6931471805599453;
 
+//===----------------------------------------------------------------------===//
+// AttentionMath: the element-level semantics shared by every target.
+//===----------------------------------------------------------------------===//
+
 std::pair<Value, Value>
-TiledAttentionBuilder::visibleKeyRange(const ProgramRows &rows) {
+AttentionMath::visibleKeyRange(const ProgramRows &rows) {
   Value lastPos = e.sub(e.add(rows.qposBase, rows.numTokens), e.idx(1));
   Value lo = e.idx(0);
   if (f.window)
@@ -32,6 +35,107 @@ TiledAttentionBuilder::visibleKeyRange(const ProgramRows &rows) {
                       : e.idx(std::numeric_limits<int32_t>::max());
   return {lo, hi};
 }
+
+Value AttentionMath::visible(const ProgramRows &rows, Value row, Value key) {
+  Value tok = tokenOf(row);
+  Value ok = e.lt(tok, rows.numTokens);
+  Value qpos = e.add(rows.qposBase, tok);
+  if (f.causal)
+    ok = e.andI(ok, e.le(key, qpos));
+  if (f.window)
+    ok = e.andI(ok, e.lt(e.sub(qpos, key), e.idx(*f.window)));
+  return ok;
+}
+
+Value AttentionMath::score(const ProgramRows &rows, Value row, Value key,
+                           Value dot) {
+  Value s;
+  if (f.softcap) {
+    // c * tanh(scale * qk / c), then into the log2 domain.
+    Value x = e.divF(e.mulF(dot, f.scale), f.softcap);
+    s = e.mulF(e.mulF(e.tanh(x), f.softcap), e.f32(kLog2e));
+  } else {
+    s = e.mulF(dot, e.mulF(f.scale, e.f32(kLog2e)));
+  }
+  if (!f.alibiSlopes && !f.bias)
+    return s;
+  Value head = headOf(rows, row);
+  if (f.alibiSlopes) {
+    Value dist = key;
+    Value qpos = e.add(rows.qposBase, tokenOf(row));
+    if (f.alibiForm == AlibiForm::relative)
+      dist = e.sub(key, qpos);
+    else if (f.alibiForm == AlibiForm::context)
+      dist = e.sub(key, rows.ctx);
+    Value slope = e.load(f.alibiSlopes, {head});
+    s = e.addF(s, e.mulF(e.mulF(slope, e.indexToF32(dist)), e.f32(kLog2e)));
+  }
+  if (f.bias) {
+    auto biasType = cast<MemRefType>(f.bias.getType());
+    Value b = biasType.getDimSize(0) == 1 ? e.idx(0) : rows.batch;
+    Value i = e.add(rows.seqRowBase, tokenOf(row));
+    s = e.addF(s, e.mulF(e.load32(f.bias, {b, head, i, key}), e.f32(kLog2e)));
+  }
+  return s;
+}
+
+Value AttentionMath::dropoutKeep(const ProgramRows &rows, Value row,
+                                 Value key) {
+  // counter = offset + ((b * Hq + h) * Lq + i) * Lk + j, in i64.
+  ImplicitLocOpBuilder &b = e.builder();
+  auto i64 = [&](Value v) {
+    return arith::IndexCastOp::create(b, b.getI64Type(), v).getResult();
+  };
+  Value i = e.add(rows.seqRowBase, tokenOf(row));
+  Value bh = e.add(e.mul(rows.batch, e.idx(f.numQueryHeads)),
+                   headOf(rows, row));
+  Value linear = e.add(e.mul(e.add(e.mul(bh, rows.lenQ), i), rows.lenK), key);
+  Value counter = arith::AddIOp::create(b, f.philoxOffset, i64(linear));
+  Value u = emitPhiloxUniform(b, f.philoxSeed, counter);
+  return e.cmpF(arith::CmpFPredicate::OGT, u, f.dropoutP);
+}
+
+Value AttentionMath::probability(const ProgramRows &rows, Value row,
+                                 Value key, Value p) {
+  if (f.dropoutP)
+    p = e.select(dropoutKeep(rows, row, key), p, e.f32(0.0));
+  if (f.pScale) {
+    // As the fp8 seed: P / p_scale rounded to v's fp8 type, times p_scale.
+    ImplicitLocOpBuilder &b = e.builder();
+    Value bits = emitF32ToFp8(b, f.pQuantType, e.divF(p, f.pScale));
+    p = e.mulF(emitFp8ToF32(b, f.pQuantType, bits), f.pScale);
+  }
+  return p;
+}
+
+std::pair<Value, Value> AttentionMath::initialState(const ProgramRows &rows,
+                                                    Value row) {
+  if (!f.sinks)
+    return {e.negInf(), e.f32(0.0)};
+  // A sink is a virtual key with score sink[h] and no value.
+  Value sink = e.load(f.sinks, {headOf(rows, row)});
+  return {e.mulF(sink, e.f32(kLog2e)), e.f32(1.0)};
+}
+
+Value AttentionMath::safeMax(Value m) {
+  return e.select(e.cmpF(arith::CmpFPredicate::OEQ, m, e.negInf()),
+                  e.f32(0.0), m);
+}
+
+Value AttentionMath::outputFactor(Value l, Value outScale) {
+  // l == 0 only when the row saw no key (and has no sink): output 0.
+  Value inv = e.select(e.cmpF(arith::CmpFPredicate::OGT, l, e.f32(0.0)),
+                       e.divF(e.f32(1.0), l), e.f32(0.0));
+  if (f.dropoutP)
+    inv = e.divF(inv, e.subF(e.f32(1.0), f.dropoutP));
+  if (outScale)
+    inv = e.divF(inv, e.loadScalar(outScale));
+  return inv;
+}
+
+//===----------------------------------------------------------------------===//
+// The CPU program.
+//===----------------------------------------------------------------------===//
 
 void TiledAttentionBuilder::emitProgram(const ProgramRows &rows,
                                         ArrayRef<KvWalk> walks) {
@@ -62,14 +166,14 @@ void TiledAttentionBuilder::emitProgram(const ProgramRows &rows,
 
 void TiledAttentionBuilder::loadQueries(const ProgramRows &rows) {
   e.forLoop(0, shape.rows(), [&](Value m) {
-    Value tok = tokenOf(m);
+    Value tok = math.tokenOf(m);
     Value valid = e.lt(tok, rows.numTokens);
     e.forLoop(0, shape.headDim, [&](Value dd) {
       e.store(e.f32(0.0), qTile, {m, dd});
     });
     e.ifThen(valid, [&] {
       Value qRow = e.add(rows.qTokBase, tok);
-      Value head = headOf(rows, m);
+      Value head = math.headOf(rows, m);
       e.forLoop(0, shape.headDim, [&](Value dd) {
         e.store(e.load32(q, {qRow, head, dd}, rows.qScale), qTile, {m, dd});
       });
@@ -79,15 +183,9 @@ void TiledAttentionBuilder::loadQueries(const ProgramRows &rows) {
 
 void TiledAttentionBuilder::initState(const ProgramRows &rows) {
   e.forLoop(0, shape.rows(), [&](Value m) {
-    if (f.sinks) {
-      // A sink is a virtual key with score sink[h] and no value.
-      Value sink = e.load(f.sinks, {headOf(rows, m)});
-      e.store(e.mulF(sink, e.f32(kLog2e)), rowMax, {m});
-      e.store(e.f32(1.0), rowSum, {m});
-    } else {
-      e.store(e.negInf(), rowMax, {m});
-      e.store(e.f32(0.0), rowSum, {m});
-    }
+    auto [m0, l0] = math.initialState(rows, m);
+    e.store(m0, rowMax, {m});
+    e.store(l0, rowSum, {m});
     e.forLoop(0, shape.headDim, [&](Value dd) {
       e.store(e.f32(0.0), acc, {m, dd});
     });
@@ -102,65 +200,6 @@ void TiledAttentionBuilder::walkRange(const ProgramRows &rows,
   });
 }
 
-Value TiledAttentionBuilder::visible(const ProgramRows &rows, Value row,
-                                     Value key) {
-  Value tok = tokenOf(row);
-  Value ok = e.lt(tok, rows.numTokens);
-  Value qpos = e.add(rows.qposBase, tok);
-  if (f.causal)
-    ok = e.andI(ok, e.le(key, qpos));
-  if (f.window)
-    ok = e.andI(ok, e.lt(e.sub(qpos, key), e.idx(*f.window)));
-  return ok;
-}
-
-Value TiledAttentionBuilder::score(const ProgramRows &rows, Value row,
-                                   Value key, Value dot) {
-  Value s;
-  if (f.softcap) {
-    // c * tanh(scale * qk / c), then into the log2 domain.
-    Value x = e.divF(e.mulF(dot, f.scale), f.softcap);
-    s = e.mulF(e.mulF(math::TanhOp::create(e.builder(), x), f.softcap),
-               e.f32(kLog2e));
-  } else {
-    s = e.mulF(dot, e.mulF(f.scale, e.f32(kLog2e)));
-  }
-  Value head = headOf(rows, row);
-  if (f.alibiSlopes) {
-    Value dist = key;
-    Value qpos = e.add(rows.qposBase, tokenOf(row));
-    if (f.alibiForm == AlibiForm::relative)
-      dist = e.sub(key, qpos);
-    else if (f.alibiForm == AlibiForm::context)
-      dist = e.sub(key, rows.ctx);
-    Value slope = e.load(f.alibiSlopes, {head});
-    s = e.addF(s, e.mulF(e.mulF(slope, e.indexToF32(dist)), e.f32(kLog2e)));
-  }
-  if (f.bias) {
-    auto biasType = cast<MemRefType>(f.bias.getType());
-    Value b = biasType.getDimSize(0) == 1 ? e.idx(0) : rows.batch;
-    Value i = e.add(rows.seqRowBase, tokenOf(row));
-    s = e.addF(s, e.mulF(e.load32(f.bias, {b, head, i, key}), e.f32(kLog2e)));
-  }
-  return s;
-}
-
-Value TiledAttentionBuilder::dropoutKeep(const ProgramRows &rows, Value row,
-                                         Value key) {
-  // counter = offset + ((b * Hq + h) * Lq + i) * Lk + j, in i64.
-  ImplicitLocOpBuilder &b = e.builder();
-  auto i64 = [&](Value v) {
-    return arith::IndexCastOp::create(b, b.getI64Type(), v).getResult();
-  };
-  Value i = e.add(rows.seqRowBase, tokenOf(row));
-  Value bh = e.add(e.mul(rows.batch, e.idx(f.numQueryHeads)),
-                   headOf(rows, row));
-  Value linear = e.add(e.mul(e.add(e.mul(bh, rows.lenQ), i), rows.lenK), key);
-  Value counter = arith::AddIOp::create(b, f.philoxOffset, i64(linear));
-  Value u = emitPhiloxUniform(b, f.philoxSeed, counter);
-  return e.cmpF(arith::CmpFPredicate::OGT, u, f.dropoutP);
-}
-
 void TiledAttentionBuilder::tileStep(const ProgramRows &rows,
                                      const KvWalk &walk, Value n0,
                                      Value nValid) {
@@ -168,7 +207,11 @@ void TiledAttentionBuilder::tileStep(const ProgramRows &rows,
   // Load: gather and dequantize the valid keys; zero the V rows past the end
   // so that masked (p = 0) columns never multiply garbage.
   e.forLoop(e.idx(0), nValid, [&](Value n) {
-    walk.load(e, e.add(n0, n), n, kTile, vTile);
+    KeyRow key = walk.locate(e, e.add(n0, n));
+    e.forLoop(0, d, [&](Value dd) {
+      e.store(e.load32(key.k, key.kAt(dd), key.kScale), kTile, {n, dd});
+      e.store(e.load32(key.v, key.vAt(dd), key.vScale), vTile, {n, dd});
+    });
   });
   e.forLoop(nValid, e.idx(shape.blockN), [&](Value n) {
     e.forLoop(0, d, [&](Value dd) { e.store(e.f32(0.0), vTile, {n, dd}); });
@@ -179,12 +222,12 @@ void TiledAttentionBuilder::tileStep(const ProgramRows &rows,
     e.forLoop(0, shape.blockN, [&](Value n) {
       Value key = e.add(n0, n);
       e.store(e.negInf(), sTile, {m, n});
-      e.ifThen(e.andI(e.lt(n, nValid), visible(rows, m, key)), [&] {
+      e.ifThen(e.andI(e.lt(n, nValid), math.visible(rows, m, key)), [&] {
         Value dot = e.reduce(0, d, e.f32(0.0), [&](Value dd, Value sum) {
           return e.addF(sum, e.mulF(e.load(qTile, {m, dd}),
                                     e.load(kTile, {n, dd})));
         });
-        e.store(score(rows, m, key, dot), sTile, {m, n});
+        e.store(math.score(rows, m, key, dot), sTile, {m, n});
       });
     });
   });
@@ -196,8 +239,7 @@ void TiledAttentionBuilder::tileStep(const ProgramRows &rows,
       return e.maxF(x, e.load(sTile, {m, n}));
     });
     Value mNew = e.maxF(mOld, tileMax);
-    Value mSafe = e.select(e.cmpF(arith::CmpFPredicate::OEQ, mNew, e.negInf()),
-                           e.f32(0.0), mNew);
+    Value mSafe = math.safeMax(mNew);
     Value alpha = e.exp2(e.subF(mOld, mSafe));
     Value tileSum = e.reduce(0, shape.blockN, e.f32(0.0), [&](Value n, Value s) {
       Value p = e.exp2(e.subF(e.load(sTile, {m, n}), mSafe));
@@ -210,15 +252,8 @@ void TiledAttentionBuilder::tileStep(const ProgramRows &rows,
       e.store(e.mulF(e.load(acc, {m, dd}), alpha), acc, {m, dd});
     });
     e.forLoop(e.idx(0), nValid, [&](Value n) {
-      Value p = e.load(sTile, {m, n});
-      if (f.dropoutP)
-        p = e.select(dropoutKeep(rows, m, e.add(n0, n)), p, e.f32(0.0));
-      if (f.pScale) {
-        // As the fp8 seed: P / p_scale rounded to v's fp8 type, times p_scale.
-        ImplicitLocOpBuilder &b = e.builder();
-        Value bits = emitF32ToFp8(b, f.pQuantType, e.divF(p, f.pScale));
-        p = e.mulF(emitFp8ToF32(b, f.pQuantType, bits), f.pScale);
-      }
+      Value p = math.probability(rows, m, e.add(n0, n),
+                                 e.load(sTile, {m, n}));
       e.forLoop(0, d, [&](Value dd) {
         e.store(e.addF(e.load(acc, {m, dd}),
                        e.mulF(p, e.load(vTile, {n, dd}))),
@@ -230,10 +265,10 @@ void TiledAttentionBuilder::tileStep(const ProgramRows &rows,
 
 void TiledAttentionBuilder::epilogue(const ProgramRows &rows) {
   e.forLoop(0, shape.rows(), [&](Value m) {
-    Value tok = tokenOf(m);
+    Value tok = math.tokenOf(m);
     e.ifThen(e.lt(tok, rows.numTokens), [&] {
       Value qRow = e.add(rows.qTokBase, tok);
-      Value head = headOf(rows, m);
+      Value head = math.headOf(rows, m);
       Value l = e.load(rowSum, {m});
       if (o.segmentMax) {
         // Split-KV partials, back in the natural-exp domain.
@@ -246,17 +281,29 @@ void TiledAttentionBuilder::epilogue(const ProgramRows &rows) {
         });
         return;
       }
-      // l == 0 only when the row saw no key (and has no sink): output 0.
-      Value inv = e.select(e.cmpF(arith::CmpFPredicate::OGT, l, e.f32(0.0)),
-                           e.divF(e.f32(1.0), l), e.f32(0.0));
-      if (f.dropoutP)
-        inv = e.divF(inv, e.subF(e.f32(1.0), f.dropoutP));
-      if (o.outScale)
-        inv = e.divF(inv, e.loadScalar(o.outScale));
+      Value inv = math.outputFactor(l, o.outScale);
       e.forLoop(0, shape.headDim, [&](Value dd) {
         e.storeFrom32(e.mulF(e.load(acc, {m, dd}), inv), o.out,
                       {qRow, head, dd});
       });
     });
   });
+}
+
+void LoopProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
+                             llvm::function_ref<void(ValueRange)> body) {
+  ImplicitLocOpBuilder &b = e.builder();
+  SmallVector<Value> lbs(ubs.size(), e.idx(0)), steps(ubs.size(), e.idx(1));
+  auto par = scf::ParallelOp::create(b, lbs, ubs, steps);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(par.getBody()->getTerminator());
+  body(par.getInductionVars());
+}
+
+void LoopProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
+                                    const AttentionFeatures &f,
+                                    const AttentionOutput &o, Value q,
+                                    const ProgramRows &rows,
+                                    ArrayRef<KvWalk> walks) {
+  TiledAttentionBuilder(e, shape, f, o, q).emitProgram(rows, walks);
 }

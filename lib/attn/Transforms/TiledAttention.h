@@ -68,17 +68,23 @@ struct ProgramRows {
   Value qScale;      // dequantization scale of q (fp8 q only)
 };
 
-/// Fills row `slot` of the K and V tiles ([blockN, D] f32) with key `key`,
-/// dequantized.
-using KeyLoader =
-    std::function<void(LoopEmitter &, Value key, Value slot, Value kTile,
-                       Value vTile)>;
+/// Where one key's K and V rows live: element d of K is
+/// `k[kAt(d)] * kScale`, of V `v[vAt(d)] * vScale` (scales may be null).
+/// When `dIsLast`, d is the last index of both and the rows may be read as
+/// vectors (if the memref's innermost stride is 1).
+struct KeyRow {
+  Value k, v;
+  std::function<SmallVector<Value>(Value d)> kAt, vAt;
+  Value kScale, vScale;
+  bool dIsLast = false;
+};
+using KeyLocator = std::function<KeyRow(LoopEmitter &, Value key)>;
 
 /// A range of key positions [lo, hi) and where its keys live. A walk may
 /// also enumerate its own sub-ranges (CSR blocks) through `forEachRange`.
 struct KvWalk {
   Value lo, hi;
-  KeyLoader load;
+  KeyLocator locate;
   /// When set, the walk visits the ranges this enumerates (each already
   /// clipped to [lo, hi)) instead of [lo, hi) itself.
   std::function<void(LoopEmitter &,
@@ -86,18 +92,76 @@ struct KvWalk {
       forEachRange;
 };
 
-class TiledAttentionBuilder {
+/// The element-level semantics every target shares (docs/semantics.md,
+/// section 2): which keys a row sees, its score in the log2 domain, the
+/// dropout decision, the initial softmax state and the epilogue factor.
+/// Program builders (CPU loops, GPU warps) only decide where these values
+/// live.
+class AttentionMath {
 public:
-  TiledAttentionBuilder(LoopEmitter &e, TileShape shape,
-                        AttentionFeatures features, AttentionOutput output,
-                        Value q)
-      : e(e), shape(shape), f(std::move(features)), o(std::move(output)),
-        q(q) {}
+  AttentionMath(LoopEmitter &e, TileShape shape, AttentionFeatures features)
+      : e(e), shape(shape), f(std::move(features)) {}
 
   /// The key positions [lo, hi) that any row of the program can see under
   /// the causal and window masks; walks intersect their ranges with it, so
   /// fully masked tiles are never visited.
   std::pair<Value, Value> visibleKeyRange(const ProgramRows &rows);
+  /// Whether row `row` sees key position `key` (token valid, masks).
+  Value visible(const ProgramRows &rows, Value row, Value key);
+  /// log2(e) * (modified score) of `dot` = q . k.
+  Value score(const ProgramRows &rows, Value row, Value key, Value dot);
+  /// Whether dropout keeps P[row, key] (only with a dropout probability).
+  Value dropoutKeep(const ProgramRows &rows, Value row, Value key);
+  /// P as the PV product sees it: dropout, then the fp8 P quantization.
+  Value probability(const ProgramRows &rows, Value row, Value key, Value p);
+  /// The running max and sum a row starts with (a sink is a virtual key).
+  std::pair<Value, Value> initialState(const ProgramRows &rows, Value row);
+  /// max with -inf replaced by 0, so that exp2(-inf - max) is 0, not NaN.
+  Value safeMax(Value m);
+  /// The factor that turns the accumulator of a row with sum `l` into the
+  /// output (0 for a row that saw nothing; dropout and fp8 out scaling).
+  Value outputFactor(Value l, Value outScale);
+
+  Value tokenOf(Value row) { return e.divU(row, e.idx(shape.pack)); }
+  Value headOf(const ProgramRows &rows, Value row) {
+    return e.add(rows.headBase, e.remU(row, e.idx(shape.pack)));
+  }
+  const AttentionFeatures &features() const { return f; }
+
+private:
+  LoopEmitter &e;
+  TileShape shape;
+  AttentionFeatures f;
+};
+
+/// How a target emits the grid and the programs; the op lowerings
+/// (LowerKernelOps.cpp) are written once against this.
+class ProgramTarget {
+public:
+  virtual ~ProgramTarget() = default;
+  /// Runs `body` once per grid point of [0, ubs[i]).
+  virtual void grid(LoopEmitter &e, ArrayRef<Value> ubs,
+                    llvm::function_ref<void(ValueRange)> body) = 0;
+  /// Emits one program: the query tile, the walks, the epilogue.
+  virtual void emitProgram(LoopEmitter &e, const TileShape &shape,
+                           const AttentionFeatures &f,
+                           const AttentionOutput &o, Value q,
+                           const ProgramRows &rows,
+                           ArrayRef<KvWalk> walks) = 0;
+  /// Runs `body` for every i in [lo, hi), spread over the program's threads
+  /// (element-wise work outside attention programs: merge_states).
+  virtual void spread(LoopEmitter &e, Value lo, Value hi,
+                      llvm::function_ref<void(Value)> body) = 0;
+};
+
+/// The CPU program: scalar loops over f32 tiles in heap buffers.
+class TiledAttentionBuilder {
+public:
+  TiledAttentionBuilder(LoopEmitter &e, TileShape shape,
+                        AttentionFeatures features, AttentionOutput output,
+                        Value q)
+      : e(e), shape(shape), math(e, shape, features), o(std::move(output)),
+        q(q) {}
 
   /// Emits the program: load the query tile, walk every KV range tile by
   /// tile, then write the epilogue.
@@ -110,23 +174,30 @@ private:
                  Value hi);
   void tileStep(const ProgramRows &rows, const KvWalk &walk, Value n0,
                 Value nValid);
-  Value score(const ProgramRows &rows, Value row, Value key, Value dot);
-  Value visible(const ProgramRows &rows, Value row, Value key);
-  Value dropoutKeep(const ProgramRows &rows, Value row, Value key);
   void epilogue(const ProgramRows &rows);
-
-  Value tokenOf(Value row) { return e.divU(row, e.idx(shape.pack)); }
-  Value headOf(const ProgramRows &rows, Value row) {
-    return e.add(rows.headBase, e.remU(row, e.idx(shape.pack)));
-  }
 
   LoopEmitter &e;
   TileShape shape;
-  AttentionFeatures f;
+  AttentionMath math;
   AttentionOutput o;
   Value q;
   // Program-local buffers.
   Value qTile, kTile, vTile, sTile, acc, rowMax, rowSum;
+};
+
+/// The CPU target: an scf.parallel grid of TiledAttentionBuilder programs.
+class LoopProgramTarget : public ProgramTarget {
+public:
+  void grid(LoopEmitter &e, ArrayRef<Value> ubs,
+            llvm::function_ref<void(ValueRange)> body) override;
+  void emitProgram(LoopEmitter &e, const TileShape &shape,
+                   const AttentionFeatures &f, const AttentionOutput &o,
+                   Value q, const ProgramRows &rows,
+                   ArrayRef<KvWalk> walks) override;
+  void spread(LoopEmitter &e, Value lo, Value hi,
+              llvm::function_ref<void(Value)> body) override {
+    e.forLoop(lo, hi, body);
+  }
 };
 
 } // namespace mlir::attn

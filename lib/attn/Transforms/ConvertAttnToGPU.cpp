@@ -1,0 +1,198 @@
+//===- ConvertAttnToGPU.cpp - convert-attn-to-gpu pass ----------*- C++ -*-===//
+//
+// Outlines each attn op into a kernel of `gpu.module @attn_kernels`: the op
+// is cloned into a gpu.func whose arguments are its operands, lowered there
+// through the shared op lowerings (KernelLowering.h) with the GPU program
+// target, and replaced on the host by a gpu.launch_func over the op's grid.
+// The manifest (docs/runtime.md) records what a runtime needs to launch a
+// kernel without MLIR: its parameter ABI, grid formula and resources.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelLowering.h"
+#include "Schedule.h"
+#include "WarpAttention.h"
+#include "attn/IR/AttnOps.h"
+#include "attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_CONVERTATTNTOGPU
+#include "attn/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+std::string typeName(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
+}
+
+/// JSON of one kernel parameter; memrefs are passed as MLIR's expanded
+/// descriptor (allocated ptr, aligned ptr, offset, sizes, strides).
+std::string paramJson(Type t) {
+  if (auto m = dyn_cast<MemRefType>(t))
+    return "{\"kind\": \"memref\", \"rank\": " + std::to_string(m.getRank()) +
+           ", \"dtype\": \"" + typeName(m.getElementType()) + "\"}";
+  return "{\"kind\": \"scalar\", \"dtype\": \"" + typeName(t) + "\"}";
+}
+
+/// The value of the op's query operand (kernel ops), to pick the compute
+/// type.
+Value queryOf(Operation *op) {
+  if (auto pp = dyn_cast<PrefixPrefillOp>(op))
+    return pp.getQ();
+  if (auto un = dyn_cast<UnifiedOp>(op))
+    return un.getQ();
+  if (auto fl = dyn_cast<FlashOp>(op))
+    return fl.getQ();
+  if (auto bs = dyn_cast<BlockSparseOp>(op))
+    return bs.getQ();
+  return Value();
+}
+
+int64_t headDimOf(Operation *op) {
+  Value q = queryOf(op);
+  return cast<MemRefType>(q.getType()).getDimSize(2);
+}
+
+struct ConvertAttnToGPUPass
+    : public mlir::attn::impl::ConvertAttnToGPUBase<ConvertAttnToGPUPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (target != "nvvm") {
+      module.emitError() << "convert-attn-to-gpu: unknown target '" << target
+                         << "' (expected nvvm)";
+      return signalPassFailure();
+    }
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (isa<AttnDialect>(op->getDialect()))
+        ops.push_back(op);
+    });
+    if (ops.empty())
+      return;
+
+    OpBuilder top(module.getBodyRegion());
+    top.setInsertionPointToEnd(module.getBody());
+    auto kernels = gpu::GPUModuleOp::create(top, module.getLoc(), "attn_kernels");
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(&getContext()));
+
+    SymbolTable symbols(kernels);
+    std::string manifest = "[";
+    for (Operation *op : ops) {
+      std::string record;
+      if (failed(outline(op, kernels, symbols, record)))
+        return signalPassFailure();
+      manifest += (manifest.size() > 1 ? ",\n " : "") + record;
+    }
+    manifest += "]";
+    module->setAttr("attn.manifest", StringAttr::get(&getContext(), manifest));
+  }
+
+  LogicalResult outline(Operation *op, gpu::GPUModuleOp kernels,
+                        SymbolTable &symbols, std::string &record) {
+    MLIRContext *ctx = op->getContext();
+    auto func = op->getParentOfType<func::FuncOp>();
+    std::string name = func ? func.getSymName().str() : "attn_kernel";
+
+    // Resources of the program.
+    Type computeType;
+    WarpLaunch launch{128, 0};
+    if (Value q = queryOf(op)) {
+      Type qType = cast<MemRefType>(q.getType()).getElementType();
+      FailureOr<Type> ct = warpComputeType(qType);
+      if (failed(ct))
+        return op->emitOpError("convert-attn-to-gpu: query type ")
+               << qType << " has no tensor-core path on " << target
+               << " (f16, bf16 and fp8 do; use the CPU pipeline for f32)";
+      computeType = *ct;
+      ScheduleAttr s = scheduleOrDefault(op);
+      launch = warpLaunchFor(TileShape{s.getBlockQ(), s.getBlockN(),
+                                       s.getHeadsPerProgram(), headDimOf(op)},
+                             computeType);
+    }
+    FailureOr<SmallVector<GridExtent>> grid = kernelGrid(op);
+    if (failed(grid))
+      return op->emitOpError("convert-attn-to-gpu: no grid for this op");
+
+    // The kernel: the op's operands become its arguments.
+    OpBuilder kb(kernels.getBodyRegion());
+    kb.setInsertionPointToEnd(kernels.getBody());
+    auto type = FunctionType::get(ctx, op->getOperandTypes(), {});
+    auto kernel = gpu::GPUFuncOp::create(kb, op->getLoc(), name, type);
+    symbols.insert(kernel); // renames on a clash
+    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                    UnitAttr::get(ctx));
+    kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
+        ctx, {static_cast<int32_t>(launch.threads), 1, 1}));
+    Block *entry = &kernel.getBody().front();
+    ImplicitLocOpBuilder b(op->getLoc(), ctx);
+    b.setInsertionPointToStart(entry);
+    Value shared;
+    if (launch.sharedBytes > 0) {
+      auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+      shared = gpu::DynamicSharedMemoryOp::create(
+          b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                             MemRefLayoutAttrInterface(), space));
+    }
+    IRMapping mapping;
+    mapping.map(op->getOperands(), entry->getArguments());
+    Operation *clone = b.clone(*op, mapping);
+    LoopEmitter e(b);
+    e.setExp2([](ImplicitLocOpBuilder &ib, Value x) -> Value {
+      // ex2.approx: one MUFU instruction; exp2(-inf) = +0.
+      return LLVM::CallIntrinsicOp::create(ib, ib.getF32Type(),
+                                           ib.getStringAttr(
+                                               "llvm.nvvm.ex2.approx.ftz.f"),
+                                           ValueRange{x})
+          .getResult(0);
+    });
+    WarpProgramTarget programs(entry, shared, computeType, launch.threads);
+    if (failed(emitAttnOp(e, programs, clone)))
+      return op->emitOpError("convert-attn-to-gpu: op was not lowered");
+    clone->erase();
+    gpu::ReturnOp::create(b);
+
+    // The host side: launch over the grid.
+    ImplicitLocOpBuilder hb(op->getLoc(), op);
+    LoopEmitter he(hb);
+    SmallVector<Value> extents;
+    for (const GridExtent &x : *grid)
+      extents.push_back(x.materialize(he, op->getOperands()));
+    while (extents.size() < 3)
+      extents.push_back(he.idx(1));
+    Value smem = arith::ConstantIntOp::create(hb, hb.getI32Type(),
+                                              launch.sharedBytes);
+    gpu::LaunchFuncOp::create(
+        hb, kernel, gpu::KernelDim3{extents[0], extents[1], extents[2]},
+        gpu::KernelDim3{he.idx(launch.threads), he.idx(1), he.idx(1)}, smem,
+        op->getOperands());
+    std::string opName = op->getName().getStringRef().str();
+    op->erase();
+
+    // The manifest record.
+    record = "{\"name\": \"" + kernel.getName().str() + "\", \"op\": \"" + opName + "\", \"threads\": " +
+             std::to_string(launch.threads) + ", \"shared_bytes\": " +
+             std::to_string(launch.sharedBytes) + ", \"grid\": [";
+    for (auto [i, x] : llvm::enumerate(*grid))
+      record += (i ? ", " : "") + x.toJson();
+    record += "], \"params\": [";
+    for (auto [i, t] : llvm::enumerate(type.getInputs()))
+      record += (i ? ", " : "") + paramJson(t);
+    record += "]}";
+    return success();
+  }
+};
+
+} // namespace

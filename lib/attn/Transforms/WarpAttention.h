@@ -1,0 +1,63 @@
+//===- WarpAttention.h - attention programs on NVIDIA tensor cores -*- C++ -*-//
+//
+// The NVVM ProgramTarget: one thread block per program of the tiled grid, in
+// the style of FlashAttention-2. Each warp owns 16 rows of the M tile; QK and
+// PV run on mma.sync m16n8k16 (f16/bf16) fed by ldmatrix from shared memory;
+// K/V (and Q) tiles are staged with 16-byte cp.async where the source rows
+// are contiguous and of the compute type, and through registers (gather,
+// fp8 dequantization) otherwise; the online softmax runs on the accumulator
+// fragments with quad shuffles, and P stays in registers for PV. The
+// element-level math is AttentionMath's, shared with the CPU program.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_TRANSFORMS_WARPATTENTION_H
+#define ATTN_LIB_TRANSFORMS_WARPATTENTION_H
+
+#include "TiledAttention.h"
+
+namespace mlir::attn {
+
+/// Launch resources of one GPU program.
+struct WarpLaunch {
+  int64_t threads;
+  int64_t sharedBytes;
+};
+
+/// The compute (tensor-core operand) type for query type `qType`: f16 and
+/// bf16 as they are, fp8 as f16 (exact); failure otherwise.
+FailureOr<Type> warpComputeType(Type qType);
+
+/// Threads and shared memory of the program of an attention op with tile
+/// shape `shape` and compute type `ct`.
+WarpLaunch warpLaunchFor(const TileShape &shape, Type ct);
+
+class WarpProgramTarget : public ProgramTarget {
+public:
+  /// `entry` is the kernel's entry block (where per-thread state arrays are
+  /// allocated so LLVM promotes them to registers); `shared` the kernel's
+  /// dynamic shared memory (memref<?xi8, workgroup>).
+  WarpProgramTarget(Block *entry, Value shared, Type computeType,
+                    int64_t threads)
+      : entry(entry), shared(shared), computeType(computeType),
+        threads(threads) {}
+
+  void grid(LoopEmitter &e, ArrayRef<Value> ubs,
+            llvm::function_ref<void(ValueRange)> body) override;
+  void emitProgram(LoopEmitter &e, const TileShape &shape,
+                   const AttentionFeatures &f, const AttentionOutput &o,
+                   Value q, const ProgramRows &rows,
+                   ArrayRef<KvWalk> walks) override;
+  void spread(LoopEmitter &e, Value lo, Value hi,
+              llvm::function_ref<void(Value)> body) override;
+
+private:
+  Block *entry;
+  Value shared;
+  Type computeType;
+  int64_t threads;
+};
+
+} // namespace mlir::attn
+
+#endif // ATTN_LIB_TRANSFORMS_WARPATTENTION_H
