@@ -73,9 +73,9 @@ def view(x, name, allow_none=False):
             return None
         raise ValueError(f"{name}: expected an array, got None")
     if is_torch(x):
-        if x.device.type != "cpu":
-            raise ValueError(f"{name}: tensor is on {x.device}; this build runs "
-                             f"kernels on the CPU only")
+        if x.device.type not in ("cpu", "cuda"):
+            raise ValueError(f"{name}: tensor is on {x.device}; kernels run on "
+                             f"the CPU or on CUDA/ROCm devices")
         dtype = _torch_dtype_name(x.dtype)
         if dtype is None:
             raise ValueError(f"{name}: unsupported dtype {x.dtype}")
@@ -94,6 +94,13 @@ def view(x, name, allow_none=False):
                     dtype, x)
     raise ValueError(f"{name}: expected a numpy array or torch tensor, got "
                      f"{type(x).__name__}")
+
+
+def device_of(x):
+    """The torch device of a CUDA tensor, else None (host memory)."""
+    if is_torch(x) and x.device.type == "cuda":
+        return x.device
+    return None
 
 
 def host_values(x, name):
@@ -133,7 +140,12 @@ def memref_type(v, static_dims=()):
     dynamic, any strides."""
     dims = "x".join(str(v.shape[i]) if i in static_dims else "?"
                     for i in range(v.ndim))
-    layout = "strided<[" + ", ".join("?" * v.ndim) + "], offset: ?>"
+    # A unit innermost stride is static: GPU kernels then copy rows as
+    # 16-byte vectors.
+    strides = ["?"] * v.ndim
+    if v.ndim and v.strides[-1] == 1:
+        strides[-1] = "1"
+    layout = "strided<[" + ", ".join(strides) + "], offset: ?>"
     if v.ndim == 0:
         return f"memref<{v.dtype}, {layout}>"
     return f"memref<{dims}x{v.dtype}, {layout}>"

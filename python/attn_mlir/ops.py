@@ -2,25 +2,46 @@
 static properties (head counts, head dim, page size, dtypes, features),
 compiles it once per specialization, and runs it on the given arrays.
 
-Arguments are numpy arrays (ml_dtypes for bf16/fp8) or torch CPU tensors;
-outputs are written in place. These functions check only what the MLIR
+Arguments are numpy arrays (ml_dtypes for bf16/fp8) or torch tensors, all
+on the CPU or all on one CUDA device (then the op runs as a GPU kernel on the
+current stream, see `_gpu`); outputs are written in place.
+
+ATTN_MLIR_RECORD=file.jsonl appends every specialization a call needs to the
+file (for `python -m attn_mlir.aot`); with ATTN_MLIR_DRY_RUN=1 calls only
+record and run nothing. These functions check only what the MLIR
 verifier cannot see through types; `attn_mlir.vllm` validates run-time
 contents (offsets, block tables) with named ValueErrors.
 """
 
 import ctypes
+import json
+import os
 
 import numpy as np
 
-from ._abi import View, descriptor, host_values, memref_type, view
+from ._abi import View, descriptor, device_of, host_values, memref_type, view
 from ._toolchain import load_kernel
 
 
-def _scale_view(x, name):
+def _scale_view(x, name, device=None):
     """A scale given as a float or a 1-element array, as a 1-element f32 view
-    (a host copy: the CPU kernels read it once per call)."""
+    (a host copy: the CPU kernels read it once per call). On a GPU a scale
+    must be in device memory: a CUDA tensor is used as it is, a float is
+    filled into a new 1-element tensor (stream-ordered, no synchronization)."""
     if x is None:
         return None
+    if device is not None:
+        import torch
+        if device_of(x) is not None:
+            if x.numel() != 1 or x.dtype != torch.float32:
+                raise ValueError(f"{name}: expected one float32 value, got "
+                                 f"{x.numel()} values of {x.dtype}")
+            return view(x.reshape(1), name)
+        if isinstance(x, (int, float, np.floating)):
+            return view(torch.full((1,), float(x), dtype=torch.float32,
+                                   device=device), name)
+        raise ValueError(f"{name}: on a GPU call give a float or a float32 "
+                         f"CUDA tensor, got {type(x).__name__}")
     raw = [x] if isinstance(x, (int, float, np.floating)) else host_values(x, name)
     vals = np.asarray(raw, dtype=np.float32).reshape(-1)
     if vals.size != 1:
@@ -45,12 +66,22 @@ class _Call:
         self.params = []   # (ssa, type, kind, value)
         self.clauses = []
         self.attrs = []
+        self.device = None   # torch device of the first operand on a GPU
+
+    def scale(self, kw, x):
+        self.mem(kw, _scale_view(x, kw, self.device), (0,))
 
     def mem(self, kw, v, static=()):
         if v is None:
             return
         if not isinstance(v, View):
             v = view(v, kw)
+        dev = device_of(v.owner)
+        if not self.params:
+            self.device = dev
+        elif dev != self.device:
+            raise ValueError(f"{kw}: on {dev or 'the host'}, but the call's "
+                             f"first operand is on {self.device or 'the host'}")
         t = memref_type(v, static)
         self.params.append((f"%{kw}", t, "mem", v))
         self.clauses.append(f"{kw}(%{kw} : {t})")
@@ -74,7 +105,16 @@ class _Call:
                 f"  return\n}}\n")
 
     def run(self):
-        fn = load_kernel(self.text(), "kernel")
+        text = self.text()
+        record = os.environ.get("ATTN_MLIR_RECORD")
+        if record:
+            with open(record, "a") as f:
+                f.write(json.dumps({"mlir": text}) + "\n")
+        if os.environ.get("ATTN_MLIR_DRY_RUN"):
+            return
+        if self.device is not None:
+            return self._run_gpu(text)
+        fn = load_kernel(text, "kernel")
         fn.restype = None
         args, keep = [], []
         for _, _, kind, value in self.params:
@@ -87,6 +127,20 @@ class _Call:
             else:
                 args.append(ctypes.c_int64(value))
         fn(*args)
+
+    def _run_gpu(self, text):
+        import torch
+        from . import _gpu
+        dev = self.device
+        if torch.version.hip:
+            raise NotImplementedError(
+                "ROCm tensors: the ROCDL backend is not built yet")
+        chip = _gpu.chip_for_capability(*torch.cuda.get_device_capability(dev))
+        bundle = _gpu.bundle_for(text, chip)
+        stream = torch.cuda.current_stream(dev).cuda_stream
+        for kernel in _gpu.load_bundle(bundle, dev.index):
+            args = [self.params[p["arg"]][3] for p in kernel.record["params"]]
+            _gpu.launch(kernel, args, stream)
 
 
 def prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
@@ -104,11 +158,11 @@ def prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
     c.mem("query_start", query_start)
     c.mem("seq_lens", seq_lens)
     c.scalar("scale", float(scale))
-    c.mem("k_scale", _scale_view(k_scale, "k_scale"), (0,))
-    c.mem("v_scale", _scale_view(v_scale, "v_scale"), (0,))
+    c.scale("k_scale", k_scale)
+    c.scale("v_scale", v_scale)
     c.mem("alibi_slopes", alibi_slopes, (0,))
     c.mem("sinks", sinks, (0,))
-    c.mem("out_scale", _scale_view(out_scale, "out_scale"), (0,))
+    c.scale("out_scale", out_scale)
     c.mem("out", out, (1, 2))
     c.attr("sliding_window", f"{sliding_window} : i64" if sliding_window else None)
     c.attr("skip_decode", bool(skip_decode))
@@ -131,12 +185,12 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     c.mem("seqused_k", seqused_k)
     c.scalar("scale", float(scale))
     c.scalar("softcap", None if softcap is None else float(softcap))
-    c.mem("q_descale", _scale_view(q_descale, "q_descale"), (0,))
-    c.mem("k_descale", _scale_view(k_descale, "k_descale"), (0,))
-    c.mem("v_descale", _scale_view(v_descale, "v_descale"), (0,))
+    c.scale("q_descale", q_descale)
+    c.scale("k_descale", k_descale)
+    c.scale("v_descale", v_descale)
     c.mem("alibi_slopes", alibi_slopes, (0,))
     c.mem("sinks", sinks, (0,))
-    c.mem("out_scale", _scale_view(out_scale, "out_scale"), (0,))
+    c.scale("out_scale", out_scale)
     c.mem("out", out, (1, 2, 3) if num_segments else (1, 2))
     c.mem("segment_max", segment_max, (1, 2))
     c.mem("segment_sum", segment_sum, (1, 2))
@@ -167,8 +221,8 @@ def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
         c.clauses.append("dropout(%dropout_p, %philox_seed, %philox_offset)")
     if fp8_scales is not None:
         for kw, s in zip(("q_scale", "k_scale", "v_scale", "p_scale"), fp8_scales):
-            c.mem(kw, _scale_view(s, kw), (0,))
-    c.mem("out_scale", _scale_view(out_scale, "out_scale"), (0,))
+            c.scale(kw, s)
+    c.scale("out_scale", out_scale)
     c.mem("out", out, (1, 2))
     c.attr("causal", bool(causal))
     c.attr("schedule", _schedule_attr(schedule))
@@ -201,6 +255,6 @@ def merge_states(partial, out, *, segment_max=None, segment_sum=None,
     c.mem("segment_sum", segment_sum, (1,))
     c.mem("segment_lse", segment_lse, (1,))
     c.mem("sinks", sinks, (0,))
-    c.mem("out_scale", _scale_view(out_scale, "out_scale"), (0,))
+    c.scale("out_scale", out_scale)
     c.mem("out", out, (1, 2))
     c.run()

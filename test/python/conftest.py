@@ -5,3 +5,46 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+# ATTN_MLIR_TEST_DEVICE=cuda runs this whole suite on the GPU: every op call
+# copies its (numpy) operands to CUDA memory, runs the GPU kernel through the
+# same `_Call` (so the specialization is the one the CPU run compiles), and
+# copies every operand back, so the tests' float64 checks see GPU results.
+# f32 calls have no tensor-core path and are skipped.
+DEVICE = os.environ.get("ATTN_MLIR_TEST_DEVICE", "cpu")
+
+if DEVICE == "cuda":
+    import numpy as np
+    import pytest
+
+    from attn_mlir import ops
+    from attn_mlir._abi import View
+
+    def _to_device(v):
+        import torch
+        host = v.owner
+        ints = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}
+        t = torch.from_numpy(np.ascontiguousarray(host).view(ints[host.dtype.itemsize]))
+        t = t.cuda()
+        return View(v.name, t.data_ptr(), t.shape, t.stride(), v.dtype, t), t
+
+    def _run_on_gpu(self):
+        import torch
+        text = self.text()
+        if "xf32," in text.split("attn.")[1].split("q(")[1].split(")")[0]:
+            pytest.skip("f32 queries have no tensor-core path on the GPU")
+        copies = []
+        for i, (ssa, t, kind, value) in enumerate(self.params):
+            if kind == "mem":
+                dv, tensor = _to_device(value)
+                copies.append((value.owner, tensor))
+                self.params[i] = (ssa, t, kind, dv)
+        self.device = torch.device("cuda", torch.cuda.current_device())
+        self._run_gpu(text)
+        torch.cuda.synchronize()
+        for host, tensor in copies:
+            back = tensor.cpu().numpy().view(host.dtype).reshape(host.shape)
+            np.copyto(host, back)
+
+    ops._Call.run = _run_on_gpu

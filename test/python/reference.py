@@ -5,6 +5,8 @@ float64, from inputs already converted to float64 (fp8 and bf16 values are
 exact in float64).
 """
 
+import os
+
 import ml_dtypes
 import numpy as np
 
@@ -14,6 +16,10 @@ DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
           **F8}
 TOL = {"f32": 2e-5, "f16": 3e-3, "bf16": 2e-2, "f8E4M3FN": 0.13,
        "f8E5M2": 0.26}
+if os.environ.get("ATTN_MLIR_TEST_DEVICE") == "cuda":
+    # Tensor cores round P to the input type before PV (FlashAttention-2
+    # does the same); the CPU program keeps P in f32.
+    TOL.update({"f16": 8e-3, "bf16": 3e-2})
 
 
 def f64(x):

@@ -37,11 +37,20 @@ std::string typeName(Type t) {
 
 /// JSON of one kernel parameter; memrefs are passed as MLIR's expanded
 /// descriptor (allocated ptr, aligned ptr, offset, sizes, strides).
-std::string paramJson(Type t) {
+/// `arg` is the host function's argument the operand comes from (-1 when it
+/// is computed in the function).
+std::string paramJson(Value operand) {
+  Type t = operand.getType();
+  int64_t arg = -1;
+  if (auto ba = dyn_cast<BlockArgument>(operand))
+    if (isa<func::FuncOp>(ba.getOwner()->getParentOp()))
+      arg = ba.getArgNumber();
+  std::string s = "{\"arg\": " + std::to_string(arg) + ", ";
   if (auto m = dyn_cast<MemRefType>(t))
-    return "{\"kind\": \"memref\", \"rank\": " + std::to_string(m.getRank()) +
-           ", \"dtype\": \"" + typeName(m.getElementType()) + "\"}";
-  return "{\"kind\": \"scalar\", \"dtype\": \"" + typeName(t) + "\"}";
+    return s + "\"kind\": \"memref\", \"rank\": " +
+           std::to_string(m.getRank()) + ", \"dtype\": \"" +
+           typeName(m.getElementType()) + "\"}";
+  return s + "\"kind\": \"scalar\", \"dtype\": \"" + typeName(t) + "\"}";
 }
 
 /// The value of the op's query operand (kernel ops), to pick the compute
@@ -179,6 +188,9 @@ struct ConvertAttnToGPUPass
         gpu::KernelDim3{he.idx(launch.threads), he.idx(1), he.idx(1)}, smem,
         op->getOperands());
     std::string opName = op->getName().getStringRef().str();
+    std::string params;
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      params += (i ? ", " : "") + paramJson(v);
     op->erase();
 
     // The manifest record.
@@ -187,10 +199,7 @@ struct ConvertAttnToGPUPass
              std::to_string(launch.sharedBytes) + ", \"grid\": [";
     for (auto [i, x] : llvm::enumerate(*grid))
       record += (i ? ", " : "") + x.toJson();
-    record += "], \"params\": [";
-    for (auto [i, t] : llvm::enumerate(type.getInputs()))
-      record += (i ? ", " : "") + paramJson(t);
-    record += "]}";
+    record += "], \"params\": [" + params + "]}";
     return success();
   }
 };

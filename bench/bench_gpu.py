@@ -1,0 +1,284 @@
+"""attn_mlir GPU kernels side by side with the peers (PyTorch SDPA and the
+seed Triton kernels) on the shapes of ../shared/peers/bench_peers.py.
+
+    python bench/bench_gpu.py [dense prefix decode mixed blocksparse]
+
+Needs a CUDA GPU with torch and triton, the peers in .peers/ (a copy of
+../shared/peers), and attn_mlir kernels (compiled here, or AOT bundles in
+$ATTN_MLIR_BUNDLES). With ATTN_MLIR_DRY_RUN=1 (and ATTN_MLIR_RECORD) it runs
+on a machine without a GPU and only records the specializations it needs.
+Prints one JSON line per shape and a table at the end.
+"""
+
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+from attn_mlir import ops  # noqa: E402
+
+DRY = bool(os.environ.get("ATTN_MLIR_DRY_RUN"))
+if not DRY:
+    import torch
+    import torch.nn.functional as F
+    import triton
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    sys.path.insert(0, str(ROOT / ".peers"))
+    import vllm_seeds as S
+    dev = "cuda"
+    bench = lambda fn: triton.testing.do_bench(fn, warmup=25, rep=100,
+                                               return_mode="median")
+
+
+def randn(*shape, dtype="bf16"):
+    if DRY:
+        import ml_dtypes
+        return np.empty(shape, {"bf16": ml_dtypes.bfloat16, "f32": np.float32}[dtype])
+    return torch.randn(*shape, dtype={"bf16": torch.bfloat16,
+                                      "f32": torch.float32}[dtype], device=dev)
+
+
+def ints(values):
+    if DRY:
+        return np.asarray(values, np.int32)
+    return torch.as_tensor(np.asarray(values, np.int32), device=dev)
+
+
+def relerr(a, b):
+    return ((a.float() - b.float()).norm() / b.float().norm()).item()
+
+
+def timed(fn):
+    if DRY:
+        fn()
+        return float("nan")
+    fn()
+    torch.cuda.synchronize()
+    return bench(fn)
+
+
+ROWS = []
+
+
+def emit(row):
+    ROWS.append(row)
+    print(json.dumps(row), flush=True)
+
+
+def dense():
+    for D, S_, causal in [(64, 8192, False), (128, 8192, False), (128, 8192, True),
+                          (256, 8192, False), (128, 2048, False), (128, 2048, True)]:
+        H = 2048 // D
+        B = 16384 // S_
+        flops = 4 * B * H * S_ * S_ * D * (0.5 if causal else 1.0)
+        qv, kv, vv = (randn(B * S_, H, D) for _ in range(3))
+        o = randn(B * S_, H, D)
+        cu = ints(np.arange(B + 1) * S_)
+        scale = 1 / math.sqrt(D)
+        ours = lambda: ops.flash(qv, kv, vv, cu, cu, o, scale=scale, causal=causal)
+        row = dict(kind="dense", D=D, S=S_, B=B, H=H, causal=causal)
+        row["attn_mlir"] = flops / timed(ours) / 1e9
+        if DRY:
+            continue
+        q = qv.view(B, S_, H, D).transpose(1, 2)
+        k = kv.view(B, S_, H, D).transpose(1, 2)
+        v = vv.view(B, S_, H, D).transpose(1, 2)
+        with sdpa_kernel(SDPBackend.MATH):
+            pass
+        ref = F.scaled_dot_product_attention(q[:1].float(), k[:1].float(),
+                                             v[:1].float(), is_causal=causal)
+        row["err"] = relerr(o[:S_].view(S_, H, D).transpose(0, 1)[None], ref)
+        for name, be in (("sdpa_flash", SDPBackend.FLASH_ATTENTION),
+                         ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION)):
+            try:
+                with sdpa_kernel(be):
+                    f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    row[name] = flops / timed(f) / 1e9
+            except Exception as e:
+                row[name] = None
+        o2 = torch.empty_like(qv)
+        seed = lambda: S.flash.triton_attention(qv, kv, vv, o2, cu, cu, S_, S_,
+                                                causal, scale, None)
+        row["seed"] = flops / timed(seed) / 1e9
+        emit(row)
+
+
+def prefix():
+    D, Hq, Hk, bs, x = 128, 32, 8, 16, 8
+    for B, ctx, ql in ((8, 2048, 512), (16, 1024, 256)):
+        nblk = (ctx + bs - 1) // bs
+        nb = B * nblk + 4
+        k_cache = randn(nb, Hk, D // x, bs, x)
+        v_cache = randn(nb, Hk, D, bs)
+        perm = np.random.default_rng(0).permutation(nb)[: B * nblk].reshape(B, nblk)
+        b_loc = ints(perm)
+        q = randn(B * ql, Hq, D)
+        k, v = randn(B * ql, Hk, D), randn(B * ql, Hk, D)
+        o = randn(B * ql, Hq, D)
+        b_start = ints(np.arange(B + 1) * ql)
+        b_seq = ints(np.full(B, ctx + ql))
+        scale = 1 / math.sqrt(D)
+        ours = lambda: ops.prefix_prefill(q, k, v, k_cache, v_cache, b_loc,
+                                          b_start, b_seq, o, scale=scale)
+        flops = 4 * B * Hq * ql * (ctx + ql / 2) * D
+        row = dict(kind="prefix", B=B, ctx=ctx, qlen=ql)
+        row["attn_mlir"] = flops / timed(ours) / 1e9
+        if DRY:
+            continue
+        one = torch.ones(1, dtype=torch.float32, device=dev)
+        o2 = torch.empty_like(o)
+        seed = lambda: S.prefix_prefill.context_attention_fwd(
+            q, k, v, o2, "auto", k_cache, v_cache, b_loc, b_start, b_seq,
+            ctx + ql, ql, one, one)
+        row["seed"] = flops / timed(seed) / 1e9
+        row["err_vs_seed"] = relerr(o, o2)
+        emit(row)
+
+
+def unified_call(q, kc, vc, bt, cu, su, o, scale, segments, ws):
+    if not segments:
+        return lambda: ops.unified(q, kc, vc, bt, cu, su, o, scale=scale)
+    part, smax, ssum = ws
+
+    def run():
+        ops.unified(q, kc, vc, bt, cu, su, part, scale=scale,
+                    num_segments=segments, segment_max=smax, segment_sum=ssum)
+        ops.merge_states(part, o, segment_max=smax, segment_sum=ssum)
+    return run
+
+
+def decode():
+    D, Hq, Hk, bs = 128, 32, 8, 16
+    for B, ctx in ((1, 32768), (8, 8192), (64, 2048), (256, 2048)):
+        nblk = ctx // bs
+        nb = B * nblk + 8
+        kc, vc = randn(nb, bs, Hk, D), randn(nb, bs, Hk, D)
+        perm = np.random.default_rng(1).permutation(nb - 8)[: B * nblk].reshape(B, nblk)
+        bt = ints(perm)
+        q, o = randn(B, Hq, D), randn(B, Hq, D)
+        cu = ints(np.arange(B + 1))
+        su = ints(np.full(B, ctx))
+        scale = 1 / math.sqrt(D)
+        # Split KV when the batch alone cannot fill the GPU (132 SMs).
+        segments = 0 if B * Hk >= 264 else min(32, max(2, 528 // (B * Hk)))
+        ws = None
+        if segments:
+            ws = (randn(B, Hq, segments, D, dtype="f32"),
+                  randn(B, Hq, segments, dtype="f32"), randn(B, Hq, segments, dtype="f32"))
+        ours = unified_call(q, kc, vc, bt, cu, su, o, scale, segments, ws)
+        nbytes = B * ctx * Hk * D * 2 * 2 + 2 * B * Hq * D * 2 + B * nblk * 4
+        row = dict(kind="decode", B=B, ctx=ctx, segments=segments)
+        row["attn_mlir"] = nbytes / timed(ours) / 1e6
+        if DRY:
+            continue
+        one = torch.ones(1, dtype=torch.float32, device=dev)
+        o2 = torch.empty_like(o)
+        seed = lambda: S.unified.unified_attention(
+            q, kc, vc, o2, cu, 1, su, ctx, scale, True, (-1, -1), bt, 0.0,
+            None, one, one)
+        row["seed"] = nbytes / timed(seed) / 1e6
+        row["err_vs_seed"] = relerr(o, o2)
+        emit(row)
+
+
+def mixed():
+    D, Hq, Hk, bs = 128, 32, 8, 16
+    for n_pre, pre_len, n_dec, ctx in ((4, 1024, 60, 2048),):
+        qlens = [pre_len] * n_pre + [1] * n_dec
+        seqlens = [pre_len] * n_pre + [ctx] * n_dec
+        B = len(qlens)
+        maxblk = max((s + bs - 1) // bs for s in seqlens)
+        nb = B * maxblk + 8
+        kc, vc = randn(nb, bs, Hk, D), randn(nb, bs, Hk, D)
+        bt = ints(np.random.default_rng(2).permutation(nb)[: B * maxblk].reshape(B, maxblk))
+        q, o = randn(sum(qlens), Hq, D), randn(sum(qlens), Hq, D)
+        cu = ints(np.concatenate([[0], np.cumsum(qlens)]))
+        su = ints(seqlens)
+        scale = 1 / math.sqrt(D)
+        ours = lambda: ops.unified(q, kc, vc, bt, cu, su, o, scale=scale)
+        row = dict(kind="mixed", prefills=n_pre, decodes=n_dec, ctx=ctx)
+        row["attn_mlir_us"] = timed(ours) * 1e3
+        if DRY:
+            continue
+        one = torch.ones(1, dtype=torch.float32, device=dev)
+        o2 = torch.empty_like(o)
+        seed = lambda: S.unified.unified_attention(
+            q, kc, vc, o2, cu, max(qlens), su, max(seqlens), scale, True,
+            (-1, -1), bt, 0.0, None, one, one)
+        row["seed_us"] = timed(seed) * 1e3
+        row["err_vs_seed"] = relerr(o, o2)
+        emit(row)
+
+
+def blocksparse():
+    D, H, bsz = 128, 16, 64
+    for S_, local, vstride in ((16384, 16, 8),):
+        nb = S_ // bsz
+        i, j = np.arange(nb)[:, None], np.arange(nb)[None, :]
+        dense = np.stack([(j <= i) & (((i - j) < local) | (((j + h + 1) % vstride) == 0))
+                          for h in range(H)])
+        crow = np.zeros((H, nb + 1), np.int32)
+        crow[:, 1:] = dense.sum(-1).cumsum(-1)
+        col = np.zeros((H, int(dense.sum(-1).sum(-1).max())), np.int32)
+        for h in range(H):
+            c = dense[h].nonzero()[1]
+            col[h, :c.size] = c
+        density = dense.mean() * 2
+        q, k, v, o = (randn(S_, H, D) for _ in range(4))
+        cu = ints([0, S_])
+        crow_d, col_d = ints(crow), ints(col)
+        scale = 1 / math.sqrt(D)
+        ours = lambda: ops.blocksparse(q, k, v, cu, cu, crow_d, col_d, o,
+                                       scale=scale, block_size=bsz)
+        row = dict(kind="blocksparse", S=S_, H=H, density_vs_causal=float(density))
+        row["attn_mlir_us"] = timed(ours) * 1e3
+        if DRY:
+            continue
+        seed = lambda: S.blocksparse.blocksparse_flash_attn_varlen_fwd(
+            q, k, v, cu, cu, scale, (crow_d, col_d), block_size=bsz)
+        row["seed_us"] = timed(seed) * 1e3
+        row["err_vs_seed"] = relerr(o, seed())
+        emit(row)
+
+
+def table():
+    print("\n| case | attn_mlir | seed Triton | SDPA FA2 | SDPA cuDNN | ours/seed | ours/FA2 |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in ROWS:
+        k = r["kind"]
+        if k == "dense":
+            name = f"dense D={r['D']} S={r['S']} {'causal' if r['causal'] else 'full'} (TFLOP/s)"
+            ours, seed, fa2, cud = r["attn_mlir"], r["seed"], r.get("sdpa_flash"), r.get("sdpa_cudnn")
+        elif k == "prefix":
+            name = f"prefix B={r['B']} ctx={r['ctx']} q={r['qlen']} (TFLOP/s)"
+            ours, seed, fa2, cud = r["attn_mlir"], r["seed"], None, None
+        elif k == "decode":
+            name = f"decode B={r['B']} ctx={r['ctx']} (GB/s)"
+            ours, seed, fa2, cud = r["attn_mlir"], r["seed"], None, None
+        else:
+            name = f"{k} (us, lower is better)"
+            ours, seed, fa2, cud = r["attn_mlir_us"], r["seed_us"], None, None
+        lower = k in ("mixed", "blocksparse")
+        ratio = (seed / ours) if lower else (ours / seed)
+        f = lambda x: "-" if x is None else f"{x:.0f}"
+        print(f"| {name} | {f(ours)} | {f(seed)} | {f(fa2)} | {f(cud)} | "
+              f"{ratio:.2f} | {'-' if fa2 is None else f'{ours / fa2:.2f}'} |")
+
+
+if __name__ == "__main__":
+    which = sys.argv[1:] or ["dense", "prefix", "decode", "mixed", "blocksparse"]
+    if not DRY:
+        print(torch.cuda.get_device_name(), torch.__version__, triton.__version__)
+    for name in which:
+        try:
+            globals()[{"prefix": "prefix"}.get(name, name)]()
+        except Exception:
+            import traceback
+            traceback.print_exc()
+    if not DRY:
+        table()

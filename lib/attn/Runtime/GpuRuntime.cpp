@@ -1,0 +1,206 @@
+//===- GpuRuntime.cpp - launch attn kernel bundles on CUDA or HIP ---------===//
+//
+// A C ABI over the CUDA driver API (libcuda.so.1) or the HIP module API
+// (libamdhip64.so), both opened with dlopen at run time: the project builds
+// and its tests run on machines with neither. The Python package loads this
+// library with ctypes and drives it with the kernel manifest (entry name,
+// threads, dynamic shared memory; it computes the grid and packs the
+// parameters itself). Every function returns 0 on success, or an error code
+// with a message in `err`.
+//
+// The HIP half mirrors the CUDA half call for call; it has not been run on
+// AMD hardware (none is available to this project).
+//
+//===----------------------------------------------------------------------===//
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace {
+
+using Handle = void *;
+using Result = int;
+
+/// The driver entry points, resolved once per backend.
+struct Driver {
+  bool hip = false;
+  void *lib = nullptr;
+  Result (*init)(unsigned) = nullptr;
+  Result (*ctxGetCurrent)(Handle *) = nullptr;
+  Result (*ctxSetCurrent)(Handle) = nullptr;
+  Result (*deviceGet)(int *, int) = nullptr;
+  Result (*primaryCtxRetain)(Handle *, int) = nullptr;
+  Result (*moduleLoadData)(Handle *, const void *) = nullptr;
+  Result (*moduleUnload)(Handle) = nullptr;
+  Result (*moduleGetFunction)(Handle *, Handle, const char *) = nullptr;
+  Result (*funcSetAttribute)(Handle, int, int) = nullptr;
+  Result (*launchKernel)(Handle, unsigned, unsigned, unsigned, unsigned,
+                         unsigned, unsigned, unsigned, Handle, void **,
+                         void **) = nullptr;
+  Result (*getErrorString)(Result, const char **) = nullptr;
+};
+
+Driver cudaDriver, hipDriver;
+
+void setError(char *err, int len, const std::string &msg) {
+  if (err && len > 0)
+    std::snprintf(err, static_cast<size_t>(len), "%s", msg.c_str());
+}
+
+std::string describe(Driver &d, Result r, const char *what) {
+  const char *text = nullptr;
+  if (d.getErrorString)
+    d.getErrorString(r, &text);
+  return std::string(what) + " failed with error " + std::to_string(r) +
+         (text ? std::string(" (") + text + ")" : std::string());
+}
+
+template <typename Fn> bool resolve(void *lib, Fn &fn, const char *name) {
+  fn = reinterpret_cast<Fn>(dlsym(lib, name));
+  return fn != nullptr;
+}
+
+Driver *open(int backend, char *err, int len) {
+  Driver &d = backend == 1 ? hipDriver : cudaDriver;
+  if (d.lib)
+    return &d;
+  d.hip = backend == 1;
+  const char *names[] = {d.hip ? "libamdhip64.so" : "libcuda.so.1",
+                         d.hip ? "libamdhip64.so.6" : "libcuda.so"};
+  for (const char *n : names)
+    if (!d.lib)
+      d.lib = dlopen(n, RTLD_NOW | RTLD_LOCAL);
+  if (!d.lib) {
+    setError(err, len,
+             std::string("cannot load the ") + (d.hip ? "HIP" : "CUDA") +
+                 " driver library (" + names[0] + "): " + dlerror());
+    return nullptr;
+  }
+  bool ok = true;
+  if (d.hip) {
+    ok &= resolve(d.lib, d.init, "hipInit");
+    ok &= resolve(d.lib, d.ctxGetCurrent, "hipCtxGetCurrent");
+    ok &= resolve(d.lib, d.ctxSetCurrent, "hipCtxSetCurrent");
+    ok &= resolve(d.lib, d.deviceGet, "hipDeviceGet");
+    ok &= resolve(d.lib, d.primaryCtxRetain, "hipDevicePrimaryCtxRetain");
+    ok &= resolve(d.lib, d.moduleLoadData, "hipModuleLoadData");
+    ok &= resolve(d.lib, d.moduleUnload, "hipModuleUnload");
+    ok &= resolve(d.lib, d.moduleGetFunction, "hipModuleGetFunction");
+    ok &= resolve(d.lib, d.funcSetAttribute, "hipFuncSetAttribute");
+    ok &= resolve(d.lib, d.launchKernel, "hipModuleLaunchKernel");
+    resolve(d.lib, d.getErrorString, "hipDrvGetErrorString");
+  } else {
+    ok &= resolve(d.lib, d.init, "cuInit");
+    ok &= resolve(d.lib, d.ctxGetCurrent, "cuCtxGetCurrent");
+    ok &= resolve(d.lib, d.ctxSetCurrent, "cuCtxSetCurrent");
+    ok &= resolve(d.lib, d.deviceGet, "cuDeviceGet");
+    ok &= resolve(d.lib, d.primaryCtxRetain, "cuDevicePrimaryCtxRetain_v2");
+    ok &= resolve(d.lib, d.moduleLoadData, "cuModuleLoadData");
+    ok &= resolve(d.lib, d.moduleUnload, "cuModuleUnload");
+    ok &= resolve(d.lib, d.moduleGetFunction, "cuModuleGetFunction");
+    ok &= resolve(d.lib, d.funcSetAttribute, "cuFuncSetAttribute");
+    ok &= resolve(d.lib, d.launchKernel, "cuLaunchKernel");
+    resolve(d.lib, d.getErrorString, "cuGetErrorString");
+  }
+  if (!ok) {
+    setError(err, len, "the driver library lacks an entry point this "
+                       "runtime needs");
+    dlclose(d.lib);
+    d.lib = nullptr;
+    return nullptr;
+  }
+  Result r = d.init(0);
+  if (r != 0) {
+    setError(err, len, describe(d, r, "driver initialization"));
+    dlclose(d.lib);
+    d.lib = nullptr;
+    return nullptr;
+  }
+  return &d;
+}
+
+/// Makes sure the calling thread has a context: the framework's (PyTorch
+/// makes the device's primary context current), or the primary context of
+/// `device`.
+bool ensureContext(Driver &d, int device, char *err, int len) {
+  Handle ctx = nullptr;
+  Result r = d.ctxGetCurrent(&ctx);
+  if (r == 0 && ctx)
+    return true;
+  int dev = 0;
+  if ((r = d.deviceGet(&dev, device)) != 0 ||
+      (r = d.primaryCtxRetain(&ctx, dev)) != 0 ||
+      (r = d.ctxSetCurrent(ctx)) != 0) {
+    setError(err, len, describe(d, r, "context setup"));
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+extern "C" {
+
+/// Loads a module image (cubin, PTX or HSACO) for `backend` (0 CUDA, 1 HIP)
+/// and returns the function `name` with its dynamic shared memory limit
+/// raised to `sharedBytes`.
+int attn_rt_load(int backend, int device, const void *image, const char *name,
+                 int sharedBytes, void **function, void **module, char *err,
+                 int len) {
+  Driver *d = open(backend, err, len);
+  if (!d || !ensureContext(*d, device, err, len))
+    return 1;
+  Handle mod = nullptr, fn = nullptr;
+  Result r = d->moduleLoadData(&mod, image);
+  if (r != 0) {
+    setError(err, len, describe(*d, r, "module load"));
+    return 2;
+  }
+  r = d->moduleGetFunction(&fn, mod, name);
+  if (r != 0) {
+    setError(err, len, describe(*d, r, (std::string("lookup of kernel ") +
+                                        name).c_str()));
+    d->moduleUnload(mod);
+    return 3;
+  }
+  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 (HIP: same value).
+  if (sharedBytes > 48 * 1024 &&
+      (r = d->funcSetAttribute(fn, 8, sharedBytes)) != 0) {
+    setError(err, len,
+             describe(*d, r, "raising the dynamic shared memory limit"));
+    d->moduleUnload(mod);
+    return 4;
+  }
+  *function = fn;
+  *module = mod;
+  return 0;
+}
+
+/// Launches `function` on `stream` (0: the default stream); `params` points
+/// to one pointer per kernel parameter, as cuLaunchKernel takes them.
+int attn_rt_launch(int backend, void *function, unsigned gx, unsigned gy,
+                   unsigned gz, unsigned threads, unsigned sharedBytes,
+                   void *stream, void **params, char *err, int len) {
+  Driver *d = open(backend, err, len);
+  if (!d)
+    return 1;
+  if (gx == 0 || gy == 0 || gz == 0)
+    return 0; // an empty grid launches nothing
+  Result r = d->launchKernel(function, gx, gy, gz, threads, 1, 1, sharedBytes,
+                             stream, params, nullptr);
+  if (r != 0) {
+    setError(err, len, describe(*d, r, "kernel launch"));
+    return 5;
+  }
+  return 0;
+}
+
+/// 1 when the backend's driver library can be loaded and initialized.
+int attn_rt_available(int backend, char *err, int len) {
+  return open(backend, err, len) ? 1 : 0;
+}
+
+} // extern "C"

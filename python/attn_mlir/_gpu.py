@@ -1,0 +1,311 @@
+"""GPU kernels: bundles, ahead-of-time preparation, and launches.
+
+A specialization (the MLIR text of one `func.func @kernel` with an attn op,
+as `attn_mlir.ops` builds it) becomes a *bundle* for a chip: a directory
+holding `manifest.json` (kernels, parameter ABI, grid formulas, threads,
+shared memory, the ptxas resource report, the source MLIR) and the binary
+(`kernel.cubin` when ptxas is available, always `kernel.ptx`). Bundles are
+named by sha256(chip + MLIR text) and looked up in $ATTN_MLIR_BUNDLES
+(directories, separated by os.pathsep) and then in the cache
+($ATTN_MLIR_CACHE/gpu). Where attn-opt exists a missing bundle is compiled
+on first use; elsewhere (a GPU machine without LLVM) it must have been
+prepared: record the specializations with ATTN_MLIR_RECORD=file.jsonl (plus
+ATTN_MLIR_DRY_RUN=1 to skip execution) on a machine with attn-opt, then
+`python -m attn_mlir.aot --chip sm_90a --record file.jsonl --out DIR`.
+
+Launches go through the C runtime (lib/attn/Runtime/GpuRuntime.cpp), which
+opens the CUDA driver with dlopen; they run on the current torch stream,
+with no synchronization and no allocation.
+"""
+
+import ctypes
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ._toolchain import CompileError, _REPO, attn_opt, cache_dir
+
+BUNDLES_ENV = "ATTN_MLIR_BUNDLES"
+
+
+class MissingKernelError(RuntimeError):
+    """No bundle for a specialization, and no compiler to make one."""
+
+
+def chip_for_capability(major, minor):
+    """The NVVM chip name attn_mlir compiles for on a device of this
+    compute capability (sm_90a on Hopper: the arch-specific target)."""
+    return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
+
+
+def bundle_key(mlir_text, chip):
+    return hashlib.sha256(f"{chip}\n{mlir_text}".encode()).hexdigest()[:24]
+
+
+def _describe(mlir_text):
+    m = re.search(r"attn\.(\w+)", mlir_text)
+    sig = re.search(r"func\.func @kernel\((.*?)\)\s*\{", mlir_text, re.S)
+    return (f"attn.{m.group(1) if m else '?'} with signature "
+            f"({sig.group(1) if sig else '?'})")
+
+
+def _search_dirs():
+    dirs = [Path(p) for p in os.environ.get(BUNDLES_ENV, "").split(os.pathsep)
+            if p]
+    return dirs + [cache_dir() / "gpu"]
+
+
+def find_bundle(mlir_text, chip):
+    key = bundle_key(mlir_text, chip)
+    for d in _search_dirs():
+        if (d / key / "manifest.json").is_file():
+            return d / key
+    return None
+
+
+# --- compiling ---------------------------------------------------------------
+
+def _decode_mlir_string(raw):
+    """The contents of an MLIR string literal (\\XX hex escapes, \\\\)."""
+    return re.sub(r"\\([0-9A-Fa-f]{2}|\\|\")",
+                  lambda m: m.group(1) if m.group(1) in ("\\", '"')
+                  else chr(int(m.group(1), 16)), raw)
+
+
+def _string_attr(text, pattern):
+    m = re.search(pattern + r'"((?:[^"\\]|\\.)*)"', text, re.S)
+    return _decode_mlir_string(m.group(1)) if m else None
+
+
+def _ptxas():
+    for c in (os.environ.get("ATTN_MLIR_PTXAS"), "/usr/local/cuda/bin/ptxas"):
+        if c and Path(c).is_file():
+            return c
+    return shutil.which("ptxas")
+
+
+def parse_resource_report(report):
+    """{kernel: {"registers", "stack_bytes", "spill_stores", "spill_loads"}}
+    from `ptxas -v` output."""
+    out, name = {}, None
+    for line in report.splitlines():
+        m = re.search(r"Function properties for (\S+)", line)
+        if m:
+            name = m.group(1)
+            out[name] = {}
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
+                      r"(\d+) bytes spill loads", line)
+        if m and name:
+            out[name].update(stack_bytes=int(m.group(1)),
+                             spill_stores=int(m.group(2)),
+                             spill_loads=int(m.group(3)))
+        m = re.search(r"Compiling entry function '(\S+)'", line)
+        if m:
+            name = m.group(1)
+            out.setdefault(name, {})
+        m = re.search(r"Used (\d+) registers", line)
+        if m and name:
+            out[name]["registers"] = int(m.group(1))
+    return out
+
+
+def compile_bundle(mlir_text, chip, dest):
+    """Compiles one specialization into the bundle directory `dest`."""
+    dest = Path(dest)
+    with tempfile.TemporaryDirectory(prefix="attn_mlir_gpu_") as tmp:
+        tmp = Path(tmp)
+        (tmp / "kernel.mlir").write_text(mlir_text)
+        cmd = [attn_opt(), str(tmp / "kernel.mlir"),
+               f"--attn-lower-to-nvvm-pipeline=chip={chip} format=isa",
+               "-o", str(tmp / "kernel.gpu.mlir")]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise CompileError(f"attn-opt failed ({' '.join(cmd)}):\n"
+                               f"{proc.stderr[-4000:]}")
+        out = (tmp / "kernel.gpu.mlir").read_text()
+        manifest = json.loads(_string_attr(out, r"attn\.manifest = "))
+        ptx = _string_attr(out, r"#gpu\.object<.*?assembly = ")
+        if manifest is None or ptx is None:
+            raise CompileError("attn-opt produced no kernel manifest or PTX")
+        staging = Path(tempfile.mkdtemp(prefix=dest.name + ".", dir=dest.parent))
+        try:
+            (staging / "kernel.ptx").write_text(ptx)
+            record = {"chip": chip, "key": dest.name, "kernels": manifest,
+                      "binary": "kernel.ptx", "mlir": mlir_text}
+            ptxas = _ptxas()
+            if ptxas:
+                proc = subprocess.run(
+                    [ptxas, f"-arch={chip}", "-v", "-O3",
+                     str(staging / "kernel.ptx"), "-o",
+                     str(staging / "kernel.cubin")],
+                    capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise CompileError(f"ptxas failed:\n{proc.stderr[-4000:]}")
+                record["binary"] = "kernel.cubin"
+                record["resources"] = parse_resource_report(proc.stderr)
+            (staging / "manifest.json").write_text(json.dumps(record, indent=1))
+            os.replace(staging, dest)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging)
+    return dest
+
+
+def _can_compile():
+    try:
+        attn_opt()
+        return True
+    except CompileError:
+        return False
+
+
+def bundle_for(mlir_text, chip):
+    """The bundle directory of a specialization: found, or compiled here."""
+    found = find_bundle(mlir_text, chip)
+    if found:
+        return found
+    key = bundle_key(mlir_text, chip)
+    if not _can_compile():
+        raise MissingKernelError(
+            f"no GPU kernel for {_describe(mlir_text)} on {chip} (bundle "
+            f"{key}), and attn-opt is not available here to compile it. On a "
+            f"machine with attn-opt, run the same calls with "
+            f"ATTN_MLIR_RECORD=spec.jsonl ATTN_MLIR_DRY_RUN=1, then "
+            f"`python -m attn_mlir.aot --chip {chip} --record spec.jsonl "
+            f"--out DIR`, and set {BUNDLES_ENV}=DIR here.")
+    root = cache_dir() / "gpu"
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / key / "manifest.json").is_file():
+            compile_bundle(mlir_text, chip, root / key)
+    return root / key
+
+
+# --- launching ---------------------------------------------------------------
+
+_runtime = None
+
+
+def runtime():
+    """The C runtime library, built from source into the cache if the CMake
+    build is not there (it needs only a C++ compiler and libdl)."""
+    global _runtime
+    if _runtime is not None:
+        return _runtime
+    src = _REPO / "lib" / "attn" / "Runtime" / "GpuRuntime.cpp"
+    candidates = [os.environ.get("ATTN_MLIR_RUNTIME"),
+                  _REPO / "build" / "lib" / "libattn_gpu_runtime.so"]
+    path = next((Path(c) for c in candidates if c and Path(c).is_file()), None)
+    if path is None:
+        digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
+        path = cache_dir() / f"libattn_gpu_runtime-{digest}.so"
+        if not path.exists():
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            cxx = os.environ.get("CXX", "c++")
+            proc = subprocess.run([cxx, "-O2", "-shared", "-fPIC", str(src),
+                                   "-o", str(tmp), "-ldl"],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise CompileError(f"building the GPU runtime failed:\n"
+                                   f"{proc.stderr[-2000:]}")
+            os.replace(tmp, path)
+    lib = ctypes.CDLL(str(path))
+    vp, ci, cu = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint
+    lib.attn_rt_load.argtypes = [ci, ci, vp, ctypes.c_char_p, ci,
+                                 ctypes.POINTER(vp), ctypes.POINTER(vp),
+                                 ctypes.c_char_p, ci]
+    lib.attn_rt_launch.argtypes = [ci, vp, cu, cu, cu, cu, cu, vp,
+                                   ctypes.POINTER(vp), ctypes.c_char_p, ci]
+    lib.attn_rt_available.argtypes = [ci, ctypes.c_char_p, ci]
+    _runtime = lib
+    return lib
+
+
+class GpuError(RuntimeError):
+    """The driver refused a load or a launch."""
+
+
+def _check(rc, err):
+    if rc != 0:
+        raise GpuError(err.value.decode(errors="replace"))
+
+
+class Kernel:
+    """One kernel of a bundle, loaded on one device."""
+
+    def __init__(self, record, function, module, image):
+        self.record, self.function = record, function
+        self._module, self._image = module, image   # keep alive
+
+    def grid(self, shapes):
+        dims = []
+        for extent in self.record["grid"]:
+            n = extent["add"]
+            for operand, dim, div in extent["terms"]:
+                n += shapes[operand][dim] // div
+            dims.append(max(int(n), 0))
+        while len(dims) < 3:
+            dims.append(1)
+        return dims
+
+
+_kernels = {}
+
+
+def load_bundle(bundle, device_index, backend=0):
+    """The kernels of a bundle on a device: [Kernel] in manifest order."""
+    cache_key = (str(bundle), device_index)
+    if cache_key in _kernels:
+        return _kernels[cache_key]
+    manifest = json.loads((Path(bundle) / "manifest.json").read_text())
+    data = (Path(bundle) / manifest["binary"]).read_bytes()
+    if manifest["binary"].endswith(".ptx"):
+        data += b"\0"
+    image = ctypes.create_string_buffer(data, len(data))
+    lib = runtime()
+    kernels = []
+    for record in manifest["kernels"]:
+        fn, mod = ctypes.c_void_p(), ctypes.c_void_p()
+        err = ctypes.create_string_buffer(1024)
+        _check(lib.attn_rt_load(backend, device_index, image,
+                                record["name"].encode(),
+                                record["shared_bytes"], ctypes.byref(fn),
+                                ctypes.byref(mod), err, len(err)), err)
+        kernels.append(Kernel(record, fn, mod, image))
+    _kernels[cache_key] = kernels
+    return kernels
+
+
+def launch(kernel, args, stream, backend=0):
+    """Launches `kernel` with `args` (the op's operands, in op order: Views
+    of device memory, or python scalars) on `stream` (a raw handle)."""
+    storage, pointers, shapes = [], [], []
+    for spec, arg in zip(kernel.record["params"], args):
+        if spec["kind"] == "memref":
+            shapes.append(arg.shape)
+            item = arg.itemsize
+            fields = [ctypes.c_void_p(arg.ptr), ctypes.c_void_p(arg.ptr),
+                      ctypes.c_int64(0)]
+            fields += [ctypes.c_int64(n) for n in arg.shape]
+            fields += [ctypes.c_int64(s) for s in arg.strides]
+            del item
+        else:
+            shapes.append(())
+            fields = [ctypes.c_float(arg) if spec["dtype"] == "f32"
+                      else ctypes.c_int64(arg)]
+        storage += fields
+    pointers = (ctypes.c_void_p * len(storage))(
+        *[ctypes.cast(ctypes.byref(f), ctypes.c_void_p) for f in storage])
+    gx, gy, gz = kernel.grid(shapes)
+    err = ctypes.create_string_buffer(1024)
+    _check(runtime().attn_rt_launch(
+        backend, kernel.function, gx, gy, gz, kernel.record["threads"],
+        kernel.record["shared_bytes"], ctypes.c_void_p(stream), pointers, err,
+        len(err)), err)
