@@ -58,8 +58,12 @@ std::string describe(Driver &d, Result r, const char *what) {
          (text ? std::string(" (") + text + ")" : std::string());
 }
 
+const char *missingEntry = nullptr;
+
 template <typename Fn> bool resolve(void *lib, Fn &fn, const char *name) {
   fn = reinterpret_cast<Fn>(dlsym(lib, name));
+  if (!fn && !missingEntry)
+    missingEntry = name;
   return fn != nullptr;
 }
 
@@ -91,23 +95,25 @@ Driver *open(int backend, char *err, int len) {
     ok &= resolve(d.lib, d.moduleGetFunction, "hipModuleGetFunction");
     ok &= resolve(d.lib, d.funcSetAttribute, "hipFuncSetAttribute");
     ok &= resolve(d.lib, d.launchKernel, "hipModuleLaunchKernel");
-    resolve(d.lib, d.getErrorString, "hipDrvGetErrorString");
+    d.getErrorString = reinterpret_cast<decltype(d.getErrorString)>(
+        dlsym(d.lib, "hipDrvGetErrorString"));
   } else {
     ok &= resolve(d.lib, d.init, "cuInit");
     ok &= resolve(d.lib, d.ctxGetCurrent, "cuCtxGetCurrent");
     ok &= resolve(d.lib, d.ctxSetCurrent, "cuCtxSetCurrent");
     ok &= resolve(d.lib, d.deviceGet, "cuDeviceGet");
-    ok &= resolve(d.lib, d.primaryCtxRetain, "cuDevicePrimaryCtxRetain_v2");
+    ok &= resolve(d.lib, d.primaryCtxRetain, "cuDevicePrimaryCtxRetain");
     ok &= resolve(d.lib, d.moduleLoadData, "cuModuleLoadData");
     ok &= resolve(d.lib, d.moduleUnload, "cuModuleUnload");
     ok &= resolve(d.lib, d.moduleGetFunction, "cuModuleGetFunction");
     ok &= resolve(d.lib, d.funcSetAttribute, "cuFuncSetAttribute");
     ok &= resolve(d.lib, d.launchKernel, "cuLaunchKernel");
-    resolve(d.lib, d.getErrorString, "cuGetErrorString");
+    d.getErrorString = reinterpret_cast<decltype(d.getErrorString)>(
+        dlsym(d.lib, "cuGetErrorString"));
   }
   if (!ok) {
-    setError(err, len, "the driver library lacks an entry point this "
-                       "runtime needs");
+    setError(err, len, std::string("the driver library lacks ") +
+                           (missingEntry ? missingEntry : "an entry point"));
     dlclose(d.lib);
     d.lib = nullptr;
     return nullptr;
