@@ -290,12 +290,10 @@ def launch(kernel, args, stream, backend=0):
     for spec, arg in zip(kernel.record["params"], args):
         if spec["kind"] == "memref":
             shapes.append(arg.shape)
-            item = arg.itemsize
             fields = [ctypes.c_void_p(arg.ptr), ctypes.c_void_p(arg.ptr),
                       ctypes.c_int64(0)]
             fields += [ctypes.c_int64(n) for n in arg.shape]
             fields += [ctypes.c_int64(s) for s in arg.strides]
-            del item
         else:
             shapes.append(())
             fields = [ctypes.c_float(arg) if spec["dtype"] == "f32"
