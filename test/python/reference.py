@@ -19,7 +19,9 @@ TOL = {"f32": 2e-5, "f16": 3e-3, "bf16": 2e-2, "f8E4M3FN": 0.13,
 if os.environ.get("ATTN_MLIR_TEST_DEVICE") == "cuda":
     # Tensor cores round P to the input type before PV (FlashAttention-2
     # does the same); the CPU program keeps P in f32.
-    TOL.update({"f16": 8e-3, "bf16": 3e-2})
+    # f32 outputs on the GPU come from f16/bf16/fp8 inputs computed the same
+    # way (f32 queries have no tensor-core path and are skipped).
+    TOL.update({"f16": 8e-3, "bf16": 3e-2, "f32": 3e-3})
 
 
 def f64(x):

@@ -122,7 +122,7 @@ KeyLocator denseKeys(Value k, Value v, Value base, Value kvHead, Value kScale,
                      Value vScale) {
   return [=](LoopEmitter &e, Value key) {
     Value row = e.add(base, key);
-    KeyRow r{k, v, nullptr, nullptr, kScale, vScale, /*dIsLast=*/true};
+    KeyRow r{k, v, nullptr, nullptr, kScale, vScale, true, true};
     r.kAt = r.vAt = [=](Value d) { return SmallVector<Value>{row, kvHead, d}; };
     return r;
   };
@@ -222,8 +222,10 @@ void emitPrefixPrefill(LoopEmitter &e, ProgramTarget &target,
       cache.locate = [=](LoopEmitter &e, Value key) {
         Value blk = e.loadIndex(bt, {bIdx, e.divU(key, e.idx(blockSize))});
         Value off = e.remU(key, e.idx(blockSize));
-        KeyRow r{kc, vc, nullptr, nullptr, kScale, vScale, false};
-        // The K cache splits D into [D / x, x]; the V cache is [D, page].
+        // The K cache splits D into [D / x, x] (8-element chunks stay whole
+        // when x is a multiple of 8); the V cache is [D, page].
+        KeyRow r{kc, vc, nullptr, nullptr, kScale, vScale, split % 8 == 0,
+                 false};
         r.kAt = [=, &e](Value d) {
           return SmallVector<Value>{blk, kvHead, e.divU(d, e.idx(split)), off,
                                     e.remU(d, e.idx(split))};
@@ -293,7 +295,7 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
       walk.locate = [=](LoopEmitter &e, Value key) {
         Value blk = e.loadIndex(bt, {bIdx, e.divU(key, e.idx(blockSize))});
         Value off = e.remU(key, e.idx(blockSize));
-        KeyRow r{kc, vc, nullptr, nullptr, kScale, vScale, true};
+        KeyRow r{kc, vc, nullptr, nullptr, kScale, vScale, true, true};
         r.kAt = r.vAt = [=](Value d) {
           return SmallVector<Value>{blk, off, kvHead, d};
         };

@@ -70,13 +70,14 @@ struct ProgramRows {
 
 /// Where one key's K and V rows live: element d of K is
 /// `k[kAt(d)] * kScale`, of V `v[vAt(d)] * vScale` (scales may be null).
-/// When `dIsLast`, d is the last index of both and the rows may be read as
-/// vectors (if the memref's innermost stride is 1).
+/// `kChunks`/`vChunks`: elements d0 .. d0 + 7 (d0 a multiple of 8) are
+/// adjacent in the index space with d0's indices first, so they may be read
+/// as one vector when the memref's innermost stride is 1.
 struct KeyRow {
   Value k, v;
   std::function<SmallVector<Value>(Value d)> kAt, vAt;
   Value kScale, vScale;
-  bool dIsLast = false;
+  bool kChunks = false, vChunks = false;
 };
 using KeyLocator = std::function<KeyRow(LoopEmitter &, Value key)>;
 

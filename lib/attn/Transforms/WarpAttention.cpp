@@ -57,7 +57,7 @@ struct StagedRow {
   Value mem;                                     // source memref
   std::function<SmallVector<Value>(Value)> at;   // indices of element d
   Value scale;                                   // dequantization, or null
-  bool dIsLast = false;
+  bool chunks = false; // see KeyRow::kChunks
 };
 
 class WarpAttentionBuilder {
@@ -79,7 +79,13 @@ private:
   Value view(int64_t firstRow, int64_t numRows);
   void stage(Value dst, int64_t numRows,
              llvm::function_ref<StagedRow(Value)> source);
-  void waitStaged();
+  Value commitGroup();
+  /// Waits until at most `pending` of this thread's copy groups are in
+  /// flight, then synchronizes the block.
+  void waitGroups(Value token, int32_t pending);
+  void stageKeys(const KvWalk &walk, Value n0, Value nValid, bool isK);
+  SmallVector<Acc> scores(const ProgramRows &rows, Value n0, Value nValid);
+  void accumulate(const ProgramRows &rows, Value n0, SmallVector<Acc> &p);
   SmallVector<Value> ldmatrix(Value tile, Value row, Value col, int numTiles,
                               bool transpose);
   Value operandReg(Value pair);
@@ -87,8 +93,8 @@ private:
   Acc mma(ArrayRef<Value> a, ArrayRef<Value> bRegs, const Acc &c);
   SmallVector<Value> queryFragment(int64_t kStep);
   Value quadReduce(Value x, bool isMax);
-  void tileStep(const ProgramRows &rows, const KvWalk &walk, Value n0,
-                Value nValid);
+  void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
+                 Value hi);
   void epilogue(const ProgramRows &rows);
 
   Value rowOf(int64_t half) {
@@ -113,10 +119,10 @@ private:
   int64_t threads;
 
   Value tid, lane, warp, quadRow, quadCol;
+  Value alphaOf[2];
   Value qS, kS, vS;
   Value oAcc, mState, lState;
   SmallVector<SmallVector<Value>> qFrags;
-  bool pendingAsync = false;
 };
 
 void WarpAttentionBuilder::setUpThreads() {
@@ -150,7 +156,7 @@ void WarpAttentionBuilder::stage(Value dst, int64_t numRows,
       StagedRow src = source(r);
       auto srcType = cast<MemRefType>(src.mem.getType());
       bool contiguous = false;
-      if (src.dIsLast && !src.scale && srcType.getElementType() == ct &&
+      if (src.chunks && !src.scale && srcType.getElementType() == ct &&
           shape.headDim % 8 == 0) {
         SmallVector<int64_t> strides;
         int64_t offset;
@@ -173,7 +179,6 @@ void WarpAttentionBuilder::stage(Value dst, int64_t numRows,
               b, vecType, DenseElementsAttr::get(vecType, b.getZeroAttr(ct)));
           vector::StoreOp::create(b, zero, dst, ValueRange{r, d0});
         }
-        pendingAsync = true;
         return;
       }
       // Gather element by element (fp8 decode, scales, strided sources).
@@ -202,14 +207,14 @@ void WarpAttentionBuilder::stage(Value dst, int64_t numRows,
   });
 }
 
-void WarpAttentionBuilder::waitStaged() {
-  if (pendingAsync) {
-    auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
-    Value group = nvgpu::DeviceAsyncCreateGroupOp::create(b, tokenType,
-                                                          ValueRange{});
-    nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(0));
-    pendingAsync = false;
-  }
+Value WarpAttentionBuilder::commitGroup() {
+  // Always a group (possibly empty), so that wait counts are static.
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+  return nvgpu::DeviceAsyncCreateGroupOp::create(b, tokenType, ValueRange{});
+}
+
+void WarpAttentionBuilder::waitGroups(Value token, int32_t pending) {
+  nvgpu::DeviceAsyncWaitOp::create(b, token, b.getI32IntegerAttr(pending));
   gpu::BarrierOp::create(b);
 }
 
@@ -308,10 +313,10 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
     s.mem = q;
     s.at = [=](Value d) { return SmallVector<Value>{qRow, head, d}; };
     s.scale = rows.qScale;
-    s.dIsLast = true;
+    s.chunks = true;
     return s;
   });
-  waitStaged();
+  waitGroups(commitGroup(), 0);
   // Keep Q in registers when it fits next to the accumulators.
   if (g.dPad <= 128) {
     for (int64_t kk = 0; kk < g.dPad / 16; ++kk)
@@ -330,27 +335,22 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
     e.store(e.f32(0.0), oAcc, {e.idx(i)});
 
   for (const KvWalk &walk : walks) {
-    auto walkRange = [&](Value lo, Value hi) {
-      Value bn = e.idx(g.bn);
-      e.forLoop(lo, hi, bn, [&](Value n0) {
-        tileStep(rows, walk, n0, e.min(bn, e.sub(hi, n0)));
-      });
-    };
     if (walk.forEachRange)
-      walk.forEachRange(e, walkRange);
+      walk.forEachRange(e, [&](Value lo, Value hi) {
+        walkRange(rows, walk, lo, hi);
+      });
     else
-      walkRange(walk.lo, walk.hi);
+      walkRange(rows, walk, walk.lo, walk.hi);
   }
   epilogue(rows);
 }
 
-void WarpAttentionBuilder::tileStep(const ProgramRows &rows,
-                                    const KvWalk &walk, Value n0,
-                                    Value nValid) {
-  // Stage K and V; rows past nValid are zero (their keys are masked, and a
-  // zero V row keeps p = 0 columns from multiplying garbage).
+void WarpAttentionBuilder::stageKeys(const KvWalk &walk, Value n0,
+                                     Value nValid, bool isK) {
+  // Rows past nValid are zero (their keys are masked, and a zero V row keeps
+  // p = 0 columns from multiplying garbage).
   Value lastKey = e.add(n0, e.sub(nValid, e.idx(1)));
-  auto keyRow = [&](Value r, bool isK) {
+  stage(isK ? kS : vS, g.bn, [&](Value r) {
     Value key = e.min(e.add(n0, r), lastKey); // never locate past the range
     KeyRow kr = walk.locate(e, key);
     StagedRow s;
@@ -358,13 +358,36 @@ void WarpAttentionBuilder::tileStep(const ProgramRows &rows,
     s.mem = isK ? kr.k : kr.v;
     s.at = isK ? kr.kAt : kr.vAt;
     s.scale = isK ? kr.kScale : kr.vScale;
-    s.dIsLast = kr.dIsLast;
+    s.chunks = isK ? kr.kChunks : kr.vChunks;
     return s;
-  };
-  stage(kS, g.bn, [&](Value r) { return keyRow(r, true); });
-  stage(vS, g.bn, [&](Value r) { return keyRow(r, false); });
-  waitStaged();
+  });
+}
 
+void WarpAttentionBuilder::walkRange(const ProgramRows &rows,
+                                     const KvWalk &walk, Value lo, Value hi) {
+  // Software pipeline over the range's tiles, with one K and one V buffer:
+  // V(t) loads while QK(t) and the softmax run, K(t+1) while PV(t) runs.
+  Value bn = e.idx(g.bn);
+  auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
+  e.ifThen(e.lt(lo, hi), [&] { stageKeys(walk, lo, validAt(lo), true); });
+  commitGroup();
+  e.forLoop(lo, hi, bn, [&](Value n0) {
+    Value nValid = validAt(n0);
+    stageKeys(walk, n0, nValid, false);
+    waitGroups(commitGroup(), 1); // K(t) has landed
+    SmallVector<Acc> p = scores(rows, n0, nValid);
+    gpu::BarrierOp::create(b); // every warp is done with K(t)
+    Value next = e.add(n0, bn);
+    e.ifThen(e.lt(next, hi),
+             [&] { stageKeys(walk, next, validAt(next), true); });
+    waitGroups(commitGroup(), 1); // V(t) has landed
+    accumulate(rows, n0, p);
+    gpu::BarrierOp::create(b); // every warp is done with V(t)
+  });
+}
+
+SmallVector<WarpAttentionBuilder::Acc>
+WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid) {
   // S = Q K^T: B operand tiles are 8 keys x 16 dims, read from K's rows.
   int64_t nTiles = g.bn / 8, kSteps = g.dPad / 16;
   SmallVector<Acc> s(nTiles);
@@ -440,7 +463,16 @@ void WarpAttentionBuilder::tileStep(const ProgramRows &rows,
         s[j][i] = math.probability(rows, rowOf(i / 2), e.add(n0, colOf(j, i)),
                                    s[j][i]);
   }
+  // The output rescale rides along with P for accumulate().
+  alphaOf[0] = alpha[0];
+  alphaOf[1] = alpha[1];
+  return s;
+}
 
+void WarpAttentionBuilder::accumulate(const ProgramRows &rows, Value n0,
+                                      SmallVector<Acc> &s) {
+  SmallVector<Value> alpha = {alphaOf[0], alphaOf[1]};
+  Value lane8 = e.remU(lane, e.idx(8));
   // O = alpha * O + P V: B operand tiles are 16 keys x 8 dims of V, read
   // transposed.
   int64_t dTiles = g.dPad / 8;
@@ -468,8 +500,6 @@ void WarpAttentionBuilder::tileStep(const ProgramRows &rows,
   for (int64_t dj = 0; dj < dTiles; ++dj)
     for (int64_t i = 0; i < 4; ++i)
       e.store(acc[dj][i], oAcc, {accIndex(dj, i)});
-  // The next tile overwrites K and V only after every warp is done.
-  gpu::BarrierOp::create(b);
 }
 
 void WarpAttentionBuilder::epilogue(const ProgramRows &rows) {
