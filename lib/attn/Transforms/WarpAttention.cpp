@@ -148,62 +148,82 @@ void WarpAttentionBuilder::stage(Value dst, int64_t numRows,
   int64_t chunksPerRow = g.dPad / 8, total = numRows * chunksPerRow;
   int64_t iters = (total + threads - 1) / threads;
   auto vecType = VectorType::get({8}, ct);
+
+  struct Chunk {
+    Value r, d0, inRange;
+    StagedRow src;
+    bool vector;
+    SmallVector<Value> at; // source indices of element d0
+  };
+  auto prepare = [&](Value c) {
+    Chunk k;
+    k.r = e.divU(c, e.idx(chunksPerRow));
+    k.d0 = e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8));
+    k.src = source(k.r);
+    auto srcType = cast<MemRefType>(k.src.mem.getType());
+    k.vector = false;
+    if (k.src.chunks && !k.src.scale && srcType.getElementType() == ct &&
+        shape.headDim % 8 == 0) {
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      k.vector = succeeded(srcType.getStridesAndOffset(strides, offset)) &&
+                 strides.back() == 1;
+    }
+    k.inRange = e.andI(k.src.valid, e.lt(k.d0, e.idx(shape.headDim)));
+    if (k.vector)
+      k.at = k.src.at(k.d0);
+    return k;
+  };
+  auto issue = [&](const Chunk &k) {
+    if (k.vector) {
+      // 16 bytes straight from global memory into shared memory.
+      auto ifOp = scf::IfOp::create(b, k.inRange, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
+          ValueRange{k.r, k.d0}, k.src.mem, k.at, b.getIndexAttr(8), Value(),
+          UnitAttr());
+      b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+      Value zero = arith::ConstantOp::create(
+          b, vecType, DenseElementsAttr::get(vecType, b.getZeroAttr(ct)));
+      vector::StoreOp::create(b, zero, dst, ValueRange{k.r, k.d0});
+      return;
+    }
+    // Gather element by element (fp8 decode, scales, strided sources).
+    SmallVector<Value> elems;
+    for (int64_t j = 0; j < 8; ++j) {
+      Value d = e.add(k.d0, e.idx(j));
+      Value ok = e.andI(k.src.valid, e.lt(d, e.idx(shape.headDim)));
+      auto ifOp = scf::IfOp::create(b, TypeRange{b.getF32Type()}, ok,
+                                    /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        scf::YieldOp::create(b, e.load32(k.src.mem, k.src.at(d), k.src.scale));
+        b.setInsertionPointToStart(ifOp.elseBlock());
+        scf::YieldOp::create(b, e.f32(0.0));
+      }
+      elems.push_back(arith::TruncFOp::create(b, ct, ifOp.getResult(0)));
+    }
+    Value vec = vector::FromElementsOp::create(b, vecType, elems);
+    vector::StoreOp::create(b, vec, dst, ValueRange{k.r, k.d0});
+  };
+
+  if (total % threads == 0 && iters <= 32) {
+    // Unrolled, with every chunk's address (block-table reads included)
+    // computed before the first copy: the reads overlap instead of each
+    // waiting behind the previous copy.
+    SmallVector<Chunk> chunks;
+    for (int64_t it = 0; it < iters; ++it)
+      chunks.push_back(prepare(e.add(tid, e.idx(it * threads))));
+    for (const Chunk &k : chunks)
+      issue(k);
+    return;
+  }
   e.forLoop(0, iters, [&](Value it) {
     Value c = e.add(tid, e.mul(it, e.idx(threads)));
-    auto body = [&] {
-      Value r = e.divU(c, e.idx(chunksPerRow));
-      Value d0 = e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8));
-      StagedRow src = source(r);
-      auto srcType = cast<MemRefType>(src.mem.getType());
-      bool contiguous = false;
-      if (src.chunks && !src.scale && srcType.getElementType() == ct &&
-          shape.headDim % 8 == 0) {
-        SmallVector<int64_t> strides;
-        int64_t offset;
-        contiguous = succeeded(srcType.getStridesAndOffset(strides, offset)) &&
-                     strides.back() == 1;
-      }
-      Value inRange = e.andI(src.valid, e.lt(d0, e.idx(shape.headDim)));
-      if (contiguous) {
-        // 16 bytes straight from global memory into shared memory.
-        auto ifOp = scf::IfOp::create(b, inRange, /*withElseRegion=*/true);
-        {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-          nvgpu::DeviceAsyncCopyOp::create(
-              b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
-              ValueRange{r, d0}, src.mem, src.at(d0), b.getIndexAttr(8),
-              Value(), UnitAttr());
-          b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-          Value zero = arith::ConstantOp::create(
-              b, vecType, DenseElementsAttr::get(vecType, b.getZeroAttr(ct)));
-          vector::StoreOp::create(b, zero, dst, ValueRange{r, d0});
-        }
-        return;
-      }
-      // Gather element by element (fp8 decode, scales, strided sources).
-      SmallVector<Value> elems;
-      for (int64_t j = 0; j < 8; ++j) {
-        Value d = e.add(d0, e.idx(j));
-        Value ok = e.andI(src.valid, e.lt(d, e.idx(shape.headDim)));
-        auto ifOp = scf::IfOp::create(b, TypeRange{b.getF32Type()}, ok,
-                                      /*withElseRegion=*/true);
-        {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(ifOp.thenBlock());
-          scf::YieldOp::create(b, e.load32(src.mem, src.at(d), src.scale));
-          b.setInsertionPointToStart(ifOp.elseBlock());
-          scf::YieldOp::create(b, e.f32(0.0));
-        }
-        elems.push_back(arith::TruncFOp::create(b, ct, ifOp.getResult(0)));
-      }
-      Value vec = vector::FromElementsOp::create(b, vecType, elems);
-      vector::StoreOp::create(b, vec, dst, ValueRange{r, d0});
-    };
-    if (total % threads == 0)
-      body();
-    else
-      e.ifThen(e.lt(c, e.idx(total)), body);
+    e.ifThen(e.lt(c, e.idx(total)), [&] { issue(prepare(c)); });
   });
 }
 
