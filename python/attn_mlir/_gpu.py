@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
 from pathlib import Path
@@ -285,24 +286,25 @@ def load_bundle(bundle, device_index, backend=0):
 
 def launch(kernel, args, stream, backend=0):
     """Launches `kernel` with `args` (the op's operands, in op order: Views
-    of device memory, or python scalars) on `stream` (a raw handle)."""
-    storage, pointers, shapes = [], [], []
+    of device memory, or python scalars) on `stream` (a raw handle). Every
+    parameter is packed into one 8-byte slot of a single buffer."""
+    words, shapes = [], []
     for spec, arg in zip(kernel.record["params"], args):
         if spec["kind"] == "memref":
             shapes.append(arg.shape)
-            fields = [ctypes.c_void_p(arg.ptr), ctypes.c_void_p(arg.ptr),
-                      ctypes.c_int64(0)]
-            fields += [ctypes.c_int64(n) for n in arg.shape]
-            fields += [ctypes.c_int64(s) for s in arg.strides]
+            words += [arg.ptr, arg.ptr, 0, *arg.shape, *arg.strides]
         else:
             shapes.append(())
-            fields = [ctypes.c_float(arg) if spec["dtype"] == "f32"
-                      else ctypes.c_int64(arg)]
-        storage += fields
-    pointers = (ctypes.c_void_p * len(storage))(
-        *[ctypes.cast(ctypes.byref(f), ctypes.c_void_p) for f in storage])
+            if spec["dtype"] == "f32":
+                words.append(struct.unpack("<I", struct.pack("<f", arg))[0])
+            else:
+                words.append(int(arg))
+    n = len(words)
+    buf = (ctypes.c_uint64 * n)(*[w & 0xFFFFFFFFFFFFFFFF for w in words])
+    base = ctypes.addressof(buf)
+    pointers = (ctypes.c_void_p * n)(*range(base, base + 8 * n, 8))
     gx, gy, gz = kernel.grid(shapes)
-    err = ctypes.create_string_buffer(1024)
+    err = ctypes.create_string_buffer(256)
     _check(runtime().attn_rt_launch(
         backend, kernel.function, gx, gy, gz, kernel.record["threads"],
         kernel.record["shared_bytes"], ctypes.c_void_p(stream), pointers, err,

@@ -58,6 +58,11 @@ def _schedule_attr(schedule):
             f"heads_per_program = {pack}>")
 
 
+# (MLIR text, device index) -> loaded kernels: a repeated call costs one
+# dictionary lookup, not a bundle search.
+_GPU_KERNELS = {}
+
+
 class _Call:
     """Builds `func.func @kernel(...) { attn.<op> ... }` and runs it."""
 
@@ -132,13 +137,17 @@ class _Call:
         import torch
         from . import _gpu
         dev = self.device
-        if torch.version.hip:
-            raise NotImplementedError(
-                "ROCm tensors: the ROCDL backend is not built yet")
-        chip = _gpu.chip_for_capability(*torch.cuda.get_device_capability(dev))
-        bundle = _gpu.bundle_for(text, chip)
+        kernels = _GPU_KERNELS.get((text, dev.index))
+        if kernels is None:
+            if torch.version.hip:
+                raise NotImplementedError(
+                    "ROCm tensors: the ROCDL backend is not built yet")
+            chip = _gpu.chip_for_capability(
+                *torch.cuda.get_device_capability(dev))
+            kernels = _gpu.load_bundle(_gpu.bundle_for(text, chip), dev.index)
+            _GPU_KERNELS[(text, dev.index)] = kernels
         stream = torch.cuda.current_stream(dev).cuda_stream
-        for kernel in _gpu.load_bundle(bundle, dev.index):
+        for kernel in kernels:
             args = [self.params[p["arg"]][3] for p in kernel.record["params"]]
             _gpu.launch(kernel, args, stream)
 
