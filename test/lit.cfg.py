@@ -27,3 +27,11 @@ tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
 tools = ["attn-opt"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 config.substitutions.append(("%python", config.python_executable))
+
+# ptxas (CUDA toolkit) assembles the PTX for the resource checks when present.
+import shutil as _shutil
+_ptxas = next((p for p in ("/usr/local/cuda/bin/ptxas", _shutil.which("ptxas"))
+               if p and os.path.exists(p)), None)
+if _ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", _ptxas))

@@ -4,12 +4,17 @@
 // per program and 8-key tiles.
 // CHECK-LABEL: func.func @flash_causal
 // CHECK-SAME: (%[[Q:.*]]: memref<?x4x16xf16>, %[[K:.*]]: memref<?x2x16xf16>, %[[V:.*]]: memref<?x2x16xf16>, %[[CQ:.*]]: memref<?xi32>, %[[CK:.*]]: memref<?xi32>, %[[S:.*]]: f32, %[[O:.*]]: memref<?x4x16xf16>)
-// Grid sizing: the most query tiles any sequence needs.
-// CHECK: %[[TILES:.*]] = scf.for {{.*}} iter_args
-// CHECK: arith.ceildivsi %{{.*}}, %c2
-// CHECK: arith.maxsi
-// The grid: sequences x query tiles x head groups (4 heads / 2 per program).
-// CHECK: scf.parallel (%[[B:.*]], %[[T:.*]], %[[G:.*]]) = (%c0, %c0, %c0) to (%{{.*}}, %[[TILES]], %c2)
+// Grid sizing from shapes alone: floor(tokens / block_q) + batch query
+// tiles cover every sequence's tiles.
+// CHECK: %[[DIM:.*]] = memref.dim %[[Q]], %c0
+// CHECK: arith.divui %[[DIM]], %c2
+// CHECK: %[[NCU:.*]] = memref.dim %[[CQ]], %c0
+// CHECK: %[[TILES:.*]] = arith.addi %{{.*}}, %[[NCU]]
+// The grid: query tiles x head groups (4 heads / 2 per program).
+// CHECK: scf.parallel (%[[P:.*]], %[[G:.*]]) = (%c0, %c0) to (%[[TILES]], %c2)
+// A program finds its sequence by binary search over the tiles' starts.
+// CHECK: scf.while
+// CHECK: arith.cmpi sle, %{{.*}}, %[[P]]
 // CHECK: scf.if
 // Fully masked tiles are never visited: the walk ends at min(last query + 1, Lk).
 // CHECK: %[[NT:.*]] = arith.minsi %{{.*}}, %c2 : index
@@ -53,7 +58,7 @@ func.func @flash_causal(%q: memref<?x4x16xf16>, %k: memref<?x2x16xf16>, %v: memr
 // three partials per segment.
 // CHECK-LABEL: func.func @unified_split
 // CHECK-SAME: %[[BT:[a-z0-9]+]]: memref<?x?xi32>
-// CHECK: scf.parallel ({{.*}}) = (%c0, %c0, %c0, %c0) to ({{.*}}, %c4)
+// CHECK: scf.parallel ({{.*}}) = (%c0, %c0, %c0) to ({{.*}}, %c4)
 // CHECK: memref.load %[[BT]]
 // CHECK: arith.remui %{{.*}}, %c16
 // CHECK: memref.store {{.*}} : memref<?x8x4xf32>

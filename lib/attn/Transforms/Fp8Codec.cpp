@@ -94,14 +94,24 @@ Value mlir::attn::emitF32ToFp8(ImplicitLocOpBuilder &b, Type fp8Type,
   Fp8Format f = formatOf(fp8Type);
   Value bitsIn = arith::BitcastOp::create(b, b.getI32Type(), value);
   Value sign = arith::ShRUIOp::create(b, bitsIn, c32(b, 31));
-  Value a = arith::MinimumFOp::create(b, math::AbsFOp::create(b, value),
+  // |value| by clearing the sign bit, and round-half-even below by the
+  // 2^23 trick: plain arith, so GPU targets need no device library.
+  Value magnitude = arith::BitcastOp::create(
+      b, b.getF32Type(), arith::AndIOp::create(b, bitsIn, c32(b, 0x7fffffff)));
+  Value a = arith::MinimumFOp::create(b, magnitude,
                                       cf(b, fp8MaxFinite(fp8Type)));
 
   // Subnormal range: round a / 2^(1 - bias - mantBits) to an integer.
   Value scaled = arith::MulFOp::create(
       b, a, cf(b, std::ldexp(1.0, f.bias - 1 + f.mantBits)));
+  // (x + 2^23) - 2^23 rounds 0 <= x < 2^23 to the nearest even integer; the
+  // subnormal range needs only x < 2^(mantBits + 1).
+  Value twoP23 = cf(b, 8388608.0);
+  Value roundedScaled = arith::SubFOp::create(
+      b, arith::AddFOp::create(b, scaled, twoP23), twoP23);
   Value subCode = arith::FPToUIOp::create(b, b.getI32Type(),
-                                          math::RoundEvenOp::create(b, scaled));
+                                          arith::MinimumFOp::create(
+                                              b, roundedScaled, twoP23));
   // Normal range: round the f32 mantissa to mantBits (nearest even), rebias.
   int shift = 23 - f.mantBits;
   Value u = arith::BitcastOp::create(b, b.getI32Type(), a);

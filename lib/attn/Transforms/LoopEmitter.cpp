@@ -83,10 +83,13 @@ Value LoopEmitter::tanh(Value x) {
   if (!exp2Fn)
     return math::TanhOp::create(b, x);
   // tanh(x) = sign(x) * (1 - 2 / (exp(2|x|) + 1)): no overflow, no NaN.
-  Value ax = math::AbsFOp::create(b, x);
+  // Plain arith (no math.absf/copysign): GPU targets would turn those into
+  // device-library calls.
+  Value negative = cmpF(arith::CmpFPredicate::OLT, x, f32(0.0));
+  Value ax = select(negative, arith::NegFOp::create(b, x), x);
   Value t = exp2(mulF(ax, f32(2.0 * 1.4426950408889634)));
   Value r = subF(f32(1.0), divF(f32(2.0), addF(t, f32(1.0))));
-  return math::CopySignOp::create(b, r, x);
+  return select(negative, arith::NegFOp::create(b, r), r);
 }
 
 void LoopEmitter::forLoop(Value lo, Value hi, Value step,

@@ -1,0 +1,64 @@
+// RUN: attn-opt %s --split-input-file --attn-plan=target=nvvm --convert-attn-to-gpu --verify-diagnostics | FileCheck %s
+
+// The host launches one block per program over a shape-only grid; the kernel
+// is a warp program on the tensor cores.
+// CHECK: module attributes {attn.manifest = "[{\22name\22: \22flash\22, \22op\22: \22attn.flash\22, \22threads\22: 128, \22shared_bytes\22: {{[0-9]+}}
+// CHECK-SAME: gpu.container_module
+// CHECK-LABEL: func.func @flash
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: memref<?x8x64xbf16>, %{{[a-z0-9]+}}: memref<?x2x64xbf16>, %{{[a-z0-9]+}}: memref<?x2x64xbf16>, %[[CQ:[a-z0-9]+]]: memref<?xi32>,
+// CHECK: memref.dim %[[Q]], %c0
+// CHECK: memref.dim %[[CQ]], %c0
+// CHECK: gpu.launch_func @attn_kernels::@flash blocks in (%{{.*}}, %c2{{.*}}, %c1{{.*}}) threads in (%c128{{.*}}, %c1{{.*}}, %c1{{.*}}) dynamic_shared_memory_size
+// CHECK: gpu.module @attn_kernels
+// CHECK: gpu.func @flash({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// Per-thread state in the entry block (promoted to registers).
+// CHECK: memref.alloca() : memref<32xf32>
+// CHECK: gpu.dynamic_shared_memory
+// CHECK: gpu.block_id x
+// CHECK: scf.while
+// Q staged with 16-byte copies, then held as A fragments.
+// CHECK: nvgpu.device_async_copy {{.*}}, 8 :
+// CHECK: nvgpu.device_async_wait
+// CHECK: gpu.barrier
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
+// The KV walk: QK on mma.sync, softmax with quad shuffles and ex2, PV with
+// transposed ldmatrix of V.
+// CHECK: scf.for
+// CHECK: nvvm.mma.sync {{.*}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK: gpu.shuffle  xor
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// CHECK: nvvm.mma.sync
+// CHECK: gpu.return
+func.func @flash(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
+                 %cq: memref<?xi32>, %ck: memref<?xi32>, %scale: f32, %o: memref<?x8x64xbf16>) {
+  attn.flash q(%q : memref<?x8x64xbf16>) k(%k : memref<?x2x64xbf16>) v(%v : memref<?x2x64xbf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%scale)
+      out(%o : memref<?x8x64xbf16>) {causal}
+  return
+}
+
+// -----
+
+// merge_states: a block per (token, head), threads over the head dim.
+// CHECK-LABEL: func.func @merge
+// CHECK: gpu.launch_func @attn_kernels::@merge blocks in (%{{.*}}, %{{.*}}, %c1{{.*}}) threads in (%c128
+// CHECK: gpu.func @merge
+// CHECK: gpu.thread_id x
+func.func @merge(%p: memref<?x4x3x64xf32>, %m: memref<?x4x3xf32>, %s: memref<?x4x3xf32>, %o: memref<?x4x64xf16>) {
+  attn.merge_states partial(%p : memref<?x4x3x64xf32>) segment_max(%m : memref<?x4x3xf32>)
+      segment_sum(%s : memref<?x4x3xf32>) out(%o : memref<?x4x64xf16>)
+  return
+}
+
+// -----
+
+// f32 queries have no tensor-core path: a diagnostic, not a crash.
+func.func @f32(%q: memref<?x2x64xf32>, %k: memref<?x2x64xf32>, %v: memref<?x2x64xf32>,
+               %cq: memref<?xi32>, %ck: memref<?xi32>, %scale: f32, %o: memref<?x2x64xf32>) {
+  // expected-error @+1 {{has no tensor-core path on nvvm}}
+  attn.flash q(%q : memref<?x2x64xf32>) k(%k : memref<?x2x64xf32>) v(%v : memref<?x2x64xf32>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%scale)
+      out(%o : memref<?x2x64xf32>)
+  return
+}
