@@ -1,5 +1,6 @@
 """Times the split-KV decode's two kernels separately (diagnosis helper)."""
-import math, os, sys
+import sys
+import time
 from pathlib import Path
 import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +29,6 @@ for B, ctx, seg in ((8, 8192, 8), (64, 2048, 0)):
         f1 = lambda: ops.unified(q, kc, vc, bt, cu, su, o, scale=0.1)
         f1(); torch.cuda.synchronize()
         print("nosplit", B, ctx, "us", bench(f1) * 1e3)
-    import time
     t = time.perf_counter()
     for _ in range(100): f1()
     print("  host us per call", (time.perf_counter() - t) * 1e4)

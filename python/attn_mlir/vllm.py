@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from . import ops
-from ._abi import FLOATS, FP8, NUMPY_DTYPES, host_values, is_torch, view
+from ._abi import FLOATS, FP8, NUMPY_DTYPES, device_of, host_values, is_torch, view
 
 # ---------------------------------------------------------------------------
 # Argument checks
@@ -34,6 +34,15 @@ def _dtype(v, allowed):
 def _same(a, b, what):
     if a != b:
         raise ValueError(what)
+
+
+def _host_only(entry, op, q):
+    """These entry points read and check index arrays on the host; on a GPU
+    that would synchronize, so CUDA tensors go through attn_mlir.ops."""
+    if device_of(q) is not None:
+        raise ValueError(f"{entry}: q is a CUDA tensor; attn_mlir.vllm runs "
+                         f"host arrays only for now, call attn_mlir.ops.{op} "
+                         f"with CUDA tensors instead")
 
 
 def _ints(x, name, length=None):
@@ -141,6 +150,7 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
                           k_scale, v_scale, alibi_slopes=None,
                           sliding_window=None, sm_scale=None,
                           skip_decode=False, fp8_out_scale=None, sinks=None):
+    _host_only("context_attention_fwd", "prefix_prefill", q)
     qv, kv_, vv, ov = (view(q, "q"), view(k, "k"), view(v, "v"), view(o, "o"))
     for t in (qv, kv_, vv, ov):
         _rank(t, 3, "[tokens, heads, head_dim]")
@@ -232,6 +242,7 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
                       alibi_slopes=None, output_scale=None, sinks=None, *,
                       num_segments=None):
     """`num_segments` (keyword, not in vLLM) forces the split-KV form."""
+    _host_only("unified_attention", "unified", q)
     if not causal:
         raise ValueError("causal: only causal attention is supported")
     qv, kc, vc, ov = (view(q, "q"), view(k, "k"), view(v, "v"), view(out, "out"))
@@ -338,6 +349,7 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
                      philox_seed=0x1BF52, philox_offset=0x1D4B42):
     """Returns (o, None). `dropout_p` and the Philox seed/offset (keywords,
     not in vLLM's signature, which always passes 0) enable dropout."""
+    _host_only("triton_attention", "flash", q)
     qv, kv_, vv = view(q, "q"), view(k, "k"), view(v, "v")
     for t in (qv, kv_, vv):
         _rank(t, 3, "[tokens, heads, head_dim]")
@@ -404,6 +416,7 @@ def blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
                                       sm_scale, sparse_layout, *,
                                       block_size=64, q_block_size=None,
                                       max_seqlen=None):
+    _host_only("blocksparse_flash_attn_varlen_fwd", "blocksparse", q)
     qv, kv_, vv = view(q, "q"), view(k, "k"), view(v, "v")
     for t in (qv, kv_, vv):
         _rank(t, 3, "[tokens, heads, head_dim]")

@@ -152,14 +152,10 @@ void TiledAttentionBuilder::emitProgram(const ProgramRows &rows,
     rowSum = buffers[6];
     loadQueries(rows);
     initState(rows);
-    for (const KvWalk &walk : walks) {
-      if (walk.forEachRange)
-        walk.forEachRange(e, [&](Value lo, Value hi) {
-          walkRange(rows, walk, lo, hi);
-        });
-      else
-        walkRange(rows, walk, walk.lo, walk.hi);
-    }
+    for (const KvWalk &walk : walks)
+      walk.visitRanges(e, [&](Value lo, Value hi) {
+        walkRange(rows, walk, lo, hi);
+      });
     epilogue(rows);
   });
 }

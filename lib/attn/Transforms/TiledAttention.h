@@ -91,6 +91,15 @@ struct KvWalk {
   std::function<void(LoopEmitter &,
                      llvm::function_ref<void(Value, Value)> visit)>
       forEachRange;
+
+  /// Calls `visit(lo, hi)` for each range the walk covers.
+  void visitRanges(LoopEmitter &e,
+                   llvm::function_ref<void(Value, Value)> visit) const {
+    if (forEachRange)
+      forEachRange(e, visit);
+    else
+      visit(lo, hi);
+  }
 };
 
 /// The element-level semantics every target shares (docs/semantics.md,

@@ -84,8 +84,14 @@ private:
   /// flight, then synchronizes the block.
   void waitGroups(Value token, int32_t pending);
   void stageKeys(const KvWalk &walk, Value n0, Value nValid, bool isK);
-  SmallVector<Acc> scores(const ProgramRows &rows, Value n0, Value nValid);
-  void accumulate(const ProgramRows &rows, Value n0, SmallVector<Acc> &p);
+  /// P of one KV tile (accumulator layout) and the factors that rescale
+  /// the output rows (quadRow, quadRow + 8) to the new running max.
+  struct Probabilities {
+    SmallVector<Acc> p;
+    Value alpha[2];
+  };
+  Probabilities scores(const ProgramRows &rows, Value n0, Value nValid);
+  void accumulate(const Probabilities &probs);
   SmallVector<Value> ldmatrix(Value tile, Value row, Value col, int numTiles,
                               bool transpose);
   Value operandReg(Value pair);
@@ -119,7 +125,6 @@ private:
   int64_t threads;
 
   Value tid, lane, warp, quadRow, quadCol;
-  Value alphaOf[2];
   Value qS, kS, vS;
   Value oAcc, mState, lState;
   SmallVector<SmallVector<Value>> qFrags;
@@ -354,14 +359,10 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
   for (int64_t i = 0; i < g.dPad / 8 * 4; ++i)
     e.store(e.f32(0.0), oAcc, {e.idx(i)});
 
-  for (const KvWalk &walk : walks) {
-    if (walk.forEachRange)
-      walk.forEachRange(e, [&](Value lo, Value hi) {
-        walkRange(rows, walk, lo, hi);
-      });
-    else
-      walkRange(rows, walk, walk.lo, walk.hi);
-  }
+  for (const KvWalk &walk : walks)
+    walk.visitRanges(e, [&](Value lo, Value hi) {
+      walkRange(rows, walk, lo, hi);
+    });
   epilogue(rows);
 }
 
@@ -395,18 +396,18 @@ void WarpAttentionBuilder::walkRange(const ProgramRows &rows,
     Value nValid = validAt(n0);
     stageKeys(walk, n0, nValid, false);
     waitGroups(commitGroup(), 1); // K(t) has landed
-    SmallVector<Acc> p = scores(rows, n0, nValid);
+    Probabilities p = scores(rows, n0, nValid);
     gpu::BarrierOp::create(b); // every warp is done with K(t)
     Value next = e.add(n0, bn);
     e.ifThen(e.lt(next, hi),
              [&] { stageKeys(walk, next, validAt(next), true); });
     waitGroups(commitGroup(), 1); // V(t) has landed
-    accumulate(rows, n0, p);
+    accumulate(p);
     gpu::BarrierOp::create(b); // every warp is done with V(t)
   });
 }
 
-SmallVector<WarpAttentionBuilder::Acc>
+WarpAttentionBuilder::Probabilities
 WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid) {
   // S = Q K^T: B operand tiles are 8 keys x 16 dims, read from K's rows.
   int64_t nTiles = g.bn / 8, kSteps = g.dPad / 16;
@@ -483,15 +484,16 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid) {
         s[j][i] = math.probability(rows, rowOf(i / 2), e.add(n0, colOf(j, i)),
                                    s[j][i]);
   }
-  // The output rescale rides along with P for accumulate().
-  alphaOf[0] = alpha[0];
-  alphaOf[1] = alpha[1];
-  return s;
+  Probabilities probs;
+  probs.p = std::move(s);
+  probs.alpha[0] = alpha[0];
+  probs.alpha[1] = alpha[1];
+  return probs;
 }
 
-void WarpAttentionBuilder::accumulate(const ProgramRows &rows, Value n0,
-                                      SmallVector<Acc> &s) {
-  SmallVector<Value> alpha = {alphaOf[0], alphaOf[1]};
+void WarpAttentionBuilder::accumulate(const Probabilities &probs) {
+  const SmallVector<Acc> &s = probs.p;
+  const Value *alpha = probs.alpha;
   Value lane8 = e.remU(lane, e.idx(8));
   // O = alpha * O + P V: B operand tiles are 16 keys x 8 dims of V, read
   // transposed.
