@@ -106,6 +106,44 @@ def dense():
         emit(row)
 
 
+# Schedules tried side by side by `variants` (block_q, block_n, pack, warps):
+# the plan's default first.
+VARIANTS = {
+    (64, False): [None, (64, 64, 1, 4), (128, 128, 1, 4), (64, 64, 1, 2)],
+    (128, False): [None, (64, 64, 1, 0), (128, 64, 1, 8), (64, 64, 1, 2),
+                   (128, 32, 1, 4)],
+    (128, True): [None, (64, 64, 1, 0), (128, 64, 1, 8)],
+    (256, False): [None, (64, 32, 1, 0), (64, 64, 1, 4), (128, 32, 1, 8)],
+}
+
+
+def variants():
+    """Dense flash under several schedules (tile-size exploration)."""
+    for (D, causal), schedules in VARIANTS.items():
+        S_ = 8192
+        H, B = 2048 // D, 16384 // S_
+        flops = 4 * B * H * S_ * S_ * D * (0.5 if causal else 1.0)
+        qv, kv, vv = (randn(B * S_, H, D) for _ in range(3))
+        cu = ints(np.arange(B + 1) * S_)
+        scale = 1 / math.sqrt(D)
+        ref = None
+        if not DRY:
+            q1, k1, v1 = (t[:S_].view(S_, H, D).transpose(0, 1)[None].float()
+                          for t in (qv, kv, vv))
+            ref = F.scaled_dot_product_attention(q1, k1, v1, is_causal=causal)
+        for sched in schedules:
+            o = randn(B * S_, H, D)
+            fn = lambda: ops.flash(qv, kv, vv, cu, cu, o, scale=scale,
+                                   causal=causal, schedule=sched)
+            row = dict(kind="variant", D=D, causal=causal,
+                       schedule=list(sched) if sched else "plan")
+            row["attn_mlir"] = flops / timed(fn) / 1e9
+            if DRY:
+                continue
+            row["err"] = relerr(o[:S_].view(S_, H, D).transpose(0, 1)[None], ref)
+            emit(row)
+
+
 def prefix():
     D, Hq, Hk, bs, x = 128, 32, 8, 16, 8
     for B, ctx, ql in ((8, 2048, 512), (16, 1024, 256)):
@@ -249,6 +287,11 @@ def table():
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in ROWS:
         k = r["kind"]
+        if k == "variant":
+            print(f"| dense D={r['D']} {'causal' if r['causal'] else 'full'} "
+                  f"schedule {r['schedule']} (TFLOP/s) | {r['attn_mlir']:.0f} "
+                  f"| - | - | - | - | - |")
+            continue
         if k == "dense":
             name = f"dense D={r['D']} S={r['S']} {'causal' if r['causal'] else 'full'} (TFLOP/s)"
             ours, seed, fa2, cud = r["attn_mlir"], r["seed"], r.get("sdpa_flash"), r.get("sdpa_cudnn")

@@ -1,16 +1,38 @@
 #!/usr/bin/env bash
-# One device call: the GPU test suite (whole CPU grid on CUDA), a
-# compute-sanitizer memcheck per op, then the benchmark beside the peers.
-# Expects AOT bundles in .device/bundles and the peers in .peers (carried).
+# One device call: the GPU test suite (whole CPU grid on CUDA, plus
+# attn_mlir.vllm on CUDA tensors), a compute-sanitizer memcheck of one call
+# per op, the benchmark beside the peers, and an Nsight Compute profile of
+# the dense kernel. Expects AOT bundles in .device/bundles and the peers in
+# .peers (carried). Usage: bench/device_run.sh [all|tests|sanitize|bench|profile]...
 set -uo pipefail
 export PYTHONUNBUFFERED=1 ATTN_MLIR_BUNDLES="$PWD/.device/bundles" ATTN_MLIR_CACHE=/tmp/attn_cache
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-what="${1:-all}"
-if [[ "$what" == all || "$what" == tests ]]; then
+steps=("${@:-all}")
+want() { [[ " ${steps[*]} " == *" all "* || " ${steps[*]} " == *" $1 "* ]]; }
+if want tests; then
+  echo "== GPU tests"
   ATTN_MLIR_TEST_DEVICE=cuda timeout 300 python3 -m pytest -q -p no:cacheprovider test/python \
-    -k "${TESTS_K:-not nothing}" 2>&1 | tee "$OUT/gpu_tests.log" | tail -40
+    -k "${TESTS_K:-not nothing}" 2>&1 | tee "$OUT/gpu_tests.log" | tail -30
 fi
-if [[ "$what" == all || "$what" == bench ]]; then
+if want sanitize; then
+  # One call per op (prefix prefill, unified, split-KV + merge_states, flash,
+  # blocksparse) on CUDA tensors, under memcheck.
+  echo "== compute-sanitizer memcheck"
+  SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  ATTN_MLIR_TEST_DEVICE=cuda timeout 400 "$SAN" --tool memcheck --error-exitcode 9 \
+    python3 -m pytest -q -p no:cacheprovider test/python/test_vllm_cuda.py 2>&1 \
+    | tee "$OUT/memcheck.log" | tail -15
+  echo "memcheck exit: ${PIPESTATUS[0]}"
+fi
+if want bench; then
+  echo "== benchmark"
   timeout 400 python3 bench/bench_gpu.py ${BENCH_CASES:-} 2>&1 | tee "$OUT/bench.log" | tail -40
+fi
+if want profile; then
+  echo "== ncu (dense D=128 S=8192)"
+  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  timeout 200 "$NCU" --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+    --section LaunchStats --section Occupancy -k regex:^kernel -c 1 \
+    python3 bench/profile_dense.py ${PROFILE_ARGS:-128} 2>&1 | tee "$OUT/ncu.log" | tail -80
 fi

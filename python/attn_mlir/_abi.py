@@ -135,11 +135,24 @@ def descriptor(v):
     return d
 
 
+def _row_major(v):
+    expect = 1
+    for n, s in zip(reversed(v.shape), reversed(v.strides)):
+        if n != 1 and s != expect:
+            return False
+        expect *= n
+    return True
+
+
 def memref_type(v, static_dims=()):
     """The MLIR memref type of a view: the listed dims static, the rest
-    dynamic, any strides."""
+    dynamic; row-major views get the identity layout (static strides, no
+    offset: the descriptor's pointer is the first element), others any
+    strides."""
     dims = "x".join(str(v.shape[i]) if i in static_dims else "?"
                     for i in range(v.ndim))
+    if v.ndim and _row_major(v):
+        return f"memref<{dims}x{v.dtype}>"
     # A unit innermost stride is static: GPU kernels then copy rows as
     # 16-byte vectors.
     strides = ["?"] * v.ndim

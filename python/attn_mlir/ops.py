@@ -53,9 +53,10 @@ def _scale_view(x, name, device=None):
 def _schedule_attr(schedule):
     if schedule is None:
         return None
-    bq, bn, pack = schedule
+    bq, bn, pack, *rest = schedule
+    warps = f", warps = {rest[0]}" if rest and rest[0] else ""
     return (f"#attn.schedule<block_q = {bq}, block_n = {bn}, "
-            f"heads_per_program = {pack}>")
+            f"heads_per_program = {pack}{warps}>")
 
 
 # (MLIR text, device index) -> loaded kernels: a repeated call costs one

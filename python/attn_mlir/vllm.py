@@ -2,12 +2,21 @@
 
 Same names, argument order and semantics as the seeds (docs/semantics.md
 says exactly what each computes). Arguments are numpy arrays (bf16/fp8 as
-ml_dtypes; fp8 caches may also be uint8 storage) or torch CPU tensors. Every
-argument is checked before any kernel runs; a bad one raises ValueError
-naming it.
+ml_dtypes; fp8 caches may also be uint8 storage), torch CPU tensors, or torch
+CUDA tensors. Every argument is checked before any kernel runs; a bad one
+raises ValueError naming it.
+
+On CUDA the kernels run on the current stream with no host synchronization
+and no allocation except outputs the seed also allocates and a cached
+split-KV workspace, so calls can be captured in CUDA graphs. Index tensors
+(offsets, sequence lengths, block tables, sparse layouts) must then be int32
+tensors on q's device; their shapes and dtypes are checked, but reading their
+values would synchronize, so their contents are trusted (as vLLM's own
+kernels do) unless ATTN_MLIR_VALIDATE=1, which checks them on the host too.
 """
 
 import math
+import os
 
 import numpy as np
 
@@ -36,13 +45,59 @@ def _same(a, b, what):
         raise ValueError(what)
 
 
-def _host_only(entry, op, q):
-    """These entry points read and check index arrays on the host; on a GPU
-    that would synchronize, so CUDA tensors go through attn_mlir.ops."""
-    if device_of(q) is not None:
-        raise ValueError(f"{entry}: q is a CUDA tensor; attn_mlir.vllm runs "
-                         f"host arrays only for now, call attn_mlir.ops.{op} "
-                         f"with CUDA tensors instead")
+def _validating():
+    return os.environ.get("ATTN_MLIR_VALIDATE", "") not in ("", "0")
+
+
+def _device_ints(x, name, device, ndim, length=None):
+    """An int32 index tensor on the GPU `device`, passed to the kernel as it
+    is (see the module docstring)."""
+    if x is None:
+        raise ValueError(f"{name}: expected an int32 tensor on {device}, got None")
+    if device_of(x) != device:
+        where = device_of(x) or "the host"
+        raise ValueError(f"{name}: expected an int32 tensor on {device} (q's "
+                         f"device), got one on {where}")
+    if str(x.dtype) != "torch.int32":
+        raise ValueError(f"{name}: expected int32 on the GPU, got {x.dtype} "
+                         f"(converting would allocate inside the call)")
+    if x.ndim != ndim or (length is not None and x.shape[0] != length):
+        want = f"{length} entries" if length is not None else f"rank {ndim}"
+        raise ValueError(f"{name}: expected {want}, got shape {tuple(x.shape)}")
+    return x
+
+
+def _device_floats(x, name, device, heads):
+    """A per-head float32 tensor on the GPU, passed through."""
+    if x is None:
+        return None
+    if device_of(x) != device or str(x.dtype) != "torch.float32" or \
+            tuple(x.shape) != (heads,):
+        raise ValueError(f"{name}: expected a float32 tensor of shape "
+                         f"({heads},) on {device}, got {getattr(x, 'dtype', type(x))} "
+                         f"{tuple(getattr(x, 'shape', ()))} on "
+                         f"{device_of(x) or 'the host'}")
+    return x
+
+
+# Split-KV workspace per device, grown as needed and reused across calls.
+_WORKSPACES = {}
+
+
+def _workspace(device, shapes):
+    """float32 tensors of `shapes` carved from one cached buffer."""
+    import torch
+    need = sum(int(np.prod(s)) for s in shapes)
+    buf = _WORKSPACES.get(device)
+    if buf is None or buf.numel() < need:
+        buf = torch.empty(max(need, 1), dtype=torch.float32, device=device)
+        _WORKSPACES[device] = buf
+    out, at = [], 0
+    for s in shapes:
+        n = int(np.prod(s))
+        out.append(buf[at:at + n].view(s))
+        at += n
+    return out
 
 
 def _ints(x, name, length=None):
@@ -136,6 +191,8 @@ def _new_like(x, dtype_name, shape=None):
         import torch
         table = {"f32": torch.float32, "f16": torch.float16,
                  "bf16": torch.bfloat16}
+        if device_of(x) is not None:  # written in full by the kernel
+            return torch.empty(shape, dtype=table[dtype_name], device=x.device)
         return torch.zeros(shape, dtype=table[dtype_name])
     return np.zeros(shape, dtype=NUMPY_DTYPES[dtype_name])
 
@@ -150,7 +207,7 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
                           k_scale, v_scale, alibi_slopes=None,
                           sliding_window=None, sm_scale=None,
                           skip_decode=False, fp8_out_scale=None, sinks=None):
-    _host_only("context_attention_fwd", "prefix_prefill", q)
+    dev = device_of(q)
     qv, kv_, vv, ov = (view(q, "q"), view(k, "k"), view(v, "v"), view(o, "o"))
     for t in (qv, kv_, vv, ov):
         _rank(t, 3, "[tokens, heads, head_dim]")
@@ -188,21 +245,33 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
         raise ValueError(f"k_cache/v_cache: shapes {kc.shape}/{vc.shape} "
                          f"disagree on blocks")
 
-    seq_lens = _ints(b_seq_len, "b_seq_len")
-    if seq_lens.ndim != 1:
-        raise ValueError(f"b_seq_len: expected a 1-D array, got {seq_lens.shape}")
-    batch = len(seq_lens)
-    starts = _offsets(b_start_loc, "b_start_loc", batch, tokens)
-    q_lens = np.diff(starts)
-    if np.any(seq_lens < q_lens):
-        b = int(np.argmax(seq_lens < q_lens))
-        raise ValueError(f"b_seq_len: sequence {b} has {seq_lens[b]} tokens but "
-                         f"{q_lens[b]} new ones")
-    table = _block_table(b_loc, "b_loc", seq_lens - q_lens, block_size,
-                         kc.shape[0])
-
-    slopes = _per_head(alibi_slopes, "alibi_slopes", hq)
-    sink_vals = _per_head(sinks, "sinks", hq)
+    if dev is None or _validating():
+        seq_lens = _ints(b_seq_len, "b_seq_len")
+        if seq_lens.ndim != 1:
+            raise ValueError(f"b_seq_len: expected a 1-D array, got "
+                             f"{seq_lens.shape}")
+        batch = len(seq_lens)
+        starts = _offsets(b_start_loc, "b_start_loc", batch, tokens)
+        q_lens = np.diff(starts)
+        if np.any(seq_lens < q_lens):
+            b = int(np.argmax(seq_lens < q_lens))
+            raise ValueError(f"b_seq_len: sequence {b} has {seq_lens[b]} tokens "
+                             f"but {q_lens[b]} new ones")
+        table = _block_table(b_loc, "b_loc", seq_lens - q_lens, block_size,
+                             kc.shape[0])
+    if dev is not None:
+        seq_lens = _device_ints(b_seq_len, "b_seq_len", dev, 1)
+        batch = seq_lens.shape[0]
+        starts = _device_ints(b_start_loc, "b_start_loc", dev, 1, batch + 1)
+        table = _device_ints(b_loc, "b_loc", dev, 2)
+        if table.shape[0] < batch:
+            raise ValueError(f"b_loc: expected [batch, max_blocks], got shape "
+                             f"{tuple(table.shape)}")
+        slopes = _device_floats(alibi_slopes, "alibi_slopes", dev, hq)
+        sink_vals = _device_floats(sinks, "sinks", dev, hq)
+    else:
+        slopes = _per_head(alibi_slopes, "alibi_slopes", hq)
+        sink_vals = _per_head(sinks, "sinks", hq)
     if slopes is not None and sink_vals is not None:
         raise ValueError("sinks: cannot be combined with alibi_slopes (the "
                          "prefix-prefill ALiBi kernel has no sinks)")
@@ -242,7 +311,7 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
                       alibi_slopes=None, output_scale=None, sinks=None, *,
                       num_segments=None):
     """`num_segments` (keyword, not in vLLM) forces the split-KV form."""
-    _host_only("unified_attention", "unified", q)
+    dev = device_of(q)
     if not causal:
         raise ValueError("causal: only causal attention is supported")
     qv, kc, vc, ov = (view(q, "q"), view(k, "k"), view(v, "v"), view(out, "out"))
@@ -272,18 +341,28 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
     if cache_fp8 and (k_descale is None or v_descale is None):
         raise ValueError("k_descale/v_descale: required with an fp8 KV cache")
 
-    seqused = _ints(seqused_k, "seqused_k")
-    if seqused.ndim != 1:
-        raise ValueError(f"seqused_k: expected a 1-D array, got {seqused.shape}")
-    batch = len(seqused)
-    cu = _offsets(cu_seqlens_q, "cu_seqlens_q", batch, tokens)
-    q_lens = np.diff(cu)
-    if np.any(seqused < q_lens):
-        b = int(np.argmax(seqused < q_lens))
-        raise ValueError(f"seqused_k: sequence {b} has {seqused[b]} keys but "
-                         f"{q_lens[b]} queries")
-    table = _block_table(block_table, "block_table", seqused, block_size,
-                         num_blocks)
+    if dev is None or _validating():
+        seqused = _ints(seqused_k, "seqused_k")
+        if seqused.ndim != 1:
+            raise ValueError(f"seqused_k: expected a 1-D array, got "
+                             f"{seqused.shape}")
+        batch = len(seqused)
+        cu = _offsets(cu_seqlens_q, "cu_seqlens_q", batch, tokens)
+        q_lens = np.diff(cu)
+        if np.any(seqused < q_lens):
+            b = int(np.argmax(seqused < q_lens))
+            raise ValueError(f"seqused_k: sequence {b} has {seqused[b]} keys "
+                             f"but {q_lens[b]} queries")
+        table = _block_table(block_table, "block_table", seqused, block_size,
+                             num_blocks)
+    if dev is not None:
+        seqused = _device_ints(seqused_k, "seqused_k", dev, 1)
+        batch = seqused.shape[0]
+        cu = _device_ints(cu_seqlens_q, "cu_seqlens_q", dev, 1, batch + 1)
+        table = _device_ints(block_table, "block_table", dev, 2)
+        if table.shape[0] < batch:
+            raise ValueError(f"block_table: expected [batch, max_blocks], got "
+                             f"shape {tuple(table.shape)}")
     window = None
     if window_size is not None:
         if len(window_size) != 2:
@@ -293,8 +372,12 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
             window = int(window_size[0]) + 1
     if softcap is not None and softcap < 0:
         raise ValueError(f"softcap: must be >= 0 (0 disables it), got {softcap}")
-    slopes = _per_head(alibi_slopes, "alibi_slopes", hq)
-    sink_vals = _per_head(sinks, "sinks", hq)
+    if dev is not None:
+        slopes = _device_floats(alibi_slopes, "alibi_slopes", dev, hq)
+        sink_vals = _device_floats(sinks, "sinks", dev, hq)
+    else:
+        slopes = _per_head(alibi_slopes, "alibi_slopes", hq)
+        sink_vals = _per_head(sinks, "sinks", hq)
     if ov.dtype in FP8:
         if output_scale is None:
             raise ValueError("output_scale: required when out is fp8")
@@ -318,13 +401,19 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
         ops.unified(qv, kc, vc, table, cu, seqused, ov, sinks=sink_vals,
                     out_scale=output_scale, **common)
         return
-    partial = np.zeros((tokens, hq, segments, d), np.float32)
-    seg_max = np.zeros((tokens, hq, segments), np.float32)
-    seg_sum = np.zeros((tokens, hq, segments), np.float32)
+    shapes = [(tokens, hq, segments, d), (tokens, hq, segments),
+              (tokens, hq, segments)]
+    if dev is not None:
+        partial, seg_max, seg_sum = _workspace(dev, shapes)
+    else:
+        partial, seg_max, seg_sum = (np.zeros(s, np.float32) for s in shapes)
     ops.unified(qv, kc, vc, table, cu, seqused, partial, num_segments=segments,
                 segment_max=seg_max, segment_sum=seg_sum, **common)
-    # Only rows that belong to a sequence are written, as in the one-pass form.
-    lo, hi = int(cu[0]), int(cu[-1])
+    # Only rows that belong to a sequence are written, as in the one-pass
+    # form. On the GPU the offsets stay on the device: every row is merged,
+    # and rows of no sequence (padding past cu_seqlens_q[-1]) are left
+    # unspecified.
+    lo, hi = (0, tokens) if dev is not None else (int(cu[0]), int(cu[-1]))
     ops.merge_states(partial[lo:hi], view(out[lo:hi], "out"),
                      segment_max=seg_max[lo:hi], segment_sum=seg_sum[lo:hi],
                      sinks=sink_vals, out_scale=output_scale)
@@ -349,7 +438,7 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
                      philox_seed=0x1BF52, philox_offset=0x1D4B42):
     """Returns (o, None). `dropout_p` and the Philox seed/offset (keywords,
     not in vLLM's signature, which always passes 0) enable dropout."""
-    _host_only("triton_attention", "flash", q)
+    dev = device_of(q)
     qv, kv_, vv = view(q, "q"), view(k, "k"), view(v, "v")
     for t in (qv, kv_, vv):
         _rank(t, 3, "[tokens, heads, head_dim]")
@@ -359,6 +448,10 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
             raise ValueError("fp8_scales: expected (q_scale, k_scale, v_scale, "
                              "p_scale)")
         qs, ks, vs, _ = fp8_scales
+        if qv.dtype not in FP8 and dev is not None:
+            raise ValueError("fp8_scales: on the GPU q, k and v must already "
+                             "be fp8 (quantizing here would allocate and "
+                             "synchronize)")
         if qv.dtype not in FP8:
             q, k, v = (_quantize_fp8(q, qs, "q"), _quantize_fp8(k, ks, "k"),
                        _quantize_fp8(v, vs, "v"))
@@ -369,12 +462,23 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
         raise ValueError("fp8_scales: required when q, k, v are fp8")
     total_q, hq, d = qv.shape
     total_k = kv_.shape[0]
-    cq_raw = _ints(cu_seqlens_q, "cu_seqlens_q")
-    batch = len(cq_raw) - 1
-    if batch < 0:
-        raise ValueError("cu_seqlens_q: must have at least one entry")
-    cq = _offsets(cq_raw, "cu_seqlens_q", batch, total_q)
-    ck = _offsets(cu_seqlens_k, "cu_seqlens_k", batch, total_k)
+    if dev is None or _validating():
+        cq_raw = _ints(cu_seqlens_q, "cu_seqlens_q")
+        batch = len(cq_raw) - 1
+        if batch < 0:
+            raise ValueError("cu_seqlens_q: must have at least one entry")
+        cq = _offsets(cq_raw, "cu_seqlens_q", batch, total_q)
+        ck = _offsets(cu_seqlens_k, "cu_seqlens_k", batch, total_k)
+        lq_max = int(np.diff(cq).max()) if batch else 0
+        lk_max = int(np.diff(ck).max()) if batch else 0
+    if dev is not None:
+        cq = _device_ints(cu_seqlens_q, "cu_seqlens_q", dev, 1)
+        batch = cq.shape[0] - 1
+        if batch < 0:
+            raise ValueError("cu_seqlens_q: must have at least one entry")
+        ck = _device_ints(cu_seqlens_k, "cu_seqlens_k", dev, 1, batch + 1)
+        # The longest sequences as the caller states them (vLLM passes them).
+        lq_max, lk_max = int(max_seqlens_q), int(max_seqlens_k)
     if o is None:
         o = _new_like(q, orig_dtype if orig_dtype in FLOATS else "bf16",
                       (total_q, hq, d))
@@ -389,12 +493,10 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
         bv = view(bias, "bias")
         _rank(bv, 4, "[1|batch, q_heads, max_seqlen_q, max_seqlen_k]")
         _dtype(bv, FLOATS)
-        lq, lk = np.diff(cq), np.diff(ck)
         if (bv.shape[0] not in (1, batch) or bv.shape[1] != hq or
-                (batch and (bv.shape[2] < lq.max() or bv.shape[3] < lk.max()))):
+                (batch and (bv.shape[2] < lq_max or bv.shape[3] < lk_max))):
             raise ValueError(f"bias: shape {bv.shape} does not cover [1|{batch}, "
-                             f"{hq}, {int(lq.max()) if batch else 0}, "
-                             f"{int(lk.max()) if batch else 0}]")
+                             f"{hq}, {lq_max}, {lk_max}]")
         bias = bv
     dropout = None
     if dropout_p:
@@ -412,11 +514,24 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
 # ---------------------------------------------------------------------------
 
 
+# cu_seqlens_q of an all-decode batch (0, 1, ..., batch), per device.
+_DECODE_OFFSETS = {}
+
+
+def _decode_offsets(device, batch):
+    key = (device, batch)
+    if key not in _DECODE_OFFSETS:
+        import torch
+        _DECODE_OFFSETS[key] = torch.arange(batch + 1, dtype=torch.int32,
+                                            device=device)
+    return _DECODE_OFFSETS[key]
+
+
 def blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
                                       sm_scale, sparse_layout, *,
                                       block_size=64, q_block_size=None,
                                       max_seqlen=None):
-    _host_only("blocksparse_flash_attn_varlen_fwd", "blocksparse", q)
+    dev = device_of(q)
     qv, kv_, vv = view(q, "q"), view(k, "k"), view(v, "v")
     for t in (qv, kv_, vv):
         _rank(t, 3, "[tokens, heads, head_dim]")
@@ -427,55 +542,75 @@ def blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
     if block_size <= 0 or (q_block_size is not None and q_block_size <= 0):
         raise ValueError("block_size/q_block_size: must be positive")
     qbs = q_block_size or block_size
-    ck_raw = _ints(cu_seqlens_k, "cu_seqlens_k")
-    batch = len(ck_raw) - 1
-    ck = _offsets(ck_raw, "cu_seqlens_k", batch, total_k)
-    k_lens = np.diff(ck)
-    if cu_seqlens_q is None:
-        if total_q == batch:
-            cq = np.arange(batch + 1, dtype=np.int32)
+    if not isinstance(sparse_layout, (list, tuple)) or len(sparse_layout) != 2:
+        raise ValueError("sparse_layout: expected (crow_indices, col_indices)")
+    if dev is None or _validating():
+        ck_raw = _ints(cu_seqlens_k, "cu_seqlens_k")
+        batch = len(ck_raw) - 1
+        ck = _offsets(ck_raw, "cu_seqlens_k", batch, total_k)
+        k_lens = np.diff(ck)
+        if cu_seqlens_q is None:
+            if total_q == batch:
+                cq = np.arange(batch + 1, dtype=np.int32)
+            elif total_q == total_k:
+                cq = ck
+            else:
+                raise ValueError("cu_seqlens_q: must be given for a mix of prefill "
+                                 "and decode")
+        else:
+            cq = _offsets(cu_seqlens_q, "cu_seqlens_q", batch, total_q)
+        q_lens = np.diff(cq)
+        bad = (q_lens != 1) & (q_lens != k_lens)
+        if np.any(bad):
+            b = int(np.argmax(bad))
+            raise ValueError(f"cu_seqlens_q: sequence {b} has {q_lens[b]} queries "
+                             f"and {k_lens[b]} keys; expected 1 (decode) or equal")
+        if max_seqlen and batch and k_lens.max() > max_seqlen:
+            raise ValueError(f"max_seqlen: {max_seqlen} is below the longest "
+                             f"sequence ({k_lens.max()})")
+        crow = _ints(sparse_layout[0], "sparse_layout[0] (crow)")
+        col = _ints(sparse_layout[1], "sparse_layout[1] (col)")
+        if crow.ndim != 2 or col.ndim != 2 or crow.shape[0] != col.shape[0] or \
+                crow.shape[0] not in (1, hq) or crow.shape[1] < 2:
+            raise ValueError(f"sparse_layout: shapes {crow.shape}/{col.shape} must "
+                             f"be [1|{hq}, rows+1] and [1|{hq}, nnz]")
+        if np.any(np.diff(crow, axis=1) < 0) or crow.min() < 0 or \
+                crow.max() > col.shape[1]:
+            raise ValueError("sparse_layout[0] (crow): row pointers must be "
+                             f"non-decreasing within [0, {col.shape[1]}]")
+        if col.size and col.min() < 0:
+            raise ValueError("sparse_layout[1] (col): block ids must be >= 0")
+        for h in range(crow.shape[0]):
+            for r in range(crow.shape[1] - 1):
+                ids = col[h, crow[h, r]:crow[h, r + 1]]
+                if len(np.unique(ids)) != len(ids):
+                    raise ValueError(f"sparse_layout[1] (col): head {h} row {r} "
+                                     f"lists a block twice")
+        if batch and k_lens.max() > 0:
+            last_row = (int(k_lens.max()) - 1) // qbs
+            if last_row + 1 > crow.shape[1] - 1:
+                raise ValueError(f"sparse_layout[0] (crow): {crow.shape[1] - 1} rows "
+                                 f"cover {(crow.shape[1] - 1) * qbs} positions, "
+                                 f"sequences reach {int(k_lens.max())}")
+    if dev is not None:
+        ck = _device_ints(cu_seqlens_k, "cu_seqlens_k", dev, 1)
+        batch = ck.shape[0] - 1
+        if cu_seqlens_q is not None:
+            cq = _device_ints(cu_seqlens_q, "cu_seqlens_q", dev, 1, batch + 1)
         elif total_q == total_k:
             cq = ck
+        elif total_q == batch:
+            cq = _decode_offsets(dev, batch)
         else:
             raise ValueError("cu_seqlens_q: must be given for a mix of prefill "
                              "and decode")
-    else:
-        cq = _offsets(cu_seqlens_q, "cu_seqlens_q", batch, total_q)
-    q_lens = np.diff(cq)
-    bad = (q_lens != 1) & (q_lens != k_lens)
-    if np.any(bad):
-        b = int(np.argmax(bad))
-        raise ValueError(f"cu_seqlens_q: sequence {b} has {q_lens[b]} queries "
-                         f"and {k_lens[b]} keys; expected 1 (decode) or equal")
-    if max_seqlen and batch and k_lens.max() > max_seqlen:
-        raise ValueError(f"max_seqlen: {max_seqlen} is below the longest "
-                         f"sequence ({k_lens.max()})")
-    if not isinstance(sparse_layout, (list, tuple)) or len(sparse_layout) != 2:
-        raise ValueError("sparse_layout: expected (crow_indices, col_indices)")
-    crow = _ints(sparse_layout[0], "sparse_layout[0] (crow)")
-    col = _ints(sparse_layout[1], "sparse_layout[1] (col)")
-    if crow.ndim != 2 or col.ndim != 2 or crow.shape[0] != col.shape[0] or \
-            crow.shape[0] not in (1, hq) or crow.shape[1] < 2:
-        raise ValueError(f"sparse_layout: shapes {crow.shape}/{col.shape} must "
-                         f"be [1|{hq}, rows+1] and [1|{hq}, nnz]")
-    if np.any(np.diff(crow, axis=1) < 0) or crow.min() < 0 or \
-            crow.max() > col.shape[1]:
-        raise ValueError("sparse_layout[0] (crow): row pointers must be "
-                         f"non-decreasing within [0, {col.shape[1]}]")
-    if col.size and col.min() < 0:
-        raise ValueError("sparse_layout[1] (col): block ids must be >= 0")
-    for h in range(crow.shape[0]):
-        for r in range(crow.shape[1] - 1):
-            ids = col[h, crow[h, r]:crow[h, r + 1]]
-            if len(np.unique(ids)) != len(ids):
-                raise ValueError(f"sparse_layout[1] (col): head {h} row {r} "
-                                 f"lists a block twice")
-    if batch and k_lens.max() > 0:
-        last_row = (int(k_lens.max()) - 1) // qbs
-        if last_row + 1 > crow.shape[1] - 1:
-            raise ValueError(f"sparse_layout[0] (crow): {crow.shape[1] - 1} rows "
-                             f"cover {(crow.shape[1] - 1) * qbs} positions, "
-                             f"sequences reach {int(k_lens.max())}")
+        crow = _device_ints(sparse_layout[0], "sparse_layout[0] (crow)", dev, 2)
+        col = _device_ints(sparse_layout[1], "sparse_layout[1] (col)", dev, 2)
+        if crow.shape[0] != col.shape[0] or crow.shape[0] not in (1, hq) or \
+                crow.shape[1] < 2:
+            raise ValueError(f"sparse_layout: shapes {tuple(crow.shape)}/"
+                             f"{tuple(col.shape)} must be [1|{hq}, rows+1] and "
+                             f"[1|{hq}, nnz]")
     out = _new_like(q, qv.dtype, tuple(qv.shape))
     ops.blocksparse(qv, kv_, vv, cq, ck, crow, col, view(out, "out"),
                     scale=sm_scale, block_size=block_size,

@@ -11,8 +11,10 @@
 // CHECK: gpu.launch_func @attn_kernels::@flash blocks in (%{{.*}}, %c2{{.*}}, %c1{{.*}}) threads in (%c128{{.*}}, %c1{{.*}}, %c1{{.*}}) dynamic_shared_memory_size
 // CHECK: gpu.module @attn_kernels
 // CHECK: gpu.func @flash({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
-// Per-thread state in the entry block (promoted to registers).
-// CHECK: memref.alloca() : memref<32xf32>
+// Per-thread state in the entry block (promoted to registers): 128-row
+// tiles give each of the 4 warps two 16-row fragments of a [32 x 64] output.
+// CHECK: memref.alloca() : memref<64xf32>
+// CHECK: memref.alloca() : memref<4xf32>
 // CHECK: gpu.dynamic_shared_memory
 // CHECK: gpu.block_id x
 // CHECK: scf.while

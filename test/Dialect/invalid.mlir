@@ -611,6 +611,14 @@ func.func @schedule_not_positive(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf
 
 // -----
 
+func.func @schedule_too_many_warps(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
+  // expected-error @+1 {{attribute 'schedule' needs 0 to 32 warps (0: one per 16 rows), got 33}}
+  attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 64, block_n = 32, heads_per_program = 1, warps = 33>}
+  return
+}
+
+// -----
+
 func.func @schedule_pack_not_dividing_group(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x8x64xf16>) {
   // expected-error @+1 {{attribute 'schedule' packs 3 heads per program, which must divide the 4 query heads per KV head}}
   attn.flash q(%q : memref<?x8x64xf16>) k(%k : memref<?x2x64xf16>) v(%v : memref<?x2x64xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x8x64xf16>) {schedule = #attn.schedule<block_q = 4, block_n = 32, heads_per_program = 3>}

@@ -142,14 +142,14 @@ func.func @blocksparse_per_head(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf
 
 // CHECK-LABEL: func.func @blocksparse_shared_layout
 // CHECK: attn.blocksparse
-// CHECK-SAME: crow(%{{.*}} : memref<1x5xi32>) col(%{{.*}} : memref<1x10xi32>) scale(%{{.*}}) out(%{{.*}} : memref<?x8x64xf32>) {block_size = 16 : i64, schedule = #attn.schedule<block_q = 4, block_n = 16, heads_per_program = 1>}
+// CHECK-SAME: crow(%{{.*}} : memref<1x5xi32>) col(%{{.*}} : memref<1x10xi32>) scale(%{{.*}}) out(%{{.*}} : memref<?x8x64xf32>) {block_size = 16 : i64, schedule = #attn.schedule<block_q = 4, block_n = 16, heads_per_program = 1, warps = 2>}
 func.func @blocksparse_shared_layout(%q: memref<?x8x64xf32>, %k: memref<?x8x64xf32>, %v: memref<?x8x64xf32>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<1x5xi32>, %col: memref<1x10xi32>, %s: f32,
     %o: memref<?x8x64xf32>) {
   attn.blocksparse q(%q : memref<?x8x64xf32>) k(%k : memref<?x8x64xf32>) v(%v : memref<?x8x64xf32>)
       cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>)
       crow(%crow : memref<1x5xi32>) col(%col : memref<1x10xi32>) scale(%s) out(%o : memref<?x8x64xf32>)
-      {block_size = 16 : i64, schedule = #attn.schedule<block_q = 4, block_n = 16, heads_per_program = 1>}
+      {block_size = 16 : i64, schedule = #attn.schedule<block_q = 4, block_n = 16, heads_per_program = 1, warps = 2>}
   return
 }
 

@@ -9,7 +9,8 @@
 // CHECK-LABEL: func.func @flash_gqa4
 // CHECK: attn.flash {{.*}}schedule = #attn.schedule<block_q = 4, block_n = 32, heads_per_program = 4>
 // NVVM-LABEL: func.func @flash_gqa4
-// NVVM: attn.flash {{.*}}schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>
+// GPU prefill tiles have 128 rows: 4 warps of two 16-row MMA tiles each.
+// NVVM: attn.flash {{.*}}schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 4>
 func.func @flash_gqa4(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x8x64xf16>) {
   attn.flash q(%q : memref<?x8x64xf16>) k(%k : memref<?x2x64xf16>) v(%v : memref<?x2x64xf16>)
@@ -19,6 +20,8 @@ func.func @flash_gqa4(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref
 
 // A schedule already present is kept.
 // CHECK-LABEL: func.func @keeps_pinned_schedule
+// NVVM-LABEL: func.func @keeps_pinned_schedule
+// NVVM: schedule = #attn.schedule<block_q = 3, block_n = 5, heads_per_program = 1>
 // CHECK: schedule = #attn.schedule<block_q = 3, block_n = 5, heads_per_program = 1>
 func.func @keeps_pinned_schedule(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x8x64xf16>) {
@@ -31,6 +34,8 @@ func.func @keeps_pinned_schedule(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>,
 // Per-head CSR layouts: one head per program, and the query tile divides the
 // query block size (16 / 1 rows, gcd with 8).
 // CHECK-LABEL: func.func @blocksparse_per_head
+// NVVM-LABEL: func.func @blocksparse_per_head
+// NVVM: schedule = #attn.schedule<block_q = 8, block_n = 64, heads_per_program = 1>
 // CHECK: schedule = #attn.schedule<block_q = 8, block_n = 32, heads_per_program = 1>
 func.func @blocksparse_per_head(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<8x?xi32>, %col: memref<8x?xi32>, %s: f32,
@@ -43,6 +48,8 @@ func.func @blocksparse_per_head(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>
 
 // A shared layout keeps GQA packing.
 // CHECK-LABEL: func.func @blocksparse_shared
+// NVVM-LABEL: func.func @blocksparse_shared
+// NVVM: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 4>
 // CHECK: schedule = #attn.schedule<block_q = 4, block_n = 32, heads_per_program = 4>
 func.func @blocksparse_shared(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<1x?xi32>, %col: memref<1x?xi32>, %s: f32,
@@ -54,11 +61,49 @@ func.func @blocksparse_shared(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, 
 }
 
 // CHECK-LABEL: func.func @unified_mqa
+// Unified programs are mostly decode rows: the 64-row tile, a warp per 16.
+// NVVM-LABEL: func.func @unified_mqa
+// NVVM: schedule = #attn.schedule<block_q = 2, block_n = 64, heads_per_program = 32>
 // CHECK: attn.unified {{.*}}schedule = #attn.schedule<block_q = 1, block_n = 32, heads_per_program = 32>
 func.func @unified_mqa(%q: memref<?x32x128xbf16>, %kc: memref<?x16x1x128xbf16>, %vc: memref<?x16x1x128xbf16>,
     %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x1x128xbf16>) v_cache(%vc : memref<?x16x1x128xbf16>)
       block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
       scale(%s) out(%o : memref<?x32x128xbf16>)
+  return
+}
+
+// Heads over 128 keep one 16-row MMA tile per warp (8 warps), so that the
+// [32 x 256] accumulator never has to fit in one warp's registers.
+// CHECK-LABEL: func.func @flash_d256
+// CHECK: schedule = #attn.schedule<block_q = 16, block_n = 32, heads_per_program = 1>
+// NVVM-LABEL: func.func @flash_d256
+// NVVM: schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8>
+func.func @flash_d256(%q: memref<?x4x256xbf16>, %k: memref<?x4x256xbf16>, %v: memref<?x4x256xbf16>,
+    %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x256xbf16>) {
+  attn.flash q(%q : memref<?x4x256xbf16>) k(%k : memref<?x4x256xbf16>) v(%v : memref<?x4x256xbf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x4x256xbf16>)
+  return
+}
+
+// An fp8 KV cache is dequantized through registers while staging: the
+// 64-row tile, a warp per 16 rows.
+// CHECK-LABEL: func.func @prefix_fp8_cache
+// NVVM-LABEL: func.func @prefix_fp8_cache
+// NVVM: schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>
+func.func @prefix_fp8_cache(
+    %q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
+    %k_cache: memref<?x8x16x16x8xf8E4M3FN>, %v_cache: memref<?x8x128x16xf8E4M3FN>,
+    %block_table: memref<?x?xi32>, %query_start: memref<?xi32>, %seq_lens: memref<?xi32>,
+    %scale: f32, %k_scale: memref<1xf32>, %v_scale: memref<1xf32>,
+    %out: memref<?x32x128xbf16>) {
+  attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>)
+      v(%v : memref<?x8x128xbf16>)
+      k_cache(%k_cache : memref<?x8x16x16x8xf8E4M3FN>)
+      v_cache(%v_cache : memref<?x8x128x16xf8E4M3FN>)
+      block_table(%block_table : memref<?x?xi32>)
+      query_start(%query_start : memref<?xi32>) seq_lens(%seq_lens : memref<?xi32>)
+      scale(%scale) k_scale(%k_scale : memref<1xf32>) v_scale(%v_scale : memref<1xf32>)
+      out(%out : memref<?x32x128xbf16>)
   return
 }

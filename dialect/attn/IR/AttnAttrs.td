@@ -34,8 +34,15 @@ def Attn_AlibiFormAttr : EnumAttr<Attn_Dialect, Attn_AlibiForm, "alibi"> {
 def Attn_ScheduleAttr : AttrDef<Attn_Dialect, "Schedule"> {
   let mnemonic = "schedule";
   let summary = "tile sizes of an attention op";
+  let description = [{
+    `block_q` query tokens times `heads_per_program` query heads (of one KV
+    head) form a program's M tile; `block_n` keys form a KV tile. `warps`
+    (GPU targets) splits the M tile into that many row slabs, one per warp
+    or wave; 0 lets the target give each warp one 16-row MMA tile.
+  }];
   let parameters = (ins "int64_t":$block_q, "int64_t":$block_n,
-                        "int64_t":$heads_per_program);
+                        "int64_t":$heads_per_program,
+                        DefaultValuedParameter<"int64_t", "0">:$warps);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

@@ -143,7 +143,8 @@ LogicalResult verifyVarlenQkv(OperandChecker &c, Value qv, Value kv, Value vv,
                    kOffsetsDims, 0);
 }
 
-/// Tile sizes must be positive and the packed heads must share a KV head.
+/// Tile sizes must be positive, warps fit a block and the packed heads must
+/// share a KV head.
 LogicalResult verifySchedule(Operation *op, ScheduleAttr schedule,
                              int64_t group) {
   if (!schedule)
@@ -154,6 +155,11 @@ LogicalResult verifySchedule(Operation *op, ScheduleAttr schedule,
            << "attribute 'schedule' needs positive block_q, block_n and "
               "heads_per_program, got "
            << schedule;
+  if (schedule.getWarps() < 0 || schedule.getWarps() > 32)
+    return op->emitOpError()
+           << "attribute 'schedule' needs 0 to 32 warps (0: one per 16 rows), "
+              "got "
+           << schedule.getWarps();
   if (group % schedule.getHeadsPerProgram() != 0)
     return op->emitOpError()
            << "attribute 'schedule' packs " << schedule.getHeadsPerProgram()

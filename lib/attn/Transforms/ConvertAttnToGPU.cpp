@@ -128,7 +128,8 @@ struct ConvertAttnToGPUPass
       computeType = *ct;
       ScheduleAttr s = scheduleOrDefault(op);
       launch = warpLaunchFor(TileShape{s.getBlockQ(), s.getBlockN(),
-                                       s.getHeadsPerProgram(), headDimOf(op)},
+                                       s.getHeadsPerProgram(), headDimOf(op),
+                                       s.getWarps()},
                              computeType);
     }
     FailureOr<SmallVector<GridExtent>> grid = kernelGrid(op);

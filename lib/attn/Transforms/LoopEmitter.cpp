@@ -107,6 +107,27 @@ void LoopEmitter::ifThen(Value cond, llvm::function_ref<void()> then) {
   then();
 }
 
+SmallVector<Value>
+LoopEmitter::ifElse(Value cond, TypeRange types,
+                    llvm::function_ref<SmallVector<Value>()> then,
+                    llvm::function_ref<SmallVector<Value>()> otherwise) {
+  auto ifOp = scf::IfOp::create(b, types, cond, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, then());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, otherwise());
+  }
+  return SmallVector<Value>(ifOp.getResults());
+}
+
+Value LoopEmitter::boolean(bool v) {
+  return arith::ConstantOp::create(b, b.getBoolAttr(v));
+}
+
+Value LoopEmitter::orI(Value x, Value y) { return arith::OrIOp::create(b, x, y); }
+
 Value LoopEmitter::reduce(Value lo, Value hi, Value init,
                           llvm::function_ref<Value(Value, Value)> body) {
   auto loop = scf::ForOp::create(b, lo, hi, idx(1), ValueRange{init});

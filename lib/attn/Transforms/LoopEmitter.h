@@ -76,6 +76,13 @@ public:
     forLoop(idx(lo), idx(hi), idx(1), body);
   }
   void ifThen(Value cond, llvm::function_ref<void()> then);
+  /// An scf.if yielding values of `types`: those of `then` or `otherwise`.
+  SmallVector<Value> ifElse(Value cond, TypeRange types,
+                            llvm::function_ref<SmallVector<Value>()> then,
+                            llvm::function_ref<SmallVector<Value>()> otherwise);
+  /// An i1 constant.
+  Value boolean(bool v);
+  Value orI(Value x, Value y);
   /// A loop carrying one value: returns body(iv, acc) folded over [lo, hi).
   Value reduce(Value lo, Value hi, Value init,
                llvm::function_ref<Value(Value, Value)> body);

@@ -110,7 +110,7 @@ ProgramRows tileRows(LoopEmitter &e, const TileShape &shape, Value b,
 TileShape shapeOf(Operation *op, int64_t headDim) {
   ScheduleAttr s = scheduleOrDefault(op);
   return TileShape{s.getBlockQ(), s.getBlockN(), s.getHeadsPerProgram(),
-                   headDim};
+                   headDim, s.getWarps()};
 }
 
 Value scaleOrNull(LoopEmitter &e, Value memref) {
@@ -215,9 +215,12 @@ void emitPrefixPrefill(LoopEmitter &e, ProgramTarget &target,
       auto [lo, hi] = AttentionMath(e, shape, f).visibleKeyRange(rows);
 
       // Phase 1: the cached context through the block table.
+      // The walk starts at a multiple of 8 (keys below lo are masked), so
+      // that 8-key runs of a page stay whole.
       KvWalk cache;
-      cache.lo = lo;
+      cache.lo = e.mul(e.divU(lo, e.idx(8)), e.idx(8));
       cache.hi = e.min(hi, ctx);
+      cache.valueKeyMajor = blockSize % 8 == 0;
       Value kc = op.getKCache(), vc = op.getVCache(), bt = op.getBlockTable();
       cache.locate = [=](LoopEmitter &e, Value key) {
         Value blk = e.loadIndex(bt, {bIdx, e.divU(key, e.idx(blockSize))});

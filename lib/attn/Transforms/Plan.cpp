@@ -58,18 +58,47 @@ FailureOr<ScheduleAttr> mlir::attn::defaultSchedule(Operation *op,
   // GQA packing: all query heads of a KV head share each KV tile load.
   if (pack == 0)
     pack = group;
-  int64_t blockQ = std::max<int64_t>(1, tiles->rows / pack);
+  int64_t headDim = cast<MemRefType>(op->getOperand(0).getType()).getDimSize(2);
+  int64_t rows = tiles->rows;
+  // Prefill-shaped GPU programs take 128-row M tiles: with 4 warps of 32
+  // rows each K/V fragment read from shared memory feeds two MMAs (as in
+  // FlashAttention-2); large heads keep 16 rows per warp (8 warps) so that
+  // the [rows x D] accumulator fits in registers. The unified op's programs
+  // are mostly decode rows and keep the smaller tile.
+  // K/V of another type than Q (fp8 caches) are dequantized through
+  // registers while staging, which needs the registers of the second M
+  // fragment.
+  auto elementType = [](Value v) {
+    return cast<MemRefType>(v.getType()).getElementType();
+  };
+  bool converted = llvm::any_of(op->getOperands().drop_front(), [&](Value v) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    return type && type.getRank() >= 3 &&
+           type.getElementType() != elementType(op->getOperand(0));
+  });
+  bool prefill = target != "cpu" && !isa<UnifiedOp>(op) && !converted;
+  if (prefill)
+    rows = 128;
+  int64_t blockQ = std::max<int64_t>(1, rows / pack);
   if (qBlockLimit)
     blockQ = std::gcd(blockQ, qBlockLimit);
-  // GPU programs hold a [16 x D] accumulator per warp in registers: halve
-  // the KV tile for large heads so that S and O fit together.
-  int64_t keys = tiles->keys;
-  if (target != "cpu") {
-    Value q = op->getOperand(0);
-    if (cast<MemRefType>(q.getType()).getDimSize(2) > 128)
-      keys /= 2;
+  int64_t keys = tiles->keys, warps = 0;
+  if (prefill && blockQ * pack >= 128) {
+    warps = headDim <= 128 ? 4 : 8;
+    // Two fragments of S [32 x keys] next to O [32 x D]: heads over 64 take
+    // 32-key tiles to stay within 255 registers.
+    if (headDim > 64 && headDim <= 128)
+      keys = 32;
+    // Paged walks address each key through the block table while staging;
+    // with 8 warps of [16 x 256] accumulators that needs the smaller tile.
+    if (headDim > 128 && isa<PrefixPrefillOp>(op))
+      keys = 32;
   }
-  return ScheduleAttr::get(op->getContext(), blockQ, keys, pack);
+  // Otherwise each warp holds a [16 x D] accumulator: halve the KV tile for
+  // large heads so that S and O fit together.
+  if (target != "cpu" && !warps && headDim > 128)
+    keys /= 2;
+  return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps);
 }
 
 ScheduleAttr mlir::attn::scheduleOrDefault(Operation *op) {

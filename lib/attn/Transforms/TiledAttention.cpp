@@ -36,6 +36,19 @@ AttentionMath::visibleKeyRange(const ProgramRows &rows) {
   return {lo, hi};
 }
 
+Value AttentionMath::tileFullyVisible(const ProgramRows &rows, Value n0,
+                                      Value n1) {
+  Value ok = e.boolean(true);
+  // The first row has the smallest position, the last the largest.
+  if (f.causal)
+    ok = e.andI(ok, e.le(e.sub(n1, e.idx(1)), rows.qposBase));
+  if (f.window) {
+    Value lastPos = e.sub(e.add(rows.qposBase, rows.numTokens), e.idx(1));
+    ok = e.andI(ok, e.lt(e.sub(lastPos, n0), e.idx(*f.window)));
+  }
+  return ok;
+}
+
 Value AttentionMath::visible(const ProgramRows &rows, Value row, Value key) {
   Value tok = tokenOf(row);
   Value ok = e.lt(tok, rows.numTokens);

@@ -26,6 +26,7 @@ struct TileShape {
   int64_t blockN;   // keys per KV tile
   int64_t pack;     // query heads per program (all of one KV head)
   int64_t headDim;
+  int64_t warps = 0; // GPU row slabs (ScheduleAttr::warps; 0: one per 16)
   int64_t rows() const { return blockQ * pack; }
 };
 
@@ -86,6 +87,11 @@ using KeyLocator = std::function<KeyRow(LoopEmitter &, Value key)>;
 struct KvWalk {
   Value lo, hi;
   KeyLocator locate;
+  /// V is key-major ([.., D, page] caches): element d of keys k .. k + 7
+  /// (k a multiple of 8) are adjacent, key k's indices first, and the walk's
+  /// ranges start at multiples of 8. GPU programs then stage V transposed
+  /// with 16-byte copies.
+  bool valueKeyMajor = false;
   /// When set, the walk visits the ranges this enumerates (each already
   /// clipped to [lo, hi)) instead of [lo, hi) itself.
   std::function<void(LoopEmitter &,
@@ -116,6 +122,10 @@ public:
   /// the causal and window masks; walks intersect their ranges with it, so
   /// fully masked tiles are never visited.
   std::pair<Value, Value> visibleKeyRange(const ProgramRows &rows);
+  /// Whether every valid row of the program sees every key position of
+  /// [n0, n1) under the causal and window masks: such tiles need no
+  /// per-element mask.
+  Value tileFullyVisible(const ProgramRows &rows, Value n0, Value n1);
   /// Whether row `row` sees key position `key` (token valid, masks).
   Value visible(const ProgramRows &rows, Value row, Value key);
   /// log2(e) * (modified score) of `dot` = q . k.

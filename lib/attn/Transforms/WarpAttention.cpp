@@ -31,33 +31,49 @@ constexpr double kLn2 = 0.6931471805599453;
 
 int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-/// Static tile geometry of a program.
+/// Static tile geometry of a program. Warp w owns rows
+/// [w * warpRows(), (w + 1) * warpRows()): mFrags 16-row MMA tiles that
+/// share every K/V fragment read from shared memory.
 struct Geometry {
-  int64_t mRows;  // M tile rows, rounded up to the 16 rows of a warp
   int64_t warps;
+  int64_t mFrags;
+  int64_t mRows;  // M tile rows: warps * 16 * mFrags
   int64_t dPad;   // head dim rounded up to the MMA k of 16
   int64_t stride; // shared-memory row stride in elements: 16 bytes of
                   // padding keep ldmatrix rows in distinct banks
   int64_t bn;
+  int64_t vtStride; // row stride of V staged transposed ([dPad, bn])
+  int64_t warpRows() const { return 16 * mFrags; }
+  /// Elements of the V buffer: a [bn, D] tile or a transposed [D, bn] one.
+  int64_t vElems() const { return std::max(bn * stride, dPad * vtStride); }
+  int64_t nTiles() const { return bn / 8; }    // 8-key S tiles
+  int64_t dTiles() const { return dPad / 8; }  // 8-dim O tiles
 };
 
 Geometry geometryOf(const TileShape &s) {
   Geometry g;
-  g.mRows = roundUp(s.rows(), 16);
-  g.warps = g.mRows / 16;
+  int64_t rows16 = roundUp(s.rows(), 16);
+  g.warps = s.warps > 0 ? s.warps : rows16 / 16;
+  g.mFrags = std::max<int64_t>(1, (rows16 / 16 + g.warps - 1) / g.warps);
+  g.mRows = g.warps * 16 * g.mFrags;
   g.dPad = roundUp(s.headDim, 16);
   g.stride = g.dPad + 8;
   g.bn = roundUp(s.blockN, 16);
+  g.vtStride = g.bn + 8;
   return g;
 }
 
-/// One row of a tile being staged in shared memory.
+/// One row of a tile being staged in shared memory: element x of the row is
+/// `mem[at(x)] * scale`, for x < limit (the head dim when null); the rest
+/// of the row, and all of it when !valid, is zero.
 struct StagedRow {
-  Value valid;                                   // false: the row is zero
-  Value mem;                                     // source memref
-  std::function<SmallVector<Value>(Value)> at;   // indices of element d
-  Value scale;                                   // dequantization, or null
-  bool chunks = false; // see KeyRow::kChunks
+  Value valid;
+  Value mem;
+  std::function<SmallVector<Value>(Value)> at;
+  Value scale;           // dequantization, or null
+  bool chunks = false;   // elements x0 .. x0 + 7 (x0 a multiple of 8) are
+                         // adjacent, x0's indices first (KeyRow::kChunks)
+  Value limit;           // run-time row length, or null
 };
 
 class WarpAttentionBuilder {
@@ -76,40 +92,63 @@ private:
   using Acc = std::array<Value, 4>;
 
   void setUpThreads();
-  Value view(int64_t firstRow, int64_t numRows);
-  void stage(Value dst, int64_t numRows,
+  /// Lane coordinates that LLVM cannot hoist out of the KV loop (see
+  /// pinned()), for the duration of one tile.
+  void pinLaneCoordinates();
+  void unpinLaneCoordinates();
+  Value pinned(Value index);
+  /// A [numRows, rowStride] view of shared memory from element `offset`.
+  Value view(int64_t offset, int64_t numRows, int64_t rowStride);
+  /// Stages `numRows` rows of `rowElems` elements (a multiple of 8) into
+  /// `dst`, 16 bytes per thread and step.
+  void stage(Value dst, int64_t numRows, int64_t rowElems,
              llvm::function_ref<StagedRow(Value)> source);
   Value commitGroup();
   /// Waits until at most `pending` of this thread's copy groups are in
   /// flight, then synchronizes the block.
   void waitGroups(Value token, int32_t pending);
   void stageKeys(const KvWalk &walk, Value n0, Value nValid, bool isK);
-  /// P of one KV tile (accumulator layout) and the factors that rescale
-  /// the output rows (quadRow, quadRow + 8) to the new running max.
+  /// Stages V of keys [n0, n0 + nValid) as a [D, bn] tile (key-major walks).
+  void stageValuesTransposed(const KvWalk &walk, Value n0, Value nValid);
+  /// P of one KV tile as packed pairs in accumulator layout (elements
+  /// (2h, 2h + 1) of S tile j of M fragment m at (m * nTiles + j) * 2 + h),
+  /// and the factors that rescale output rows (quadRow, quadRow + 8) of
+  /// fragment m to the new running max, at stateIndex(m, h). Flat, so that
+  /// they can be yielded from an scf.if.
   struct Probabilities {
-    SmallVector<Acc> p;
-    Value alpha[2];
+    SmallVector<Value> p, alpha;
   };
   Probabilities scores(const ProgramRows &rows, Value n0, Value nValid);
-  void accumulate(const Probabilities &probs);
+  /// The score modifiers and, when `masked`, the masks of S.
+  SmallVector<Value> modifiedScores(const ProgramRows &rows, Value n0,
+                                    Value nValid, ArrayRef<Acc> s,
+                                    bool masked);
+  void accumulate(const Probabilities &probs, bool vTransposed);
   SmallVector<Value> ldmatrix(Value tile, Value row, Value col, int numTiles,
                               bool transpose);
   Value operandReg(Value pair);
   Value pack(Value lo, Value hi);
   Acc mma(ArrayRef<Value> a, ArrayRef<Value> bRegs, const Acc &c);
-  SmallVector<Value> queryFragment(int64_t kStep);
+  SmallVector<Value> queryFragment(int64_t m, int64_t kStep);
   Value quadReduce(Value x, bool isMax);
   void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
                  Value hi);
   void epilogue(const ProgramRows &rows);
 
-  Value rowOf(int64_t half) {
-    return e.add(e.add(e.mul(warp, e.idx(16)), quadRow), e.idx(8 * half));
+  /// Row (quadRow + 8 * half) of M fragment m of this thread's warp.
+  Value rowOf(int64_t m, int64_t half) {
+    return e.add(e.add(warpRow0, quadRow), e.idx(16 * m + 8 * half));
   }
   Value colOf(int64_t j, int64_t i) {
     return e.add(e.mul(quadCol, e.idx(2)), e.idx(8 * j + i % 2));
   }
-  Value accIndex(int64_t dj, int64_t i) { return e.idx(dj * 4 + i); }
+  int64_t pIndex(int64_t m, int64_t j, int64_t i) const {
+    return (m * g.nTiles() + j) * 4 + i;
+  }
+  int64_t stateIndex(int64_t m, int64_t half) const { return 2 * m + half; }
+  Value accIndex(int64_t m, int64_t dj, int64_t i) {
+    return e.idx((m * g.dTiles() + dj) * 4 + i);
+  }
 
   LoopEmitter &e;
   ImplicitLocOpBuilder &b;
@@ -124,10 +163,11 @@ private:
   Type ct;
   int64_t threads;
 
-  Value tid, lane, warp, quadRow, quadCol;
-  Value qS, kS, vS;
+  Value tid, lane, warp, quadRow, quadCol, warpRow0;
+  std::tuple<Value, Value, Value, Value> free; // unpinned coordinates
+  Value qS, kS, vS, vtS; // vS and vtS share memory
   Value oAcc, mState, lState;
-  SmallVector<SmallVector<Value>> qFrags;
+  SmallVector<SmallVector<SmallVector<Value>>> qFrags; // [m][kStep]
 };
 
 void WarpAttentionBuilder::setUpThreads() {
@@ -136,83 +176,132 @@ void WarpAttentionBuilder::setUpThreads() {
   warp = e.divU(tid, e.idx(kLanes));
   quadRow = e.divU(lane, e.idx(4));
   quadCol = e.remU(lane, e.idx(4));
+  warpRow0 = e.mul(warp, e.idx(g.warpRows()));
 }
 
-Value WarpAttentionBuilder::view(int64_t firstRow, int64_t numRows) {
+Value WarpAttentionBuilder::pinned(Value index) {
+  // Every shared-memory address of a tile is a lane offset plus a constant.
+  // Left loop-invariant, LLVM hoists each sum out of the KV loop into its
+  // own register (about 80 of them), and the kernel spills; a copy through
+  // a side-effecting mov keeps them in the loop, where they fold into the
+  // ldmatrix immediate offsets.
+  Type i32 = b.getI32Type();
+  Value v = arith::IndexCastOp::create(b, i32, index);
+  Value r = LLVM::InlineAsmOp::create(
+                b, i32, ValueRange{v}, "mov.b32 $0, $1;", "=r,r",
+                /*has_side_effects=*/true, /*is_align_stack=*/false,
+                LLVM::tailcallkind::TailCallKind::None,
+                LLVM::AsmDialectAttr(), ArrayAttr())
+                .getRes();
+  return arith::IndexCastOp::create(b, b.getIndexType(), r);
+}
+
+void WarpAttentionBuilder::pinLaneCoordinates() {
+  free = {lane, quadRow, quadCol, warpRow0};
+  lane = pinned(lane);
+  quadRow = e.divU(lane, e.idx(4));
+  quadCol = e.remU(lane, e.idx(4));
+  warpRow0 = pinned(warpRow0);
+}
+
+void WarpAttentionBuilder::unpinLaneCoordinates() {
+  std::tie(lane, quadRow, quadCol, warpRow0) = free;
+}
+
+Value WarpAttentionBuilder::view(int64_t offset, int64_t numRows,
+                                 int64_t rowStride) {
   auto space = gpu::AddressSpaceAttr::get(b.getContext(),
                                           gpu::AddressSpace::Workgroup);
-  auto type = MemRefType::get({numRows, g.stride}, ct, MemRefLayoutAttrInterface(),
-                              space);
-  int64_t bytes = firstRow * g.stride * ct.getIntOrFloatBitWidth() / 8;
+  auto type = MemRefType::get({numRows, rowStride}, ct,
+                              MemRefLayoutAttrInterface(), space);
+  int64_t bytes = offset * ct.getIntOrFloatBitWidth() / 8;
   return memref::ViewOp::create(b, type, shared, e.idx(bytes), ValueRange{});
 }
 
-void WarpAttentionBuilder::stage(Value dst, int64_t numRows,
+void WarpAttentionBuilder::stage(Value dst, int64_t numRows, int64_t rowElems,
                                  llvm::function_ref<StagedRow(Value)> source) {
   // Chunks of 8 elements (16 bytes), spread over the block's threads.
-  int64_t chunksPerRow = g.dPad / 8, total = numRows * chunksPerRow;
+  int64_t chunksPerRow = rowElems / 8, total = numRows * chunksPerRow;
   int64_t iters = (total + threads - 1) / threads;
   auto vecType = VectorType::get({8}, ct);
 
   struct Chunk {
-    Value r, d0, inRange;
+    Value r, x0;
     StagedRow src;
-    bool vector;
-    SmallVector<Value> at; // source indices of element d0
+    Value limit;
+    bool vector; // whether the chunk may be one 16-byte copy
+    Value whole; // it may, at run time: all 8 elements exist
+    SmallVector<Value> at; // source indices of element x0
   };
   auto prepare = [&](Value c) {
     Chunk k;
     k.r = e.divU(c, e.idx(chunksPerRow));
-    k.d0 = e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8));
+    k.x0 = e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8));
     k.src = source(k.r);
+    k.limit = k.src.limit ? k.src.limit : e.idx(shape.headDim);
     auto srcType = cast<MemRefType>(k.src.mem.getType());
     k.vector = false;
     if (k.src.chunks && !k.src.scale && srcType.getElementType() == ct &&
-        shape.headDim % 8 == 0) {
+        (k.src.limit || shape.headDim % 8 == 0)) {
       SmallVector<int64_t> strides;
       int64_t offset;
       k.vector = succeeded(srcType.getStridesAndOffset(strides, offset)) &&
                  strides.back() == 1;
     }
-    k.inRange = e.andI(k.src.valid, e.lt(k.d0, e.idx(shape.headDim)));
-    if (k.vector)
-      k.at = k.src.at(k.d0);
+    if (k.vector) {
+      k.whole = e.andI(k.src.valid, e.le(e.add(k.x0, e.idx(8)), k.limit));
+      k.at = k.src.at(k.x0);
+    }
     return k;
   };
-  auto issue = [&](const Chunk &k) {
-    if (k.vector) {
-      // 16 bytes straight from global memory into shared memory.
-      auto ifOp = scf::IfOp::create(b, k.inRange, /*withElseRegion=*/true);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-      nvgpu::DeviceAsyncCopyOp::create(
-          b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
-          ValueRange{k.r, k.d0}, k.src.mem, k.at, b.getIndexAttr(8), Value(),
-          UnitAttr());
-      b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-      Value zero = arith::ConstantOp::create(
-          b, vecType, DenseElementsAttr::get(vecType, b.getZeroAttr(ct)));
-      vector::StoreOp::create(b, zero, dst, ValueRange{k.r, k.d0});
-      return;
-    }
-    // Gather element by element (fp8 decode, scales, strided sources).
+  // Element by element (fp8 decode, scales, strided sources, ragged ends).
+  auto gather = [&](const Chunk &k) {
+    // Elements of a chunk source are adjacent: one address computation.
+    SmallVector<Value> base;
+    if (k.src.chunks)
+      base = k.at.empty() ? k.src.at(k.x0) : k.at;
     SmallVector<Value> elems;
     for (int64_t j = 0; j < 8; ++j) {
-      Value d = e.add(k.d0, e.idx(j));
-      Value ok = e.andI(k.src.valid, e.lt(d, e.idx(shape.headDim)));
-      auto ifOp = scf::IfOp::create(b, TypeRange{b.getF32Type()}, ok,
-                                    /*withElseRegion=*/true);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(ifOp.thenBlock());
-        scf::YieldOp::create(b, e.load32(k.src.mem, k.src.at(d), k.src.scale));
-        b.setInsertionPointToStart(ifOp.elseBlock());
-        scf::YieldOp::create(b, e.f32(0.0));
-      }
-      elems.push_back(arith::TruncFOp::create(b, ct, ifOp.getResult(0)));
+      Value x = e.add(k.x0, e.idx(j));
+      Value ok = e.andI(k.src.valid, e.lt(x, k.limit));
+      Value v = e.ifElse(
+          ok, {b.getF32Type()},
+          [&] {
+            SmallVector<Value> at;
+            if (k.src.chunks) {
+              at = base;
+              at.back() = e.add(at.back(), e.idx(j));
+            } else {
+              at = k.src.at(x);
+            }
+            return SmallVector<Value>{e.load32(k.src.mem, at, k.src.scale)};
+          },
+          [&] { return SmallVector<Value>{e.f32(0.0)}; })[0];
+      elems.push_back(arith::TruncFOp::create(b, ct, v));
     }
     Value vec = vector::FromElementsOp::create(b, vecType, elems);
-    vector::StoreOp::create(b, vec, dst, ValueRange{k.r, k.d0});
+    vector::StoreOp::create(b, vec, dst, ValueRange{k.r, k.x0});
+  };
+  auto issue = [&](const Chunk &k) {
+    if (!k.vector)
+      return gather(k);
+    // 16 bytes straight from global memory into shared memory.
+    auto ifOp = scf::IfOp::create(b, k.whole, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
+        ValueRange{k.r, k.x0}, k.src.mem, k.at, b.getIndexAttr(8), Value(),
+        UnitAttr());
+    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+    if (!k.src.limit) {
+      // Rows of whole chunks: a chunk is either all there or all zero.
+      Value zero = arith::ConstantOp::create(
+          b, vecType, DenseElementsAttr::get(vecType, b.getZeroAttr(ct)));
+      vector::StoreOp::create(b, zero, dst, ValueRange{k.r, k.x0});
+    } else {
+      gather(k);
+    }
   };
 
   if (total % threads == 0 && iters <= 32) {
@@ -290,13 +379,16 @@ WarpAttentionBuilder::Acc WarpAttentionBuilder::mma(ArrayRef<Value> a,
   return out;
 }
 
-SmallVector<Value> WarpAttentionBuilder::queryFragment(int64_t kStep) {
-  if (kStep < static_cast<int64_t>(qFrags.size()))
-    return qFrags[kStep];
+SmallVector<Value> WarpAttentionBuilder::queryFragment(int64_t m,
+                                                      int64_t kStep) {
+  if (m < static_cast<int64_t>(qFrags.size()))
+    return qFrags[m][kStep];
   // A operand (16x16, row major): matrices (rows 0-7 | 8-15) x (cols 0-7 |
   // 8-15), lane l addressing row l % 8 + 8 * (l / 8 % 2), col 8 * (l / 16).
-  Value row = e.add(e.add(e.mul(warp, e.idx(16)), e.remU(lane, e.idx(8))),
-                    e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)), e.idx(8)));
+  Value row = e.add(e.add(warpRow0, e.idx(16 * m)),
+                    e.add(e.remU(lane, e.idx(8)),
+                          e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)),
+                                e.idx(8))));
   Value col = e.add(e.idx(kStep * 16), e.mul(e.divU(lane, e.idx(16)), e.idx(8)));
   return ldmatrix(qS, row, col, 4, /*transpose=*/false);
 }
@@ -314,21 +406,23 @@ Value WarpAttentionBuilder::quadReduce(Value x, bool isMax) {
 void WarpAttentionBuilder::emit(const ProgramRows &rows,
                                 ArrayRef<KvWalk> walks) {
   setUpThreads();
-  qS = view(0, g.mRows);
-  kS = view(g.mRows, g.bn);
-  vS = view(g.mRows + g.bn, g.bn);
+  qS = view(0, g.mRows, g.stride);
+  kS = view(g.mRows * g.stride, g.bn, g.stride);
+  vS = view((g.mRows + g.bn) * g.stride, g.bn, g.stride);
+  vtS = view((g.mRows + g.bn) * g.stride, g.dPad, g.vtStride);
   {
     // Per-thread state, promoted to registers by LLVM.
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(entry);
     Type f32 = b.getF32Type();
-    oAcc = memref::AllocaOp::create(b, MemRefType::get({g.dPad / 8 * 4}, f32));
-    mState = memref::AllocaOp::create(b, MemRefType::get({2}, f32));
-    lState = memref::AllocaOp::create(b, MemRefType::get({2}, f32));
+    oAcc = memref::AllocaOp::create(
+        b, MemRefType::get({g.mFrags * g.dTiles() * 4}, f32));
+    mState = memref::AllocaOp::create(b, MemRefType::get({2 * g.mFrags}, f32));
+    lState = memref::AllocaOp::create(b, MemRefType::get({2 * g.mFrags}, f32));
   }
 
   // The query tile: row r is token r / pack, head headBase + r % pack.
-  stage(qS, g.mRows, [&](Value r) {
+  stage(qS, g.mRows, g.dPad, [&](Value r) {
     Value tok = math.tokenOf(r);
     StagedRow s;
     s.valid = e.lt(tok, rows.numTokens);
@@ -342,21 +436,28 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
     return s;
   });
   waitGroups(commitGroup(), 0);
-  // Keep Q in registers when it fits next to the accumulators.
-  if (g.dPad <= 128) {
-    for (int64_t kk = 0; kk < g.dPad / 16; ++kk)
-      qFrags.push_back(queryFragment(kk));
+  // Keep Q in registers when it fits next to the accumulators; otherwise
+  // each KV tile reads it again from shared memory (as FlashAttention-2).
+  if (g.mFrags * g.dPad <= 128) {
+    for (int64_t m = 0; m < g.mFrags; ++m) {
+      SmallVector<SmallVector<Value>> frags;
+      for (int64_t kk = 0; kk < g.dPad / 16; ++kk)
+        frags.push_back(queryFragment(m, kk));
+      qFrags.push_back(std::move(frags));
+    }
   }
 
-  for (int64_t h = 0; h < 2; ++h) {
-    auto [m0, l0] = math.initialState(rows, rowOf(h));
-    // The sum is kept per lane and added over the quad at the end: only one
-    // lane of the quad starts with the sink's 1.
-    l0 = e.select(e.eq(quadCol, e.idx(0)), l0, e.f32(0.0));
-    e.store(m0, mState, {e.idx(h)});
-    e.store(l0, lState, {e.idx(h)});
+  for (int64_t m = 0; m < g.mFrags; ++m) {
+    for (int64_t h = 0; h < 2; ++h) {
+      auto [m0, l0] = math.initialState(rows, rowOf(m, h));
+      // The sum is kept per lane and added over the quad at the end: only
+      // one lane of the quad starts with the sink's 1.
+      l0 = e.select(e.eq(quadCol, e.idx(0)), l0, e.f32(0.0));
+      e.store(m0, mState, {e.idx(stateIndex(m, h))});
+      e.store(l0, lState, {e.idx(stateIndex(m, h))});
+    }
   }
-  for (int64_t i = 0; i < g.dPad / 8 * 4; ++i)
+  for (int64_t i = 0; i < g.mFrags * g.dTiles() * 4; ++i)
     e.store(e.f32(0.0), oAcc, {e.idx(i)});
 
   for (const KvWalk &walk : walks)
@@ -371,7 +472,7 @@ void WarpAttentionBuilder::stageKeys(const KvWalk &walk, Value n0,
   // Rows past nValid are zero (their keys are masked, and a zero V row keeps
   // p = 0 columns from multiplying garbage).
   Value lastKey = e.add(n0, e.sub(nValid, e.idx(1)));
-  stage(isK ? kS : vS, g.bn, [&](Value r) {
+  stage(isK ? kS : vS, g.bn, g.dPad, [&](Value r) {
     Value key = e.min(e.add(n0, r), lastKey); // never locate past the range
     KeyRow kr = walk.locate(e, key);
     StagedRow s;
@@ -384,183 +485,321 @@ void WarpAttentionBuilder::stageKeys(const KvWalk &walk, Value n0,
   });
 }
 
+void WarpAttentionBuilder::stageValuesTransposed(const KvWalk &walk,
+                                                 Value n0, Value nValid) {
+  // n0 is a multiple of 8 (KvWalk::valueKeyMajor), so every 8-key chunk
+  // lies in one page.
+  Value lastKey = e.add(n0, e.sub(nValid, e.idx(1)));
+  stage(vtS, g.dPad, g.bn, [&](Value d) {
+    StagedRow s;
+    s.valid = e.lt(d, e.idx(shape.headDim));
+    KeyRow first = walk.locate(e, n0);
+    s.mem = first.v;
+    s.scale = first.vScale;
+    s.at = [&, d](Value x) {
+      return walk.locate(e, e.min(e.add(n0, x), lastKey)).vAt(d);
+    };
+    s.chunks = true;
+    s.limit = nValid;
+    return s;
+  });
+}
+
 void WarpAttentionBuilder::walkRange(const ProgramRows &rows,
                                      const KvWalk &walk, Value lo, Value hi) {
   // Software pipeline over the range's tiles, with one K and one V buffer:
   // V(t) loads while QK(t) and the softmax run, K(t+1) while PV(t) runs.
+  // Warps whose rows are all past the tile's tokens (decode programs, the
+  // last tile of a sequence) stage and synchronize but skip the math.
   Value bn = e.idx(g.bn);
   auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
+  Value active =
+      e.lt(warpRow0, e.mul(rows.numTokens, e.idx(shape.pack)));
+  int64_t numP = g.mFrags * g.nTiles() * 2, numAlpha = 2 * g.mFrags;
+  Type pairType = ct.isF16() ? Type(VectorType::get({2}, ct)) : b.getI32Type();
+  SmallVector<Type> types(numP, pairType);
+  types.append(numAlpha, b.getF32Type());
   e.ifThen(e.lt(lo, hi), [&] { stageKeys(walk, lo, validAt(lo), true); });
   commitGroup();
   e.forLoop(lo, hi, bn, [&](Value n0) {
+    pinLaneCoordinates();
     Value nValid = validAt(n0);
-    stageKeys(walk, n0, nValid, false);
+    if (walk.valueKeyMajor)
+      stageValuesTransposed(walk, n0, nValid);
+    else
+      stageKeys(walk, n0, nValid, false);
     waitGroups(commitGroup(), 1); // K(t) has landed
-    Probabilities p = scores(rows, n0, nValid);
+    SmallVector<Value> flat = e.ifElse(
+        active, types,
+        [&] {
+          Probabilities p = scores(rows, n0, nValid);
+          SmallVector<Value> v = p.p;
+          v.append(p.alpha);
+          return v;
+        },
+        [&] {
+          SmallVector<Value> v(numP, pack(e.f32(0.0), e.f32(0.0)));
+          v.append(numAlpha, e.f32(1.0));
+          return v;
+        });
+    Probabilities p;
+    p.p.assign(flat.begin(), flat.begin() + numP);
+    p.alpha.assign(flat.begin() + numP, flat.end());
     gpu::BarrierOp::create(b); // every warp is done with K(t)
     Value next = e.add(n0, bn);
     e.ifThen(e.lt(next, hi),
              [&] { stageKeys(walk, next, validAt(next), true); });
     waitGroups(commitGroup(), 1); // V(t) has landed
-    accumulate(p);
+    e.ifThen(active, [&] { accumulate(p, walk.valueKeyMajor); });
     gpu::BarrierOp::create(b); // every warp is done with V(t)
+    unpinLaneCoordinates();
   });
 }
 
 WarpAttentionBuilder::Probabilities
 WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid) {
-  // S = Q K^T: B operand tiles are 8 keys x 16 dims, read from K's rows.
-  int64_t nTiles = g.bn / 8, kSteps = g.dPad / 16;
-  SmallVector<Acc> s(nTiles);
+  // S = Q K^T: B operand tiles are 8 keys x 16 dims, read from K's rows;
+  // each is read once per warp and used by all its M fragments.
+  int64_t nTiles = g.nTiles(), kSteps = g.dPad / 16;
+  Acc zero = {e.f32(0.0), e.f32(0.0), e.f32(0.0), e.f32(0.0)};
+  SmallVector<Acc> s(g.mFrags * nTiles, zero); // [m * nTiles + j]
   Value lane8 = e.remU(lane, e.idx(8));
-  for (int64_t j = 0; j < nTiles; ++j) {
-    Acc acc = {e.f32(0.0), e.f32(0.0), e.f32(0.0), e.f32(0.0)};
-    Value row = e.add(e.idx(8 * j), lane8);
-    for (int64_t kk = 0; kk < kSteps; kk += 2) {
-      if (kk + 1 < kSteps) {
-        Value col =
-            e.add(e.idx(kk * 16), e.mul(e.divU(lane, e.idx(8)), e.idx(8)));
-        SmallVector<Value> kb = ldmatrix(kS, row, col, 4, false);
-        acc = mma(queryFragment(kk), {kb[0], kb[1]}, acc);
-        acc = mma(queryFragment(kk + 1), {kb[2], kb[3]}, acc);
-      } else {
-        Value col = e.add(e.idx(kk * 16),
-                          e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)),
-                                e.idx(8)));
-        SmallVector<Value> kb = ldmatrix(kS, row, col, 2, false);
-        acc = mma(queryFragment(kk), {kb[0], kb[1]}, acc);
+  for (int64_t kk = 0; kk < kSteps; kk += 2) {
+    bool pair = kk + 1 < kSteps;
+    SmallVector<SmallVector<Value>> qa[2];
+    for (int64_t m = 0; m < g.mFrags; ++m) {
+      qa[0].push_back(queryFragment(m, kk));
+      if (pair)
+        qa[1].push_back(queryFragment(m, kk + 1));
+    }
+    for (int64_t j = 0; j < nTiles; ++j) {
+      Value row = e.add(e.idx(8 * j), lane8);
+      Value laneCol = pair ? e.mul(e.divU(lane, e.idx(8)), e.idx(8))
+                           : e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)),
+                                   e.idx(8));
+      SmallVector<Value> kb = ldmatrix(kS, row, e.add(e.idx(kk * 16), laneCol),
+                                       pair ? 4 : 2, false);
+      for (int64_t m = 0; m < g.mFrags; ++m) {
+        Acc &acc = s[m * nTiles + j];
+        acc = mma(qa[0][m], {kb[0], kb[1]}, acc);
+        if (pair)
+          acc = mma(qa[1][m], {kb[2], kb[3]}, acc);
       }
     }
-    s[j] = acc;
   }
 
-  // Score modifiers and masks, element by element.
-  for (int64_t j = 0; j < nTiles; ++j) {
-    for (int64_t i = 0; i < 4; ++i) {
-      Value row = rowOf(i / 2), col = colOf(j, i);
-      Value key = e.add(n0, col);
-      Value ok = e.andI(e.lt(col, nValid), math.visible(rows, row, key));
-      if (f.bias) {
-        // The bias is read only where the score exists.
-        auto ifOp = scf::IfOp::create(b, TypeRange{b.getF32Type()}, ok, true);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(ifOp.thenBlock());
-        scf::YieldOp::create(b, math.score(rows, row, key, s[j][i]));
-        b.setInsertionPointToStart(ifOp.elseBlock());
-        scf::YieldOp::create(b, e.negInf());
-        b.setInsertionPointAfter(ifOp);
-        s[j][i] = ifOp.getResult(0);
-      } else {
-        s[j][i] = e.select(ok, math.score(rows, row, key, s[j][i]), e.negInf());
-      }
-    }
+  // Score modifiers everywhere; masks only on tiles that cross a mask or
+  // the end of the range (a bias is read only where the score exists, so
+  // its tiles always take the masked path).
+  SmallVector<Value> p;
+  if (f.bias) {
+    p = modifiedScores(rows, n0, nValid, s, /*masked=*/true);
+  } else {
+    Value full = e.andI(e.eq(nValid, e.idx(g.bn)),
+                        math.tileFullyVisible(rows, n0,
+                                              e.add(n0, e.idx(g.bn))));
+    SmallVector<Type> types(s.size() * 4, b.getF32Type());
+    p = e.ifElse(
+        full, types,
+        [&] { return modifiedScores(rows, n0, nValid, s, false); },
+        [&] { return modifiedScores(rows, n0, nValid, s, true); });
   }
 
   // Online softmax on the fragments: rows quadRow (i < 2) and quadRow + 8.
-  SmallVector<Value> alpha(2);
-  for (int64_t h = 0; h < 2; ++h) {
-    Value mx = e.negInf();
-    for (int64_t j = 0; j < nTiles; ++j)
-      mx = e.maxF(mx, e.maxF(s[j][2 * h], s[j][2 * h + 1]));
-    mx = quadReduce(mx, /*isMax=*/true);
-    Value mOld = e.load(mState, {e.idx(h)});
-    Value mNew = e.maxF(mOld, mx);
-    Value mSafe = math.safeMax(mNew);
-    alpha[h] = e.exp2(e.subF(mOld, mSafe));
-    Value sum = e.f32(0.0);
-    for (int64_t j = 0; j < nTiles; ++j) {
-      for (int64_t i = 2 * h; i < 2 * h + 2; ++i) {
-        s[j][i] = e.exp2(e.subF(s[j][i], mSafe));
-        sum = e.addF(sum, s[j][i]);
+  Probabilities probs;
+  probs.alpha.resize(2 * g.mFrags);
+  for (int64_t m = 0; m < g.mFrags; ++m) {
+    for (int64_t h = 0; h < 2; ++h) {
+      Value mx = e.negInf();
+      for (int64_t j = 0; j < nTiles; ++j)
+        mx = e.maxF(mx, e.maxF(p[pIndex(m, j, 2 * h)],
+                               p[pIndex(m, j, 2 * h + 1)]));
+      mx = quadReduce(mx, /*isMax=*/true);
+      Value st = e.idx(stateIndex(m, h));
+      Value mOld = e.load(mState, {st});
+      Value mNew = e.maxF(mOld, mx);
+      Value mSafe = math.safeMax(mNew);
+      probs.alpha[stateIndex(m, h)] = e.exp2(e.subF(mOld, mSafe));
+      Value sum = e.f32(0.0);
+      for (int64_t j = 0; j < nTiles; ++j) {
+        for (int64_t i = 2 * h; i < 2 * h + 2; ++i) {
+          Value &x = p[pIndex(m, j, i)];
+          x = e.exp2(e.subF(x, mSafe));
+          sum = e.addF(sum, x);
+        }
       }
+      Value l = e.load(lState, {st});
+      e.store(e.addF(e.mulF(l, probs.alpha[stateIndex(m, h)]), sum), lState,
+              {st});
+      e.store(mNew, mState, {st});
     }
-    Value l = e.load(lState, {e.idx(h)});
-    e.store(e.addF(e.mulF(l, alpha[h]), sum), lState, {e.idx(h)});
-    e.store(mNew, mState, {e.idx(h)});
   }
   if (f.dropoutP || f.pScale) {
-    for (int64_t j = 0; j < nTiles; ++j)
-      for (int64_t i = 0; i < 4; ++i)
-        s[j][i] = math.probability(rows, rowOf(i / 2), e.add(n0, colOf(j, i)),
-                                   s[j][i]);
+    for (int64_t m = 0; m < g.mFrags; ++m)
+      for (int64_t j = 0; j < nTiles; ++j)
+        for (int64_t i = 0; i < 4; ++i) {
+          Value &x = p[pIndex(m, j, i)];
+          x = math.probability(rows, rowOf(m, i / 2), e.add(n0, colOf(j, i)),
+                               x);
+        }
   }
-  Probabilities probs;
-  probs.p = std::move(s);
-  probs.alpha[0] = alpha[0];
-  probs.alpha[1] = alpha[1];
+  // P as PV's A operand, packed to the compute type right away: half the
+  // registers while the next K tile is staged.
+  for (int64_t m = 0; m < g.mFrags; ++m)
+    for (int64_t j = 0; j < nTiles; ++j)
+      for (int64_t h = 0; h < 2; ++h)
+        probs.p.push_back(
+            pack(p[pIndex(m, j, 2 * h)], p[pIndex(m, j, 2 * h + 1)]));
   return probs;
 }
 
-void WarpAttentionBuilder::accumulate(const Probabilities &probs) {
-  const SmallVector<Acc> &s = probs.p;
-  const Value *alpha = probs.alpha;
-  Value lane8 = e.remU(lane, e.idx(8));
-  // O = alpha * O + P V: B operand tiles are 16 keys x 8 dims of V, read
-  // transposed.
-  int64_t dTiles = g.dPad / 8;
-  SmallVector<Acc> acc(dTiles);
-  for (int64_t dj = 0; dj < dTiles; ++dj)
-    for (int64_t i = 0; i < 4; ++i)
-      acc[dj][i] =
-          e.mulF(e.load(oAcc, {accIndex(dj, i)}), alpha[i / 2]);
-  Value vRowInTile = e.add(lane8, e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)),
-                                        e.idx(8)));
-  Value vColInTile = e.mul(e.divU(lane, e.idx(16)), e.idx(8));
-  for (int64_t kk = 0; kk < g.bn / 16; ++kk) {
-    SmallVector<Value> a = {pack(s[2 * kk][0], s[2 * kk][1]),
-                            pack(s[2 * kk][2], s[2 * kk][3]),
-                            pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                            pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-    Value row = e.add(e.idx(kk * 16), vRowInTile);
-    for (int64_t dp = 0; dp < g.dPad / 16; ++dp) {
-      Value col = e.add(e.idx(dp * 16), vColInTile);
-      SmallVector<Value> vb = ldmatrix(vS, row, col, 4, /*transpose=*/true);
-      acc[2 * dp] = mma(a, {vb[0], vb[1]}, acc[2 * dp]);
-      acc[2 * dp + 1] = mma(a, {vb[2], vb[3]}, acc[2 * dp + 1]);
+SmallVector<Value> WarpAttentionBuilder::modifiedScores(
+    const ProgramRows &rows, Value n0, Value nValid, ArrayRef<Acc> s,
+    bool masked) {
+  SmallVector<Value> out(s.size() * 4);
+  for (int64_t m = 0; m < g.mFrags; ++m) {
+    for (int64_t j = 0; j < g.nTiles(); ++j) {
+      for (int64_t i = 0; i < 4; ++i) {
+        Value dot = s[m * g.nTiles() + j][i];
+        Value row = rowOf(m, i / 2), col = colOf(j, i);
+        Value key = e.add(n0, col);
+        Value &x = out[pIndex(m, j, i)];
+        if (!masked) {
+          x = math.score(rows, row, key, dot);
+          continue;
+        }
+        Value ok = e.andI(e.lt(col, nValid), math.visible(rows, row, key));
+        if (f.bias) {
+          x = e.ifElse(ok, {b.getF32Type()},
+                       [&] {
+                         return SmallVector<Value>{
+                             math.score(rows, row, key, dot)};
+                       },
+                       [&] { return SmallVector<Value>{e.negInf()}; })[0];
+        } else {
+          x = e.select(ok, math.score(rows, row, key, dot), e.negInf());
+        }
+      }
     }
   }
-  for (int64_t dj = 0; dj < dTiles; ++dj)
-    for (int64_t i = 0; i < 4; ++i)
-      e.store(acc[dj][i], oAcc, {accIndex(dj, i)});
+  return out;
+}
+
+void WarpAttentionBuilder::accumulate(const Probabilities &probs,
+                                      bool vTransposed) {
+  // O = alpha * O + P V. Each B operand tile (16 keys x 8 dims of V) is
+  // read once per warp for all its M fragments: with ldmatrix.trans from a
+  // [bn, D] tile, or plainly from a transposed [D, bn] one.
+  int64_t dTiles = g.dTiles(), kSteps = g.bn / 16;
+  SmallVector<Acc> acc(g.mFrags * dTiles); // [m * dTiles + dj]
+  for (int64_t m = 0; m < g.mFrags; ++m)
+    for (int64_t dj = 0; dj < dTiles; ++dj)
+      for (int64_t i = 0; i < 4; ++i)
+        acc[m * dTiles + dj][i] =
+            e.mulF(e.load(oAcc, {accIndex(m, dj, i)}),
+                   probs.alpha[stateIndex(m, i / 2)]);
+  // P of key step kk for fragment m: A operand of mma.
+  auto pOperand = [&](int64_t m, int64_t kk) {
+    auto pv = [&](int64_t j, int64_t h) {
+      return probs.p[(m * g.nTiles() + j) * 2 + h];
+    };
+    return SmallVector<Value>{pv(2 * kk, 0), pv(2 * kk, 1), pv(2 * kk + 1, 0),
+                              pv(2 * kk + 1, 1)};
+  };
+  Value lane8 = e.remU(lane, e.idx(8));
+  if (vTransposed) {
+    // x4: dims 8dj.. x keys (16kk .. +8 | +8 .. +16 | 16(kk+1) ..): the B
+    // operands of key steps kk and kk + 1 for one 8-dim tile.
+    for (int64_t kk = 0; kk < kSteps; kk += 2) {
+      bool pair = kk + 1 < kSteps;
+      SmallVector<SmallVector<Value>> a0, a1;
+      for (int64_t m = 0; m < g.mFrags; ++m) {
+        a0.push_back(pOperand(m, kk));
+        if (pair)
+          a1.push_back(pOperand(m, kk + 1));
+      }
+      Value laneCol = pair ? e.mul(e.divU(lane, e.idx(8)), e.idx(8))
+                           : e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)),
+                                   e.idx(8));
+      for (int64_t dj = 0; dj < dTiles; ++dj) {
+        SmallVector<Value> vb =
+            ldmatrix(vtS, e.add(e.idx(8 * dj), lane8),
+                     e.add(e.idx(kk * 16), laneCol), pair ? 4 : 2, false);
+        for (int64_t m = 0; m < g.mFrags; ++m) {
+          Acc &c = acc[m * dTiles + dj];
+          c = mma(a0[m], {vb[0], vb[1]}, c);
+          if (pair)
+            c = mma(a1[m], {vb[2], vb[3]}, c);
+        }
+      }
+    }
+  } else {
+    Value vRowInTile = e.add(
+        lane8, e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)), e.idx(8)));
+    Value vColInTile = e.mul(e.divU(lane, e.idx(16)), e.idx(8));
+    for (int64_t kk = 0; kk < kSteps; ++kk) {
+      SmallVector<SmallVector<Value>> a;
+      for (int64_t m = 0; m < g.mFrags; ++m)
+        a.push_back(pOperand(m, kk));
+      Value row = e.add(e.idx(kk * 16), vRowInTile);
+      for (int64_t dp = 0; dp < g.dPad / 16; ++dp) {
+        Value col = e.add(e.idx(dp * 16), vColInTile);
+        SmallVector<Value> vb = ldmatrix(vS, row, col, 4, /*transpose=*/true);
+        for (int64_t m = 0; m < g.mFrags; ++m) {
+          Acc &lo = acc[m * dTiles + 2 * dp];
+          Acc &hi = acc[m * dTiles + 2 * dp + 1];
+          lo = mma(a[m], {vb[0], vb[1]}, lo);
+          hi = mma(a[m], {vb[2], vb[3]}, hi);
+        }
+      }
+    }
+  }
+  for (int64_t m = 0; m < g.mFrags; ++m)
+    for (int64_t dj = 0; dj < dTiles; ++dj)
+      for (int64_t i = 0; i < 4; ++i)
+        e.store(acc[m * dTiles + dj][i], oAcc, {accIndex(m, dj, i)});
 }
 
 void WarpAttentionBuilder::epilogue(const ProgramRows &rows) {
-  for (int64_t h = 0; h < 2; ++h) {
-    // Shuffles first: every lane of the warp takes part.
-    Value l = quadReduce(e.load(lState, {e.idx(h)}), /*isMax=*/false);
-    Value row = rowOf(h);
-    Value tok = math.tokenOf(row);
-    e.ifThen(e.lt(tok, rows.numTokens), [&] {
-      Value qRow = e.add(rows.qTokBase, tok);
-      Value head = math.headOf(rows, row);
-      Value factor;
-      if (o.segmentMax) {
-        e.ifThen(e.eq(quadCol, e.idx(0)), [&] {
-          Value mx = e.load(mState, {e.idx(h)});
-          e.store(e.mulF(mx, e.f32(kLn2)), o.segmentMax,
-                  {qRow, head, rows.segment});
-          e.store(l, o.segmentSum, {qRow, head, rows.segment});
-        });
-      } else {
-        factor = math.outputFactor(l, o.outScale);
-      }
-      for (int64_t dj = 0; dj < g.dPad / 8; ++dj) {
-        for (int64_t i = 2 * h; i < 2 * h + 2; ++i) {
-          Value d = colOf(dj, i);
-          Value v = e.load(oAcc, {accIndex(dj, i)});
-          auto store = [&] {
-            if (o.segmentMax)
-              e.store(v, o.out, {qRow, head, rows.segment, d});
-            else
-              e.storeFrom32(e.mulF(v, factor), o.out, {qRow, head, d});
-          };
-          if (8 * dj + 8 > shape.headDim)
-            e.ifThen(e.lt(d, e.idx(shape.headDim)), store);
-          else
-            store();
+  for (int64_t m = 0; m < g.mFrags; ++m) {
+    for (int64_t h = 0; h < 2; ++h) {
+      Value st = e.idx(stateIndex(m, h));
+      // Shuffles first: every lane of the warp takes part.
+      Value l = quadReduce(e.load(lState, {st}), /*isMax=*/false);
+      Value row = rowOf(m, h);
+      Value tok = math.tokenOf(row);
+      e.ifThen(e.lt(tok, rows.numTokens), [&] {
+        Value qRow = e.add(rows.qTokBase, tok);
+        Value head = math.headOf(rows, row);
+        Value factor;
+        if (o.segmentMax) {
+          e.ifThen(e.eq(quadCol, e.idx(0)), [&] {
+            Value mx = e.load(mState, {st});
+            e.store(e.mulF(mx, e.f32(kLn2)), o.segmentMax,
+                    {qRow, head, rows.segment});
+            e.store(l, o.segmentSum, {qRow, head, rows.segment});
+          });
+        } else {
+          factor = math.outputFactor(l, o.outScale);
         }
-      }
-    });
+        for (int64_t dj = 0; dj < g.dTiles(); ++dj) {
+          for (int64_t i = 2 * h; i < 2 * h + 2; ++i) {
+            Value d = colOf(dj, i);
+            Value v = e.load(oAcc, {accIndex(m, dj, i)});
+            auto store = [&] {
+              if (o.segmentMax)
+                e.store(v, o.out, {qRow, head, rows.segment, d});
+              else
+                e.storeFrom32(e.mulF(v, factor), o.out, {qRow, head, d});
+            };
+            if (8 * dj + 8 > shape.headDim)
+              e.ifThen(e.lt(d, e.idx(shape.headDim)), store);
+            else
+              store();
+          }
+        }
+      });
+    }
   }
 }
 
@@ -576,8 +815,8 @@ FailureOr<Type> mlir::attn::warpComputeType(Type qType) {
 
 WarpLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct) {
   Geometry g = geometryOf(shape);
-  int64_t bytes =
-      (g.mRows + 2 * g.bn) * g.stride * ct.getIntOrFloatBitWidth() / 8;
+  int64_t bytes = ((g.mRows + g.bn) * g.stride + g.vElems()) *
+                  ct.getIntOrFloatBitWidth() / 8;
   return {g.warps * kLanes, bytes};
 }
 

@@ -1,0 +1,173 @@
+"""attn_mlir.vllm on torch CUDA tensors.
+
+Each entry point runs once on host arrays and once on CUDA copies of them;
+the two outputs must agree. The CUDA call runs under torch's sync debug mode
+set to "error", so any host synchronization inside it (a device-to-host
+read of an index tensor, say) fails the test; the split-KV case is also
+captured in a CUDA graph and replayed. The host halves always run (so a
+CPU-only machine records every specialization the GPU halves need); the
+CUDA halves skip without torch or a GPU.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+from attn_mlir import vllm
+from paged import block_table
+from reference import DTYPES, check, f64
+
+try:
+    import torch
+    HAVE_CUDA = torch.cuda.is_available()
+except ImportError:
+    HAVE_CUDA = False
+
+needs_cuda = pytest.mark.skipif(not HAVE_CUDA, reason="needs torch with CUDA")
+
+
+def bf16(rng, *shape):
+    return rng.standard_normal(shape).astype(DTYPES["bf16"])
+
+
+def to_cuda(x):
+    """A numpy array (bf16 as ml_dtypes) as a CUDA tensor of the same dtype."""
+    x = np.ascontiguousarray(x)
+    if x.dtype == DTYPES["bf16"]:
+        return torch.from_numpy(x.view(np.int16)).cuda().view(torch.bfloat16)
+    return torch.from_numpy(x).cuda()
+
+
+def to_host(t):
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).cpu().numpy().view(DTYPES["bf16"])
+    return t.cpu().numpy()
+
+
+def run_cuda(fn, *args, **kwargs):
+    """fn(*args) with every array argument on the GPU, under sync checks."""
+    conv = lambda a: to_cuda(a) if isinstance(a, np.ndarray) else (
+        tuple(conv(x) for x in a) if isinstance(a, tuple) else a)
+    dev_args = [conv(a) for a in args]
+    fn(*dev_args, **kwargs)  # loads the kernels (may read files, sync)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        result = fn(*dev_args, **kwargs)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
+    return dev_args, result
+
+
+def agree(host, dev, what):
+    check(to_host(dev), f64(host), "bf16", what)
+
+
+def prefix_inputs(rng):
+    hq, hk, d, bs, x = 8, 2, 64, 16, 8
+    q_lens, ctx = np.array([5, 70, 1]), np.array([40, 0, 129])
+    starts = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    table, nb = block_table(rng, ctx, bs)
+    t = int(starts[-1])
+    return (bf16(rng, t, hq, d), bf16(rng, t, hk, d), bf16(rng, t, hk, d),
+            np.zeros((t, hq, d), DTYPES["bf16"]), "auto",
+            bf16(rng, nb, hk, d // x, bs, x), bf16(rng, nb, hk, d, bs),
+            table, starts, (ctx + q_lens).astype(np.int32), 0, 0, 1.0, 1.0)
+
+
+def test_prefix_prefill_cuda():
+    args = prefix_inputs(np.random.default_rng(1))
+    vllm.context_attention_fwd(*args)
+    if not HAVE_CUDA:
+        pytest.skip("needs torch with CUDA")
+    dev, _ = run_cuda(vllm.context_attention_fwd, *args)
+    agree(args[3], dev[3], "context_attention_fwd")
+
+
+def unified_inputs(rng, q_lens, k_lens):
+    hq, hk, d, bs = 8, 2, 128, 16
+    cu = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    table, nb = block_table(rng, k_lens, bs)
+    t = int(cu[-1])
+    return (bf16(rng, t, hq, d), bf16(rng, nb, bs, hk, d),
+            bf16(rng, nb, bs, hk, d), np.zeros((t, hq, d), DTYPES["bf16"]),
+            cu, int(max(q_lens)), np.asarray(k_lens, np.int32),
+            int(max(k_lens)), 0.125, True, (-1, -1), table, 0.0, None, None,
+            None)
+
+
+def test_unified_mixed_cuda():
+    args = unified_inputs(np.random.default_rng(2), [1, 33, 1], [300, 33, 17])
+    sinks = np.linspace(-1, 1, 8).astype(np.float32)
+    vllm.unified_attention(*args, sinks=sinks)
+    if not HAVE_CUDA:
+        pytest.skip("needs torch with CUDA")
+    dev, _ = run_cuda(vllm.unified_attention, *args, sinks=to_cuda(sinks))
+    agree(args[3], dev[3], "unified_attention")
+
+
+def test_unified_split_kv_cuda_graph():
+    args = unified_inputs(np.random.default_rng(3), [1, 1, 1, 1],
+                          [700, 1500, 64, 999])
+    vllm.unified_attention(*args)  # decode-only, long: split-KV + merge
+    if not HAVE_CUDA:
+        pytest.skip("needs torch with CUDA")
+    dev, _ = run_cuda(vllm.unified_attention, *args)
+    agree(args[3], dev[3], "unified_attention split-KV")
+    out = dev[3]
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        vllm.unified_attention(*dev)
+    out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    agree(args[3], out, "unified_attention split-KV graph replay")
+
+
+def test_flash_cuda():
+    rng = np.random.default_rng(4)
+    hq, hk, d = 8, 4, 96
+    cu = np.array([0, 100, 101, 300], np.int32)
+    t = int(cu[-1])
+    q, k, v = bf16(rng, t, hq, d), bf16(rng, t, hk, d), bf16(rng, t, hk, d)
+    o = np.zeros((t, hq, d), DTYPES["bf16"])
+    vllm.triton_attention(q, k, v, o, cu, cu, 199, 199, True, 0.1)
+    if not HAVE_CUDA:
+        pytest.skip("needs torch with CUDA")
+    dev, _ = run_cuda(vllm.triton_attention, q, k, v, o, cu, cu, 199, 199,
+                      True, 0.1)
+    agree(o, dev[3], "triton_attention")
+
+
+def test_blocksparse_cuda():
+    rng = np.random.default_rng(5)
+    hq, hk, d, bs = 4, 2, 64, 16
+    ck = np.array([0, 70, 71, 135], np.int32)
+    t = int(ck[-1])
+    q, k, v = bf16(rng, t, hq, d), bf16(rng, t, hk, d), bf16(rng, t, hk, d)
+    rows = 5
+    crow = np.array([[0, 1, 3, 5, 7, 9]], np.int32)
+    col = np.array([[0, 0, 1, 1, 2, 0, 3, 2, 4]], np.int32)
+    assert crow.shape[1] == rows + 1
+    host = vllm.blocksparse_flash_attn_varlen_fwd(
+        q, k, v, ck, None, 0.125, (crow, col), block_size=bs)
+    if not HAVE_CUDA:
+        pytest.skip("needs torch with CUDA")
+    _, dev = run_cuda(vllm.blocksparse_flash_attn_varlen_fwd, q, k, v, ck,
+                      None, 0.125, (crow, col), block_size=bs)
+    agree(host, dev, "blocksparse_flash_attn_varlen_fwd")
+
+
+@needs_cuda
+def test_index_tensors_must_be_int32_on_the_device():
+    args = list(unified_inputs(np.random.default_rng(6), [2], [9]))
+    dev = [to_cuda(a) if isinstance(a, np.ndarray) else a for a in args]
+    dev[4] = dev[4].long()
+    with pytest.raises(ValueError, match="cu_seqlens_q: expected int32"):
+        vllm.unified_attention(*dev)
+    dev[4] = torch.from_numpy(args[4])  # on the host
+    with pytest.raises(ValueError, match="cu_seqlens_q: expected an int32 "
+                                         "tensor on cuda"):
+        vllm.unified_attention(*dev)
