@@ -30,6 +30,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from . import _toolchain
 from ._toolchain import CompileError, _REPO, attn_opt, cache_dir
 
 BUNDLES_ENV = "ATTN_MLIR_BUNDLES"
@@ -138,7 +139,8 @@ def compile_bundle(mlir_text, chip, dest):
         try:
             (staging / "kernel.ptx").write_text(ptx)
             record = {"chip": chip, "key": dest.name, "kernels": manifest,
-                      "binary": "kernel.ptx", "mlir": mlir_text}
+                      "binary": "kernel.ptx", "mlir": mlir_text,
+                      "compiler": compiler_fingerprint()}
             ptxas = _ptxas()
             if ptxas:
                 proc = subprocess.run(
@@ -166,10 +168,31 @@ def _can_compile():
         return False
 
 
+def compiler_fingerprint():
+    """Hash of the attn-opt that compiles here (None without one)."""
+    return _toolchain._compiler_fingerprint() if _can_compile() else None
+
+
+def is_current(bundle_dir):
+    """Whether a bundle was made by this machine's attn-opt. Bundle names
+    depend only on chip and MLIR text, so a rebuilt compiler would otherwise
+    keep serving kernels of the old one; without attn-opt (the GPU machine)
+    every bundle found is used as it is."""
+    current = compiler_fingerprint()
+    if current is None:
+        return True
+    try:
+        record = json.loads((Path(bundle_dir) / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return record.get("compiler") == current
+
+
 def bundle_for(mlir_text, chip):
-    """The bundle directory of a specialization: found, or compiled here."""
+    """The bundle directory of a specialization: found (and made by this
+    machine's compiler, if it has one), or compiled here."""
     found = find_bundle(mlir_text, chip)
-    if found:
+    if found and is_current(found):
         return found
     key = bundle_key(mlir_text, chip)
     if not _can_compile():
@@ -184,7 +207,8 @@ def bundle_for(mlir_text, chip):
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f"{key}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (root / key / "manifest.json").is_file():
+        if not is_current(root / key):
+            shutil.rmtree(root / key, ignore_errors=True)
             compile_bundle(mlir_text, chip, root / key)
     return root / key
 

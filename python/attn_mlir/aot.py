@@ -13,6 +13,7 @@ are reported and skipped; the exit status is 1 if any failed.
 
 import argparse
 import json
+import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,8 +27,9 @@ def compile_all(texts, chip, out, jobs=2):
 
     def one(text):
         dest = out / _gpu.bundle_key(text, chip)
-        if (dest / "manifest.json").is_file():
+        if _gpu.is_current(dest):
             return None
+        shutil.rmtree(dest, ignore_errors=True)  # made by another compiler
         try:
             _gpu.compile_bundle(text, chip, dest)
             return None

@@ -83,6 +83,13 @@ FailureOr<ScheduleAttr> mlir::attn::defaultSchedule(Operation *op,
   if (qBlockLimit)
     blockQ = std::gcd(blockQ, qBlockLimit);
   int64_t keys = tiles->keys, warps = 0;
+  // 64-row tiles (block-sparse query blocks of 64) are two warps of 32 rows.
+  if (prefill && blockQ * pack == 64 && headDim <= 128)
+    warps = 2;
+  // Block-sparse ranges are whole layout blocks: one KV tile each.
+  if (prefill && blockQ * pack >= 64 && headDim <= 128 && headDim > 64 &&
+      !isa<BlockSparseOp>(op))
+    keys = 32;
   if (prefill && blockQ * pack >= 128) {
     warps = headDim <= 128 ? 4 : 8;
     // Two fragments of S [32 x keys] next to O [32 x D]: heads over 64 take

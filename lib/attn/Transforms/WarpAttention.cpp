@@ -43,9 +43,11 @@ struct Geometry {
                   // padding keep ldmatrix rows in distinct banks
   int64_t bn;
   int64_t vtStride; // row stride of V staged transposed ([dPad, bn])
+  int64_t stages;   // K/V buffers: 2 double-buffers the KV walk
   int64_t warpRows() const { return 16 * mFrags; }
   /// Elements of the V buffer: a [bn, D] tile or a transposed [D, bn] one.
   int64_t vElems() const { return std::max(bn * stride, dPad * vtStride); }
+  int64_t kvElems() const { return bn * stride + vElems(); }
   int64_t nTiles() const { return bn / 8; }    // 8-key S tiles
   int64_t dTiles() const { return dPad / 8; }  // 8-dim O tiles
 };
@@ -60,6 +62,10 @@ Geometry geometryOf(const TileShape &s) {
   g.stride = g.dPad + 8;
   g.bn = roundUp(s.blockN, 16);
   g.vtStride = g.bn + 8;
+  // Prefill tiles (128 rows) double-buffer K and V: one barrier per KV tile
+  // instead of four. Smaller (decode) programs keep one buffer, so that more
+  // of them fit on an SM.
+  g.stages = g.mRows >= 128 ? 2 : 1;
   return g;
 }
 
@@ -98,7 +104,10 @@ private:
   void unpinLaneCoordinates();
   Value pinned(Value index);
   /// A [numRows, rowStride] view of shared memory from element `offset`.
-  Value view(int64_t offset, int64_t numRows, int64_t rowStride);
+  Value view(int64_t offset, int64_t numRows, int64_t rowStride) {
+    return view(e.idx(offset), numRows, rowStride);
+  }
+  Value view(Value offset, int64_t numRows, int64_t rowStride);
   /// Stages `numRows` rows of `rowElems` elements (a multiple of 8) into
   /// `dst`, 16 bytes per thread and step.
   void stage(Value dst, int64_t numRows, int64_t rowElems,
@@ -107,9 +116,24 @@ private:
   /// Waits until at most `pending` of this thread's copy groups are in
   /// flight, then synchronizes the block.
   void waitGroups(Value token, int32_t pending);
-  void stageKeys(const KvWalk &walk, Value n0, Value nValid, bool isK);
+  /// Shared-memory views of one K/V buffer (V and its transposed form share
+  /// memory).
+  struct KvBuffers {
+    Value k, v, vt;
+  };
+  KvBuffers kvBuffers(Value stage);
+  /// Stages K (isK) or V of keys [n0, n0 + nValid) as [bn, D] rows.
+  void stageKeys(const KvWalk &walk, Value dst, Value n0, Value nValid,
+                 bool isK);
   /// Stages V of keys [n0, n0 + nValid) as a [D, bn] tile (key-major walks).
-  void stageValuesTransposed(const KvWalk &walk, Value n0, Value nValid);
+  void stageValuesTransposed(const KvWalk &walk, Value dst, Value n0,
+                             Value nValid);
+  /// Stages V into `buf` in the layout the walk needs.
+  void stageValues(const KvWalk &walk, const KvBuffers &buf, Value n0,
+                   Value nValid);
+  /// The tile math on staged K(t) and V(t): QK, softmax, PV.
+  void walkDoubleBuffered(const ProgramRows &rows, const KvWalk &walk,
+                          Value lo, Value hi, Value active);
   /// P of one KV tile as packed pairs in accumulator layout (elements
   /// (2h, 2h + 1) of S tile j of M fragment m at (m * nTiles + j) * 2 + h),
   /// and the factors that rescale output rows (quadRow, quadRow + 8) of
@@ -119,6 +143,9 @@ private:
     SmallVector<Value> p, alpha;
   };
   Probabilities scores(const ProgramRows &rows, Value n0, Value nValid);
+  /// scores() for warps with rows, P = 0 and unit factors for the others.
+  Probabilities activeScores(const ProgramRows &rows, Value active, Value n0,
+                             Value nValid);
   /// The score modifiers and, when `masked`, the masks of S.
   SmallVector<Value> modifiedScores(const ProgramRows &rows, Value n0,
                                     Value nValid, ArrayRef<Acc> s,
@@ -131,6 +158,8 @@ private:
   Acc mma(ArrayRef<Value> a, ArrayRef<Value> bRegs, const Acc &c);
   SmallVector<Value> queryFragment(int64_t m, int64_t kStep);
   Value quadReduce(Value x, bool isMax);
+  /// max or sum of `xs` as a balanced tree: short dependency chains.
+  Value treeReduce(SmallVector<Value> xs, bool isMax);
   void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
                  Value hi);
   void epilogue(const ProgramRows &rows);
@@ -165,7 +194,8 @@ private:
 
   Value tid, lane, warp, quadRow, quadCol, warpRow0;
   std::tuple<Value, Value, Value, Value> free; // unpinned coordinates
-  Value qS, kS, vS, vtS; // vS and vtS share memory
+  Value qS;
+  KvBuffers cur; // the buffer of the tile being computed
   Value oAcc, mState, lState;
   SmallVector<SmallVector<SmallVector<Value>>> qFrags; // [m][kStep]
 };
@@ -208,14 +238,14 @@ void WarpAttentionBuilder::unpinLaneCoordinates() {
   std::tie(lane, quadRow, quadCol, warpRow0) = free;
 }
 
-Value WarpAttentionBuilder::view(int64_t offset, int64_t numRows,
+Value WarpAttentionBuilder::view(Value offset, int64_t numRows,
                                  int64_t rowStride) {
   auto space = gpu::AddressSpaceAttr::get(b.getContext(),
                                           gpu::AddressSpace::Workgroup);
   auto type = MemRefType::get({numRows, rowStride}, ct,
                               MemRefLayoutAttrInterface(), space);
-  int64_t bytes = offset * ct.getIntOrFloatBitWidth() / 8;
-  return memref::ViewOp::create(b, type, shared, e.idx(bytes), ValueRange{});
+  Value bytes = e.mul(offset, e.idx(ct.getIntOrFloatBitWidth() / 8));
+  return memref::ViewOp::create(b, type, shared, bytes, ValueRange{});
 }
 
 void WarpAttentionBuilder::stage(Value dst, int64_t numRows, int64_t rowElems,
@@ -403,13 +433,23 @@ Value WarpAttentionBuilder::quadReduce(Value x, bool isMax) {
   return x;
 }
 
+Value WarpAttentionBuilder::treeReduce(SmallVector<Value> xs, bool isMax) {
+  while (xs.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < xs.size(); i += 2)
+      next.push_back(isMax ? e.maxF(xs[i], xs[i + 1]) : e.addF(xs[i], xs[i + 1]));
+    if (xs.size() % 2)
+      next.push_back(xs.back());
+    xs = std::move(next);
+  }
+  return xs.front();
+}
+
 void WarpAttentionBuilder::emit(const ProgramRows &rows,
                                 ArrayRef<KvWalk> walks) {
   setUpThreads();
   qS = view(0, g.mRows, g.stride);
-  kS = view(g.mRows * g.stride, g.bn, g.stride);
-  vS = view((g.mRows + g.bn) * g.stride, g.bn, g.stride);
-  vtS = view((g.mRows + g.bn) * g.stride, g.dPad, g.vtStride);
+  cur = kvBuffers(e.idx(0));
   {
     // Per-thread state, promoted to registers by LLVM.
     OpBuilder::InsertionGuard guard(b);
@@ -467,12 +507,29 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
   epilogue(rows);
 }
 
-void WarpAttentionBuilder::stageKeys(const KvWalk &walk, Value n0,
+WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::kvBuffers(Value stage) {
+  Value base = e.add(e.idx(g.mRows * g.stride),
+                     e.mul(stage, e.idx(g.kvElems())));
+  Value vBase = e.add(base, e.idx(g.bn * g.stride));
+  return {view(base, g.bn, g.stride), view(vBase, g.bn, g.stride),
+          view(vBase, g.dPad, g.vtStride)};
+}
+
+void WarpAttentionBuilder::stageValues(const KvWalk &walk,
+                                       const KvBuffers &buf, Value n0,
+                                       Value nValid) {
+  if (walk.valueKeyMajor)
+    stageValuesTransposed(walk, buf.vt, n0, nValid);
+  else
+    stageKeys(walk, buf.v, n0, nValid, false);
+}
+
+void WarpAttentionBuilder::stageKeys(const KvWalk &walk, Value dst, Value n0,
                                      Value nValid, bool isK) {
   // Rows past nValid are zero (their keys are masked, and a zero V row keeps
   // p = 0 columns from multiplying garbage).
   Value lastKey = e.add(n0, e.sub(nValid, e.idx(1)));
-  stage(isK ? kS : vS, g.bn, g.dPad, [&](Value r) {
+  stage(dst, g.bn, g.dPad, [&](Value r) {
     Value key = e.min(e.add(n0, r), lastKey); // never locate past the range
     KeyRow kr = walk.locate(e, key);
     StagedRow s;
@@ -486,11 +543,12 @@ void WarpAttentionBuilder::stageKeys(const KvWalk &walk, Value n0,
 }
 
 void WarpAttentionBuilder::stageValuesTransposed(const KvWalk &walk,
-                                                 Value n0, Value nValid) {
+                                                 Value dst, Value n0,
+                                                 Value nValid) {
   // n0 is a multiple of 8 (KvWalk::valueKeyMajor), so every 8-key chunk
   // lies in one page.
   Value lastKey = e.add(n0, e.sub(nValid, e.idx(1)));
-  stage(vtS, g.dPad, g.bn, [&](Value d) {
+  stage(dst, g.dPad, g.bn, [&](Value d) {
     StagedRow s;
     s.valid = e.lt(d, e.idx(shape.headDim));
     KeyRow first = walk.locate(e, n0);
@@ -507,53 +565,94 @@ void WarpAttentionBuilder::stageValuesTransposed(const KvWalk &walk,
 
 void WarpAttentionBuilder::walkRange(const ProgramRows &rows,
                                      const KvWalk &walk, Value lo, Value hi) {
-  // Software pipeline over the range's tiles, with one K and one V buffer:
-  // V(t) loads while QK(t) and the softmax run, K(t+1) while PV(t) runs.
   // Warps whose rows are all past the tile's tokens (decode programs, the
   // last tile of a sequence) stage and synchronize but skip the math.
-  Value bn = e.idx(g.bn);
-  auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
   Value active =
       e.lt(warpRow0, e.mul(rows.numTokens, e.idx(shape.pack)));
-  int64_t numP = g.mFrags * g.nTiles() * 2, numAlpha = 2 * g.mFrags;
-  Type pairType = ct.isF16() ? Type(VectorType::get({2}, ct)) : b.getI32Type();
-  SmallVector<Type> types(numP, pairType);
-  types.append(numAlpha, b.getF32Type());
-  e.ifThen(e.lt(lo, hi), [&] { stageKeys(walk, lo, validAt(lo), true); });
+  if (g.stages == 2)
+    return walkDoubleBuffered(rows, walk, lo, hi, active);
+  // Software pipeline with one K and one V buffer: V(t) loads while QK(t)
+  // and the softmax run, K(t+1) while PV(t) runs.
+  Value bn = e.idx(g.bn);
+  auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
+  e.ifThen(e.lt(lo, hi),
+           [&] { stageKeys(walk, cur.k, lo, validAt(lo), true); });
   commitGroup();
   e.forLoop(lo, hi, bn, [&](Value n0) {
     pinLaneCoordinates();
     Value nValid = validAt(n0);
-    if (walk.valueKeyMajor)
-      stageValuesTransposed(walk, n0, nValid);
-    else
-      stageKeys(walk, n0, nValid, false);
+    stageValues(walk, cur, n0, nValid);
     waitGroups(commitGroup(), 1); // K(t) has landed
-    SmallVector<Value> flat = e.ifElse(
-        active, types,
-        [&] {
-          Probabilities p = scores(rows, n0, nValid);
-          SmallVector<Value> v = p.p;
-          v.append(p.alpha);
-          return v;
-        },
-        [&] {
-          SmallVector<Value> v(numP, pack(e.f32(0.0), e.f32(0.0)));
-          v.append(numAlpha, e.f32(1.0));
-          return v;
-        });
-    Probabilities p;
-    p.p.assign(flat.begin(), flat.begin() + numP);
-    p.alpha.assign(flat.begin() + numP, flat.end());
+    Probabilities p = activeScores(rows, active, n0, nValid);
     gpu::BarrierOp::create(b); // every warp is done with K(t)
     Value next = e.add(n0, bn);
     e.ifThen(e.lt(next, hi),
-             [&] { stageKeys(walk, next, validAt(next), true); });
+             [&] { stageKeys(walk, cur.k, next, validAt(next), true); });
     waitGroups(commitGroup(), 1); // V(t) has landed
     e.ifThen(active, [&] { accumulate(p, walk.valueKeyMajor); });
     gpu::BarrierOp::create(b); // every warp is done with V(t)
     unpinLaneCoordinates();
   });
+}
+
+void WarpAttentionBuilder::walkDoubleBuffered(const ProgramRows &rows,
+                                              const KvWalk &walk, Value lo,
+                                              Value hi, Value active) {
+  // Tile t computes from buffer t % 2 while K and V of tile t + 1 load into
+  // the other; the barrier after each wait also tells that every warp is
+  // done with the buffer about to be refilled.
+  Value bn = e.idx(g.bn);
+  auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
+  auto stageTile = [&](const KvBuffers &buf, Value n0) {
+    stageKeys(walk, buf.k, n0, validAt(n0), true);
+    stageValues(walk, buf, n0, validAt(n0));
+  };
+  gpu::BarrierOp::create(b); // the previous range may still read buffer 0
+  e.ifThen(e.lt(lo, hi), [&] { stageTile(kvBuffers(e.idx(0)), lo); });
+  commitGroup();
+  KvBuffers first = cur;
+  e.forLoop(lo, hi, bn, [&](Value n0) {
+    pinLaneCoordinates();
+    Value parity = e.remU(e.divU(e.sub(n0, lo), bn), e.idx(2));
+    waitGroups(commitGroup(), 0); // K(t) and V(t) have landed
+    Value next = e.add(n0, bn);
+    e.ifThen(e.lt(next, hi), [&] {
+      stageTile(kvBuffers(e.sub(e.idx(1), parity)), next);
+    });
+    commitGroup();
+    cur = kvBuffers(parity);
+    Value nValid = validAt(n0);
+    Probabilities p = activeScores(rows, active, n0, nValid);
+    e.ifThen(active, [&] { accumulate(p, walk.valueKeyMajor); });
+    cur = first;
+    unpinLaneCoordinates();
+  });
+}
+
+WarpAttentionBuilder::Probabilities
+WarpAttentionBuilder::activeScores(const ProgramRows &rows, Value active,
+                                   Value n0, Value nValid) {
+  int64_t numP = g.mFrags * g.nTiles() * 2, numAlpha = 2 * g.mFrags;
+  Type pairType = ct.isF16() ? Type(VectorType::get({2}, ct)) : b.getI32Type();
+  SmallVector<Type> types(numP, pairType);
+  types.append(numAlpha, b.getF32Type());
+  SmallVector<Value> flat = e.ifElse(
+      active, types,
+      [&] {
+        Probabilities p = scores(rows, n0, nValid);
+        SmallVector<Value> v = p.p;
+        v.append(p.alpha);
+        return v;
+      },
+      [&] {
+        SmallVector<Value> v(numP, pack(e.f32(0.0), e.f32(0.0)));
+        v.append(numAlpha, e.f32(1.0));
+        return v;
+      });
+  Probabilities p;
+  p.p.assign(flat.begin(), flat.begin() + numP);
+  p.alpha.assign(flat.begin() + numP, flat.end());
+  return p;
 }
 
 WarpAttentionBuilder::Probabilities
@@ -564,8 +663,12 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid) {
   Acc zero = {e.f32(0.0), e.f32(0.0), e.f32(0.0), e.f32(0.0)};
   SmallVector<Acc> s(g.mFrags * nTiles, zero); // [m * nTiles + j]
   Value lane8 = e.remU(lane, e.idx(8));
-  for (int64_t kk = 0; kk < kSteps; kk += 2) {
-    bool pair = kk + 1 < kSteps;
+  // Q fragments are read one k step at a time when S and O already fill
+  // the registers (two fragments of a wide S).
+  bool pairs = !(g.mFrags > 1 && g.bn >= 64 && g.dPad >= 128 &&
+                 qFrags.empty());
+  for (int64_t kk = 0; kk < kSteps; kk += pairs ? 2 : 1) {
+    bool pair = pairs && kk + 1 < kSteps;
     SmallVector<SmallVector<Value>> qa[2];
     for (int64_t m = 0; m < g.mFrags; ++m) {
       qa[0].push_back(queryFragment(m, kk));
@@ -577,7 +680,7 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid) {
       Value laneCol = pair ? e.mul(e.divU(lane, e.idx(8)), e.idx(8))
                            : e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)),
                                    e.idx(8));
-      SmallVector<Value> kb = ldmatrix(kS, row, e.add(e.idx(kk * 16), laneCol),
+      SmallVector<Value> kb = ldmatrix(cur.k, row, e.add(e.idx(kk * 16), laneCol),
                                        pair ? 4 : 2, false);
       for (int64_t m = 0; m < g.mFrags; ++m) {
         Acc &acc = s[m * nTiles + j];
@@ -610,24 +713,24 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid) {
   probs.alpha.resize(2 * g.mFrags);
   for (int64_t m = 0; m < g.mFrags; ++m) {
     for (int64_t h = 0; h < 2; ++h) {
-      Value mx = e.negInf();
+      SmallVector<Value> row;
       for (int64_t j = 0; j < nTiles; ++j)
-        mx = e.maxF(mx, e.maxF(p[pIndex(m, j, 2 * h)],
-                               p[pIndex(m, j, 2 * h + 1)]));
-      mx = quadReduce(mx, /*isMax=*/true);
+        row.append({p[pIndex(m, j, 2 * h)], p[pIndex(m, j, 2 * h + 1)]});
+      Value mx = quadReduce(treeReduce(row, /*isMax=*/true), /*isMax=*/true);
       Value st = e.idx(stateIndex(m, h));
       Value mOld = e.load(mState, {st});
       Value mNew = e.maxF(mOld, mx);
       Value mSafe = math.safeMax(mNew);
       probs.alpha[stateIndex(m, h)] = e.exp2(e.subF(mOld, mSafe));
-      Value sum = e.f32(0.0);
+      SmallVector<Value> terms;
       for (int64_t j = 0; j < nTiles; ++j) {
         for (int64_t i = 2 * h; i < 2 * h + 2; ++i) {
           Value &x = p[pIndex(m, j, i)];
           x = e.exp2(e.subF(x, mSafe));
-          sum = e.addF(sum, x);
+          terms.push_back(x);
         }
       }
+      Value sum = treeReduce(terms, /*isMax=*/false);
       Value l = e.load(lState, {st});
       e.store(e.addF(e.mulF(l, probs.alpha[stateIndex(m, h)]), sum), lState,
               {st});
@@ -723,7 +826,7 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
                                    e.idx(8));
       for (int64_t dj = 0; dj < dTiles; ++dj) {
         SmallVector<Value> vb =
-            ldmatrix(vtS, e.add(e.idx(8 * dj), lane8),
+            ldmatrix(cur.vt, e.add(e.idx(8 * dj), lane8),
                      e.add(e.idx(kk * 16), laneCol), pair ? 4 : 2, false);
         for (int64_t m = 0; m < g.mFrags; ++m) {
           Acc &c = acc[m * dTiles + dj];
@@ -744,7 +847,7 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
       Value row = e.add(e.idx(kk * 16), vRowInTile);
       for (int64_t dp = 0; dp < g.dPad / 16; ++dp) {
         Value col = e.add(e.idx(dp * 16), vColInTile);
-        SmallVector<Value> vb = ldmatrix(vS, row, col, 4, /*transpose=*/true);
+        SmallVector<Value> vb = ldmatrix(cur.v, row, col, 4, /*transpose=*/true);
         for (int64_t m = 0; m < g.mFrags; ++m) {
           Acc &lo = acc[m * dTiles + 2 * dp];
           Acc &hi = acc[m * dTiles + 2 * dp + 1];
@@ -815,7 +918,7 @@ FailureOr<Type> mlir::attn::warpComputeType(Type qType) {
 
 WarpLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct) {
   Geometry g = geometryOf(shape);
-  int64_t bytes = ((g.mRows + g.bn) * g.stride + g.vElems()) *
+  int64_t bytes = (g.mRows * g.stride + g.stages * g.kvElems()) *
                   ct.getIntOrFloatBitWidth() / 8;
   return {g.warps * kLanes, bytes};
 }
@@ -829,6 +932,13 @@ void WarpProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
                            gpu::Dimension::z};
   for (size_t i = 0; i < ubs.size(); ++i)
     ids.push_back(gpu::BlockIdOp::create(b, dims[i]));
+  // Blocks start in x order: walking the query tiles backwards starts the
+  // longest causal programs (the last tiles of each sequence) first, so the
+  // short ones fill the tail.
+  ids[0] = arith::SubIOp::create(
+      b, arith::SubIOp::create(b, ubs[0],
+                               arith::ConstantIndexOp::create(b, 1)),
+      ids[0]);
   body(ids);
 }
 
