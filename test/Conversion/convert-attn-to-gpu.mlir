@@ -64,3 +64,36 @@ func.func @f32(%q: memref<?x2x64xf32>, %k: memref<?x2x64xf32>, %v: memref<?x2x64
       out(%o : memref<?x2x64xf32>)
   return
 }
+
+// -----
+
+// A [D, page]-major V cache is staged transposed with 16-byte copies and
+// read with plain ldmatrix in the cache walk; the new tokens' V
+// ([tokens, heads, D]) is read with ldmatrix.trans. 128-row tiles are
+// double-buffered: one wait and one barrier per KV tile, with the lane
+// coordinates pinned per tile so that LLVM keeps the shared-memory
+// addresses in the loop.
+// CHECK-LABEL: func.func @prefix_bf16_cache
+// CHECK: gpu.func @prefix_bf16_cache
+// CHECK: scf.for
+// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, $1;", "=r,r"
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK-NEXT: gpu.barrier
+// CHECK-NOT: transpose = true
+// CHECK: scf.for
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// CHECK: gpu.return
+func.func @prefix_bf16_cache(
+    %q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
+    %k_cache: memref<?x2x8x16x8xbf16>, %v_cache: memref<?x2x64x16xbf16>,
+    %block_table: memref<?x?xi32>, %query_start: memref<?xi32>, %seq_lens: memref<?xi32>,
+    %scale: f32, %out: memref<?x8x64xbf16>) {
+  attn.prefix_prefill q(%q : memref<?x8x64xbf16>) k(%k : memref<?x2x64xbf16>)
+      v(%v : memref<?x2x64xbf16>) k_cache(%k_cache : memref<?x2x8x16x8xbf16>)
+      v_cache(%v_cache : memref<?x2x64x16xbf16>) block_table(%block_table : memref<?x?xi32>)
+      query_start(%query_start : memref<?xi32>) seq_lens(%seq_lens : memref<?xi32>)
+      scale(%scale) out(%out : memref<?x8x64xbf16>)
+  return
+}
