@@ -193,7 +193,7 @@ private:
   int64_t threads;
 
   Value tid, lane, warp, quadRow, quadCol, warpRow0;
-  std::tuple<Value, Value, Value, Value> free; // unpinned coordinates
+  std::tuple<Value, Value, Value, Value> unpinned; // coordinates outside tiles
   Value qS;
   KvBuffers cur; // the buffer of the tile being computed
   Value oAcc, mState, lState;
@@ -227,7 +227,7 @@ Value WarpAttentionBuilder::pinned(Value index) {
 }
 
 void WarpAttentionBuilder::pinLaneCoordinates() {
-  free = {lane, quadRow, quadCol, warpRow0};
+  unpinned = {lane, quadRow, quadCol, warpRow0};
   lane = pinned(lane);
   quadRow = e.divU(lane, e.idx(4));
   quadCol = e.remU(lane, e.idx(4));
@@ -235,7 +235,7 @@ void WarpAttentionBuilder::pinLaneCoordinates() {
 }
 
 void WarpAttentionBuilder::unpinLaneCoordinates() {
-  std::tie(lane, quadRow, quadCol, warpRow0) = free;
+  std::tie(lane, quadRow, quadCol, warpRow0) = unpinned;
 }
 
 Value WarpAttentionBuilder::view(Value offset, int64_t numRows,

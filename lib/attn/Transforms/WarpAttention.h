@@ -1,11 +1,13 @@
 //===- WarpAttention.h - attention programs on NVIDIA tensor cores -*- C++ -*-//
 //
 // The NVVM ProgramTarget: one thread block per program of the tiled grid, in
-// the style of FlashAttention-2. Each warp owns 16 rows of the M tile; QK and
-// PV run on mma.sync m16n8k16 (f16/bf16) fed by ldmatrix from shared memory;
-// K/V (and Q) tiles are staged with 16-byte cp.async where the source rows
-// are contiguous and of the compute type, and through registers (gather,
-// fp8 dequantization) otherwise; the online softmax runs on the accumulator
+// the style of FlashAttention-2. Each warp owns a slab of one or two 16-row
+// MMA fragments of the M tile (ScheduleAttr::warps); QK and PV run on
+// mma.sync m16n8k16 (f16/bf16) fed by ldmatrix from shared memory, each
+// K/V fragment read once per warp; K/V (and Q) tiles are staged with 16-byte
+// cp.async where the source rows are contiguous and of the compute type
+// (key-major V caches transposed), and through registers (gather, fp8
+// dequantization) otherwise, double-buffered on 128-row tiles; the online softmax runs on the accumulator
 // fragments with quad shuffles, and P stays in registers for PV. The
 // element-level math is AttentionMath's, shared with the CPU program.
 //
