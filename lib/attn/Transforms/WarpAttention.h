@@ -7,9 +7,10 @@
 // K/V fragment read once per warp; K/V (and Q) tiles are staged with 16-byte
 // cp.async where the source rows are contiguous and of the compute type
 // (key-major V caches transposed), and through registers (gather, fp8
-// dequantization) otherwise, double-buffered on 128-row tiles; the online softmax runs on the accumulator
-// fragments with quad shuffles, and P stays in registers for PV. The
-// element-level math is AttentionMath's, shared with the CPU program.
+// dequantization) otherwise, double-buffered on 128-row tiles; the online
+// softmax runs on the accumulator fragments with quad shuffles, and P stays
+// in registers for PV. The element-level math is AttentionMath's, shared
+// with the CPU program.
 //
 //===----------------------------------------------------------------------===//
 
