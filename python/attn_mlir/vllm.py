@@ -127,7 +127,9 @@ def _offsets(x, name, batch, total):
     return vals
 
 
-def _per_head(x, name, heads):
+def _per_head(x, name, heads, device=None):
+    if device is not None:
+        return _device_floats(x, name, device, heads)
     if x is None:
         return None
     vals = np.asarray(host_values(x, name), dtype=np.float32)
@@ -153,6 +155,43 @@ def _block_table(x, name, keys_per_seq, block_size, num_blocks):
                              f"{int(row.max() if row.max() >= num_blocks else row.min())}"
                              f", outside [0, {num_blocks})")
     return table
+
+
+def _paged_batch(lens, offsets, table, tokens, block_size, num_blocks, dev,
+                 *, new_tokens_cached, nouns):
+    """Per-sequence key counts, query offsets and block table of a paged
+    batch, each given as (value, name): checked host arrays, or on the GPU
+    int32 tensors passed through (values checked only when validating).
+    The table covers every key when `new_tokens_cached`, else only the
+    context before the new tokens; `nouns` name what lens and offsets count
+    in the error message."""
+    (lens, lens_name), (offsets, offsets_name), (table, table_name) = \
+        lens, offsets, table
+    if dev is None or _validating():
+        host_lens = _ints(lens, lens_name)
+        if host_lens.ndim != 1:
+            raise ValueError(f"{lens_name}: expected a 1-D array, got "
+                             f"{host_lens.shape}")
+        batch = len(host_lens)
+        host_offsets = _offsets(offsets, offsets_name, batch, tokens)
+        q_lens = np.diff(host_offsets)
+        if np.any(host_lens < q_lens):
+            b = int(np.argmax(host_lens < q_lens))
+            raise ValueError(f"{lens_name}: sequence {b} has {host_lens[b]} "
+                             f"{nouns[0]} but {q_lens[b]} {nouns[1]}")
+        cached = host_lens if new_tokens_cached else host_lens - q_lens
+        host_table = _block_table(table, table_name, cached, block_size,
+                                  num_blocks)
+        if dev is None:
+            return host_lens, host_offsets, host_table
+    lens = _device_ints(lens, lens_name, dev, 1)
+    batch = lens.shape[0]
+    offsets = _device_ints(offsets, offsets_name, dev, 1, batch + 1)
+    table = _device_ints(table, table_name, dev, 2)
+    if table.shape[0] < batch:
+        raise ValueError(f"{table_name}: expected [batch, max_blocks], got "
+                         f"shape {tuple(table.shape)}")
+    return lens, offsets, table
 
 
 def _dense_qkv(qv, kv_, vv):
@@ -245,33 +284,12 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
         raise ValueError(f"k_cache/v_cache: shapes {kc.shape}/{vc.shape} "
                          f"disagree on blocks")
 
-    if dev is None or _validating():
-        seq_lens = _ints(b_seq_len, "b_seq_len")
-        if seq_lens.ndim != 1:
-            raise ValueError(f"b_seq_len: expected a 1-D array, got "
-                             f"{seq_lens.shape}")
-        batch = len(seq_lens)
-        starts = _offsets(b_start_loc, "b_start_loc", batch, tokens)
-        q_lens = np.diff(starts)
-        if np.any(seq_lens < q_lens):
-            b = int(np.argmax(seq_lens < q_lens))
-            raise ValueError(f"b_seq_len: sequence {b} has {seq_lens[b]} tokens "
-                             f"but {q_lens[b]} new ones")
-        table = _block_table(b_loc, "b_loc", seq_lens - q_lens, block_size,
-                             kc.shape[0])
-    if dev is not None:
-        seq_lens = _device_ints(b_seq_len, "b_seq_len", dev, 1)
-        batch = seq_lens.shape[0]
-        starts = _device_ints(b_start_loc, "b_start_loc", dev, 1, batch + 1)
-        table = _device_ints(b_loc, "b_loc", dev, 2)
-        if table.shape[0] < batch:
-            raise ValueError(f"b_loc: expected [batch, max_blocks], got shape "
-                             f"{tuple(table.shape)}")
-        slopes = _device_floats(alibi_slopes, "alibi_slopes", dev, hq)
-        sink_vals = _device_floats(sinks, "sinks", dev, hq)
-    else:
-        slopes = _per_head(alibi_slopes, "alibi_slopes", hq)
-        sink_vals = _per_head(sinks, "sinks", hq)
+    seq_lens, starts, table = _paged_batch(
+        (b_seq_len, "b_seq_len"), (b_start_loc, "b_start_loc"),
+        (b_loc, "b_loc"), tokens, block_size, kc.shape[0], dev,
+        new_tokens_cached=False, nouns=("tokens", "new ones"))
+    slopes = _per_head(alibi_slopes, "alibi_slopes", hq, dev)
+    sink_vals = _per_head(sinks, "sinks", hq, dev)
     if slopes is not None and sink_vals is not None:
         raise ValueError("sinks: cannot be combined with alibi_slopes (the "
                          "prefix-prefill ALiBi kernel has no sinks)")
@@ -341,28 +359,10 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
     if cache_fp8 and (k_descale is None or v_descale is None):
         raise ValueError("k_descale/v_descale: required with an fp8 KV cache")
 
-    if dev is None or _validating():
-        seqused = _ints(seqused_k, "seqused_k")
-        if seqused.ndim != 1:
-            raise ValueError(f"seqused_k: expected a 1-D array, got "
-                             f"{seqused.shape}")
-        batch = len(seqused)
-        cu = _offsets(cu_seqlens_q, "cu_seqlens_q", batch, tokens)
-        q_lens = np.diff(cu)
-        if np.any(seqused < q_lens):
-            b = int(np.argmax(seqused < q_lens))
-            raise ValueError(f"seqused_k: sequence {b} has {seqused[b]} keys "
-                             f"but {q_lens[b]} queries")
-        table = _block_table(block_table, "block_table", seqused, block_size,
-                             num_blocks)
-    if dev is not None:
-        seqused = _device_ints(seqused_k, "seqused_k", dev, 1)
-        batch = seqused.shape[0]
-        cu = _device_ints(cu_seqlens_q, "cu_seqlens_q", dev, 1, batch + 1)
-        table = _device_ints(block_table, "block_table", dev, 2)
-        if table.shape[0] < batch:
-            raise ValueError(f"block_table: expected [batch, max_blocks], got "
-                             f"shape {tuple(table.shape)}")
+    seqused, cu, table = _paged_batch(
+        (seqused_k, "seqused_k"), (cu_seqlens_q, "cu_seqlens_q"),
+        (block_table, "block_table"), tokens, block_size, num_blocks, dev,
+        new_tokens_cached=True, nouns=("keys", "queries"))
     window = None
     if window_size is not None:
         if len(window_size) != 2:
@@ -372,12 +372,8 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
             window = int(window_size[0]) + 1
     if softcap is not None and softcap < 0:
         raise ValueError(f"softcap: must be >= 0 (0 disables it), got {softcap}")
-    if dev is not None:
-        slopes = _device_floats(alibi_slopes, "alibi_slopes", dev, hq)
-        sink_vals = _device_floats(sinks, "sinks", dev, hq)
-    else:
-        slopes = _per_head(alibi_slopes, "alibi_slopes", hq)
-        sink_vals = _per_head(sinks, "sinks", hq)
+    slopes = _per_head(alibi_slopes, "alibi_slopes", hq, dev)
+    sink_vals = _per_head(sinks, "sinks", hq, dev)
     if ov.dtype in FP8:
         if output_scale is None:
             raise ValueError("output_scale: required when out is fp8")

@@ -126,8 +126,6 @@ Value LoopEmitter::boolean(bool v) {
   return arith::ConstantOp::create(b, b.getBoolAttr(v));
 }
 
-Value LoopEmitter::orI(Value x, Value y) { return arith::OrIOp::create(b, x, y); }
-
 Value LoopEmitter::reduce(Value lo, Value hi, Value init,
                           llvm::function_ref<Value(Value, Value)> body) {
   auto loop = scf::ForOp::create(b, lo, hi, idx(1), ValueRange{init});

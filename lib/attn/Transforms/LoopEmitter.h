@@ -82,7 +82,6 @@ public:
                             llvm::function_ref<SmallVector<Value>()> otherwise);
   /// An i1 constant.
   Value boolean(bool v);
-  Value orI(Value x, Value y);
   /// A loop carrying one value: returns body(iv, acc) folded over [lo, hi).
   Value reduce(Value lo, Value hi, Value init,
                llvm::function_ref<Value(Value, Value)> body);

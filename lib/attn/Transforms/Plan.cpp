@@ -40,14 +40,19 @@ FailureOr<ScheduleAttr> mlir::attn::defaultSchedule(Operation *op,
   if (!tiles)
     return failure();
   int64_t group = 0, pack = 0, qBlockLimit = 0;
-  if (auto pp = dyn_cast<PrefixPrefillOp>(op))
+  Value keySource; // where most staged keys come from
+  if (auto pp = dyn_cast<PrefixPrefillOp>(op)) {
     group = groupOf(pp.getQ(), pp.getK(), 1);
-  else if (auto un = dyn_cast<UnifiedOp>(op))
+    keySource = pp.getKCache();
+  } else if (auto un = dyn_cast<UnifiedOp>(op)) {
     group = groupOf(un.getQ(), un.getKCache(), 2);
-  else if (auto fl = dyn_cast<FlashOp>(op))
+    keySource = un.getKCache();
+  } else if (auto fl = dyn_cast<FlashOp>(op)) {
     group = groupOf(fl.getQ(), fl.getK(), 1);
-  else if (auto bs = dyn_cast<BlockSparseOp>(op)) {
+    keySource = fl.getK();
+  } else if (auto bs = dyn_cast<BlockSparseOp>(op)) {
     group = groupOf(bs.getQ(), bs.getK(), 1);
+    keySource = bs.getK();
     // Heads with their own layouts walk different CSR rows.
     if (bs.hasPerHeadLayout())
       pack = 1;
@@ -71,11 +76,7 @@ FailureOr<ScheduleAttr> mlir::attn::defaultSchedule(Operation *op,
   auto elementType = [](Value v) {
     return cast<MemRefType>(v.getType()).getElementType();
   };
-  bool converted = llvm::any_of(op->getOperands().drop_front(), [&](Value v) {
-    auto type = dyn_cast<MemRefType>(v.getType());
-    return type && type.getRank() >= 3 &&
-           type.getElementType() != elementType(op->getOperand(0));
-  });
+  bool converted = elementType(keySource) != elementType(op->getOperand(0));
   bool prefill = target != "cpu" && !isa<UnifiedOp>(op) && !converted;
   if (prefill)
     rows = 128;
