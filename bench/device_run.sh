@@ -3,7 +3,10 @@
 # attn_mlir.vllm on CUDA tensors), a compute-sanitizer memcheck of one call
 # per op, the benchmark beside the peers, and an Nsight Compute profile of
 # the dense kernel. Expects AOT bundles in .device/bundles and the peers in
-# .peers (carried). Usage: bench/device_run.sh [all|tests|sanitize|bench|profile]...
+# .peers (carried). Usage:
+#   bench/device_run.sh [all|tests|sanitize|bench|host|profile|sass]...
+# (sass: cuobjdump -sass of the cubins carried in .device/sass, for reading
+# the generated machine code; there is no cuobjdump off the device.)
 set -uo pipefail
 export PYTHONUNBUFFERED=1 ATTN_MLIR_BUNDLES="$PWD/.device/bundles" ATTN_MLIR_CACHE=/tmp/attn_cache
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
@@ -29,10 +32,22 @@ if want bench; then
   echo "== benchmark"
   timeout 400 python3 bench/bench_gpu.py ${BENCH_CASES:-} 2>&1 | tee "$OUT/bench.log" | tail -40
 fi
+if want host; then
+  echo "== host time per call"
+  timeout 120 python3 bench/host_overhead.py 2>&1 | tee "$OUT/host_overhead.log" | head -60
+fi
 if want profile; then
   echo "== ncu (dense D=128 S=8192)"
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   timeout 200 "$NCU" --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
     --section LaunchStats --section Occupancy -k regex:^kernel -c 1 \
     python3 bench/profile_dense.py ${PROFILE_ARGS:-128} 2>&1 | tee "$OUT/ncu.log" | tail -80
+fi
+if want sass; then
+  echo "== SASS"
+  CUOBJDUMP=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+  for f in .device/sass/*.cubin; do
+    "$CUOBJDUMP" -sass "$f" > "$OUT/$(basename "$f" .cubin).sass" 2>&1
+    echo "$f: $(grep -c HMMA "$OUT/$(basename "$f" .cubin).sass") HMMA"
+  done
 fi

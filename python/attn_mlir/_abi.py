@@ -36,20 +36,28 @@ def _torch():
         return None
 
 
+_TORCH_DTYPES = None   # torch dtype -> canonical name, built on first use
+
+
 def _torch_dtype_name(dtype):
-    torch = _torch()
-    table = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
-             torch.float8_e4m3fn: "f8E4M3FN", torch.float8_e5m2: "f8E5M2",
-             torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8"}
-    return table.get(dtype)
+    global _TORCH_DTYPES
+    if _TORCH_DTYPES is None:
+        torch = _torch()
+        _TORCH_DTYPES = {
+            torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
+            torch.float8_e4m3fn: "f8E4M3FN", torch.float8_e5m2: "f8E5M2",
+            torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8"}
+    return _TORCH_DTYPES.get(dtype)
 
 
 def is_torch(x):
-    return type(x).__module__.split(".")[0] == "torch"
+    return type(x).__module__.startswith("torch")
 
 
 class View:
     """A strided array handed to a kernel: pointer, shape, element strides."""
+
+    __slots__ = ("name", "ptr", "shape", "strides", "dtype", "owner")
 
     def __init__(self, name, ptr, shape, strides, dtype, owner):
         self.name, self.ptr, self.dtype, self.owner = name, ptr, dtype, owner
@@ -73,15 +81,16 @@ def view(x, name, allow_none=False):
             return None
         raise ValueError(f"{name}: expected an array, got None")
     if is_torch(x):
-        if x.device.type not in ("cpu", "cuda"):
+        if not (x.is_cuda or x.is_cpu):
             raise ValueError(f"{name}: tensor is on {x.device}; kernels run on "
                              f"the CPU or on CUDA/ROCm devices")
         dtype = _torch_dtype_name(x.dtype)
         if dtype is None:
             raise ValueError(f"{name}: unsupported dtype {x.dtype}")
-        if any(s < 0 for s in x.stride()):
+        strides = x.stride()
+        if strides and min(strides) < 0:
             raise ValueError(f"{name}: negative strides are not supported")
-        return View(name, x.data_ptr(), x.shape, x.stride(), dtype, x)
+        return View(name, x.data_ptr(), x.shape, strides, dtype, x)
     if isinstance(x, np.ndarray):
         dtype = _BY_NUMPY.get(x.dtype)
         if dtype is None:
@@ -98,7 +107,7 @@ def view(x, name, allow_none=False):
 
 def device_of(x):
     """The torch device of a CUDA tensor, else None (host memory)."""
-    if is_torch(x) and x.device.type == "cuda":
+    if is_torch(x) and x.is_cuda:
         return x.device
     return None
 
@@ -144,11 +153,24 @@ def _row_major(v):
     return True
 
 
+_MEMREF_TYPES = {}
+
+
 def memref_type(v, static_dims=()):
     """The MLIR memref type of a view: the listed dims static, the rest
     dynamic; row-major views get the identity layout (static strides, no
     offset: the descriptor's pointer is the first element), others any
-    strides."""
+    strides. Memoized: a repeated call (a serving loop) costs a lookup."""
+    key = (v.shape, v.strides, v.dtype, static_dims)
+    t = _MEMREF_TYPES.get(key)
+    if t is None:
+        if len(_MEMREF_TYPES) > 4096:
+            _MEMREF_TYPES.clear()
+        t = _MEMREF_TYPES[key] = _memref_type(v, static_dims)
+    return t
+
+
+def _memref_type(v, static_dims):
     dims = "x".join(str(v.shape[i]) if i in static_dims else "?"
                     for i in range(v.ndim))
     if v.ndim and _row_major(v):

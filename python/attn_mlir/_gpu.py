@@ -31,7 +31,10 @@ import tempfile
 from pathlib import Path
 
 from . import _toolchain
+from ._abi import View
 from ._toolchain import CompileError, _REPO, attn_opt, cache_dir
+
+_F32, _F32_BITS = struct.Struct("<f"), struct.Struct("<I")
 
 BUNDLES_ENV = "ATTN_MLIR_BUNDLES"
 
@@ -268,6 +271,16 @@ class Kernel:
     def __init__(self, record, function, module, image):
         self.record, self.function = record, function
         self._module, self._image = module, image   # keep alive
+        # The parameter buffer and its slot pointers, reused by every launch
+        # (the driver copies the parameters when the launch is enqueued).
+        n = sum(3 + 2 * p["rank"] if p["kind"] == "memref" else 1
+                for p in record["params"])
+        self._words = (ctypes.c_uint64 * n)()
+        base = ctypes.addressof(self._words)
+        self._slots = (ctypes.c_void_p * n)(*range(base, base + 8 * n, 8))
+        self._err = ctypes.create_string_buffer(256)
+        self._f32 = [p["kind"] == "scalar" and p["dtype"] == "f32"
+                     for p in record["params"]]
 
     def grid(self, shapes):
         dims = []
@@ -313,23 +326,17 @@ def launch(kernel, args, stream, backend=0):
     of device memory, or python scalars) on `stream` (a raw handle). Every
     parameter is packed into one 8-byte slot of a single buffer."""
     words, shapes = [], []
-    for spec, arg in zip(kernel.record["params"], args):
-        if spec["kind"] == "memref":
+    for is_f32, arg in zip(kernel._f32, args):
+        if isinstance(arg, View):
             shapes.append(arg.shape)
             words += [arg.ptr, arg.ptr, 0, *arg.shape, *arg.strides]
         else:
             shapes.append(())
-            if spec["dtype"] == "f32":
-                words.append(struct.unpack("<I", struct.pack("<f", arg))[0])
-            else:
-                words.append(int(arg))
-    n = len(words)
-    buf = (ctypes.c_uint64 * n)(*[w & 0xFFFFFFFFFFFFFFFF for w in words])
-    base = ctypes.addressof(buf)
-    pointers = (ctypes.c_void_p * n)(*range(base, base + 8 * n, 8))
+            words.append(_F32_BITS.unpack(_F32.pack(arg))[0] if is_f32
+                         else int(arg) & 0xFFFFFFFFFFFFFFFF)
+    kernel._words[:] = words
     gx, gy, gz = kernel.grid(shapes)
-    err = ctypes.create_string_buffer(256)
     _check(runtime().attn_rt_launch(
         backend, kernel.function, gx, gy, gz, kernel.record["threads"],
-        kernel.record["shared_bytes"], ctypes.c_void_p(stream), pointers, err,
-        len(err)), err)
+        kernel.record["shared_bytes"], ctypes.c_void_p(stream), kernel._slots,
+        kernel._err, len(kernel._err)), kernel._err)

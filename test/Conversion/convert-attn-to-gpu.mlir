@@ -18,19 +18,37 @@
 // CHECK: gpu.dynamic_shared_memory
 // CHECK: gpu.block_id x
 // CHECK: scf.while
-// Q staged with 16-byte copies, then held as A fragments.
-// CHECK: nvgpu.device_async_copy {{.*}}, 8 :
+// Q staged with 16-byte copies (cg, zero-filled past the rows: no branch);
+// a negative scale negates the staged Q, so that the softmax can take row
+// maxima of raw dot products and fold the positive factor into exp2's FMA.
+// CHECK: nvgpu.device_async_copy {{.*}}, 8, %{{.*}} {bypassL1} :
 // CHECK: nvgpu.device_async_wait
 // CHECK: gpu.barrier
-// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
-// The KV walk: QK on mma.sync, softmax with quad shuffles and ex2, PV with
-// transposed ldmatrix of V.
+// CHECK: arith.cmpf olt
+// CHECK: scf.if
+// CHECK: arith.negf {{.*}} : vector<8xbf16>
+// CHECK: gpu.barrier
+// The KV walk: one body for unmasked tiles and one for masked ones. QK on
+// mma.sync (Q read from shared memory each tile: 2 fragments of a 64-key
+// S fill the registers), softmax with quad shuffles and exp2 of one FMA,
+// PV with transposed ldmatrix of V.
 // CHECK: scf.for
+// CHECK: scf.if
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
 // CHECK: nvvm.mma.sync {{.*}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-NOT: arith.select
 // CHECK: gpu.shuffle  xor
+// O is rescaled only when the reference max of some row of the warp moved.
+// CHECK: nvvm.vote.sync  any
+// CHECK: llvm.intr.fma
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: scf.if
+// CHECK: arith.mulf
 // CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // CHECK: nvvm.mma.sync
+// CHECK: } else {
+// CHECK: arith.select
+// CHECK: gpu.shuffle  xor
 // CHECK: gpu.return
 func.func @flash(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
                  %cq: memref<?xi32>, %ck: memref<?xi32>, %scale: f32, %o: memref<?x8x64xbf16>) {

@@ -53,6 +53,19 @@ def test_dtype_headdim_gqa(dtype, d, gqa):
     check(o, reference(q, k, v, cq, ck, d ** -0.5, True), dtype, "flash")
 
 
+@pytest.mark.parametrize("scale", [-0.3, 0.0])
+def test_negative_and_zero_scale(scale):
+    """The GPU kernels fold the scale into exp2 after taking maxima of the raw
+    dot products; a negative or zero scale must still give the softmax of
+    scale * q.k (masked keys stay masked)."""
+    rng = np.random.default_rng(11)
+    q, k, v, cq, ck = make(rng, [150, 40], [150, 70], 4, 2, 64, "bf16")
+    o = np.full(q.shape, np.nan, DTYPES["bf16"])
+    vllm.triton_attention(q, k, v, o, cq, ck, 150, 150, causal=True,
+                          sm_scale=scale)
+    check(o, reference(q, k, v, cq, ck, scale, True), "bf16", "scale")
+
+
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("lens", [([5, 40, 1], [33, 12, 9]),   # Lq < Lk and Lq > Lk
                                   ([64, 3], [64, 70])])

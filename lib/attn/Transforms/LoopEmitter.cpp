@@ -42,6 +42,9 @@ Value LoopEmitter::max(Value x, Value y) {
 Value LoopEmitter::cmp(arith::CmpIPredicate pred, Value x, Value y) {
   return arith::CmpIOp::create(b, pred, x, y);
 }
+Value LoopEmitter::orI(Value x, Value y) {
+  return arith::OrIOp::create(b, x, y);
+}
 Value LoopEmitter::andI(Value x, Value y) {
   return arith::AndIOp::create(b, x, y);
 }
@@ -113,11 +116,20 @@ LoopEmitter::ifElse(Value cond, TypeRange types,
                     llvm::function_ref<SmallVector<Value>()> otherwise) {
   auto ifOp = scf::IfOp::create(b, types, cond, /*withElseRegion=*/true);
   {
+    // Without results, scf.if comes with its (empty) yields already.
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    scf::YieldOp::create(b, then());
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    scf::YieldOp::create(b, otherwise());
+    auto fill = [&](Block *block,
+                    llvm::function_ref<SmallVector<Value>()> body) {
+      if (types.empty()) {
+        b.setInsertionPoint(block->getTerminator());
+        body();
+        return;
+      }
+      b.setInsertionPointToStart(block);
+      scf::YieldOp::create(b, body());
+    };
+    fill(ifOp.thenBlock(), then);
+    fill(ifOp.elseBlock(), otherwise);
   }
   return SmallVector<Value>(ifOp.getResults());
 }

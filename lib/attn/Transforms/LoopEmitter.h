@@ -44,6 +44,7 @@ public:
   Value le(Value x, Value y) { return cmp(arith::CmpIPredicate::sle, x, y); }
   Value eq(Value x, Value y) { return cmp(arith::CmpIPredicate::eq, x, y); }
   Value andI(Value x, Value y);
+  Value orI(Value x, Value y);
   Value select(Value cond, Value x, Value y);
   /// An i32 or index value as index.
   Value toIndex(Value v);

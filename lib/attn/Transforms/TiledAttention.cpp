@@ -60,6 +60,10 @@ Value AttentionMath::visible(const ProgramRows &rows, Value row, Value key) {
   return ok;
 }
 
+Value AttentionMath::linearScoreFactor() {
+  return e.mulF(f.scale, e.f32(kLog2e));
+}
+
 Value AttentionMath::score(const ProgramRows &rows, Value row, Value key,
                            Value dot) {
   Value s;
@@ -68,7 +72,7 @@ Value AttentionMath::score(const ProgramRows &rows, Value row, Value key,
     Value x = e.divF(e.mulF(dot, f.scale), f.softcap);
     s = e.mulF(e.mulF(e.tanh(x), f.softcap), e.f32(kLog2e));
   } else {
-    s = e.mulF(dot, e.mulF(f.scale, e.f32(kLog2e)));
+    s = e.mulF(dot, linearScoreFactor());
   }
   if (!f.alibiSlopes && !f.bias)
     return s;

@@ -128,6 +128,11 @@ public:
   Value tileFullyVisible(const ProgramRows &rows, Value n0, Value n1);
   /// Whether row `row` sees key position `key` (token valid, masks).
   Value visible(const ProgramRows &rows, Value row, Value key);
+  /// Whether the score is `dot` times linearScoreFactor() (no softcap,
+  /// ALiBi or bias), so that a kernel may compare raw dot products and
+  /// scale them later.
+  bool linearScores() const { return !f.softcap && !f.alibiSlopes && !f.bias; }
+  Value linearScoreFactor();
   /// log2(e) * (modified score) of `dot` = q . k.
   Value score(const ProgramRows &rows, Value row, Value key, Value dot);
   /// Whether dropout keeps P[row, key] (only with a dropout probability).

@@ -50,6 +50,10 @@ struct Geometry {
   int64_t kvElems() const { return bn * stride + vElems(); }
   int64_t nTiles() const { return bn / 8; }    // 8-key S tiles
   int64_t dTiles() const { return dPad / 8; }  // 8-dim O tiles
+  /// Whether S and O of a warp about fill the registers (two fragments of a
+  /// wide S over a wide O): Q is then read from shared memory one k step at
+  /// a time, and O is rescaled on every tile.
+  bool registersFull() const { return mFrags > 1 && bn >= 64 && dPad >= 128; }
 };
 
 Geometry geometryOf(const TileShape &s) {
@@ -98,6 +102,8 @@ private:
   using Acc = std::array<Value, 4>;
 
   void setUpThreads();
+  /// Sets foldedFactor (see there) for linear scores.
+  void foldScoreFactor();
   /// Lane coordinates that LLVM cannot hoist out of the KV loop (see
   /// pinned()), for the duration of one tile.
   void pinLaneCoordinates();
@@ -141,8 +147,18 @@ private:
   /// they can be yielded from an scf.if.
   struct Probabilities {
     SmallVector<Value> p, alpha;
+    /// Whether O needs the alpha rescaling at all (warp-uniform); null
+    /// means always. Not carried through activeScores' scf.if.
+    Value rescale;
   };
-  Probabilities scores(const ProgramRows &rows, Value n0, Value nValid);
+  /// Whether KV tile [n0, n0 + bn) has all its keys and every valid row
+  /// sees all of them: it needs no masks. (A bias is read only where the
+  /// score exists, so with a bias every tile takes the masked path.)
+  Value tileUnmasked(const ProgramRows &rows, Value n0, Value nValid);
+  /// S = Q K^T with the score modifiers, the masks when `masked`, and the
+  /// online-softmax update.
+  Probabilities scores(const ProgramRows &rows, Value n0, Value nValid,
+                       bool masked);
   /// scores() for warps with rows, P = 0 and unit factors for the others.
   Probabilities activeScores(const ProgramRows &rows, Value active, Value n0,
                              Value nValid);
@@ -158,6 +174,8 @@ private:
   Acc mma(ArrayRef<Value> a, ArrayRef<Value> bRegs, const Acc &c);
   SmallVector<Value> queryFragment(int64_t m, int64_t kStep);
   Value quadReduce(Value x, bool isMax);
+  /// quadReduce of each value, the shuffles of all values interleaved.
+  void quadReduce(MutableArrayRef<Value> xs, bool isMax);
   /// max or sum of `xs` as a balanced tree: short dependency chains.
   Value treeReduce(SmallVector<Value> xs, bool isMax);
   void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
@@ -198,6 +216,10 @@ private:
   KvBuffers cur; // the buffer of the tile being computed
   Value oAcc, mState, lState;
   SmallVector<SmallVector<SmallVector<Value>>> qFrags; // [m][kStep]
+  /// For linear scores (AttentionMath::linearScoreFactor): the factor,
+  /// made positive by negating the staged Q, that the softmax folds into
+  /// its exp2 FMA; S then holds raw dot products. Null otherwise.
+  Value foldedFactor;
 };
 
 void WarpAttentionBuilder::setUpThreads() {
@@ -315,23 +337,27 @@ void WarpAttentionBuilder::stage(Value dst, int64_t numRows, int64_t rowElems,
   auto issue = [&](const Chunk &k) {
     if (!k.vector)
       return gather(k);
-    // 16 bytes straight from global memory into shared memory.
+    auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+    if (!k.src.limit) {
+      // Rows of whole chunks: a chunk is either all there or all zero. A
+      // copy of 0 source bytes zero-fills, so no branch splits the walk's
+      // basic block (the source index is in range either way).
+      Value n = e.select(k.whole, e.idx(8), e.idx(0));
+      nvgpu::DeviceAsyncCopyOp::create(b, tokenType, dst,
+                                       ValueRange{k.r, k.x0}, k.src.mem, k.at,
+                                       b.getIndexAttr(8), n, b.getUnitAttr());
+      return;
+    }
+    // 16 bytes straight from global memory into shared memory, or the
+    // ragged end element by element.
     auto ifOp = scf::IfOp::create(b, k.whole, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    nvgpu::DeviceAsyncCopyOp::create(
-        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
-        ValueRange{k.r, k.x0}, k.src.mem, k.at, b.getIndexAttr(8), Value(),
-        UnitAttr());
+    nvgpu::DeviceAsyncCopyOp::create(b, tokenType, dst, ValueRange{k.r, k.x0},
+                                     k.src.mem, k.at, b.getIndexAttr(8),
+                                     Value(), b.getUnitAttr());
     b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-    if (!k.src.limit) {
-      // Rows of whole chunks: a chunk is either all there or all zero.
-      Value zero = arith::ConstantOp::create(
-          b, vecType, DenseElementsAttr::get(vecType, b.getZeroAttr(ct)));
-      vector::StoreOp::create(b, zero, dst, ValueRange{k.r, k.x0});
-    } else {
-      gather(k);
-    }
+    gather(k);
   };
 
   if (total % threads == 0 && iters <= 32) {
@@ -424,13 +450,22 @@ SmallVector<Value> WarpAttentionBuilder::queryFragment(int64_t m,
 }
 
 Value WarpAttentionBuilder::quadReduce(Value x, bool isMax) {
+  SmallVector<Value> xs = {x};
+  quadReduce(xs, isMax);
+  return xs.front();
+}
+
+void WarpAttentionBuilder::quadReduce(MutableArrayRef<Value> xs, bool isMax) {
+  // Each shuffle step runs over all values before the next one.
   for (int32_t offset : {1, 2}) {
-    Value other = gpu::ShuffleOp::create(b, x, offset, kLanes,
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
-    x = isMax ? e.maxF(x, other) : e.addF(x, other);
+    SmallVector<Value> others;
+    for (Value x : xs)
+      others.push_back(gpu::ShuffleOp::create(b, x, offset, kLanes,
+                                              gpu::ShuffleMode::XOR)
+                           .getShuffleResult());
+    for (auto [x, other] : llvm::zip(xs, others))
+      x = isMax ? e.maxF(x, other) : e.addF(x, other);
   }
-  return x;
 }
 
 Value WarpAttentionBuilder::treeReduce(SmallVector<Value> xs, bool isMax) {
@@ -476,9 +511,11 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
     return s;
   });
   waitGroups(commitGroup(), 0);
+  if (math.linearScores())
+    foldScoreFactor();
   // Keep Q in registers when it fits next to the accumulators; otherwise
   // each KV tile reads it again from shared memory (as FlashAttention-2).
-  if (g.mFrags * g.dPad <= 128) {
+  if (g.mFrags * g.dPad <= 128 && !(g.mFrags > 1 && g.bn >= 64)) {
     for (int64_t m = 0; m < g.mFrags; ++m) {
       SmallVector<SmallVector<Value>> frags;
       for (int64_t kk = 0; kk < g.dPad / 16; ++kk)
@@ -505,6 +542,31 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
       walkRange(rows, walk, lo, hi);
     });
   epilogue(rows);
+}
+
+void WarpAttentionBuilder::foldScoreFactor() {
+  // The softmax wants maxima of factor * dot; for a positive factor those
+  // are factor * (maxima of dot). A negative factor is made positive by
+  // negating the staged Q, which is exact. A zero factor becomes the
+  // smallest normal float, so that masked -inf scores stay -inf, not NaN.
+  Value factor = math.linearScoreFactor();
+  Value negative = e.cmpF(arith::CmpFPredicate::OLT, factor, e.f32(0.0));
+  e.ifThen(negative, [&] {
+    int64_t chunksPerRow = g.dPad / 8;
+    auto vecType = VectorType::get({8}, ct);
+    e.forLoop(tid, e.idx(g.mRows * chunksPerRow), e.idx(threads),
+              [&](Value c) {
+                ValueRange at{e.divU(c, e.idx(chunksPerRow)),
+                              e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8))};
+                Value x = vector::LoadOp::create(b, vecType, qS, at);
+                vector::StoreOp::create(b, arith::NegFOp::create(b, x), qS, at);
+              });
+    gpu::BarrierOp::create(b);
+  });
+  Value magnitude =
+      e.select(negative, arith::NegFOp::create(b, factor), factor);
+  foldedFactor =
+      e.maxF(magnitude, e.f32(std::numeric_limits<float>::min()));
 }
 
 WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::kvBuffers(Value stage) {
@@ -622,8 +684,20 @@ void WarpAttentionBuilder::walkDoubleBuffered(const ProgramRows &rows,
     commitGroup();
     cur = kvBuffers(parity);
     Value nValid = validAt(n0);
-    Probabilities p = activeScores(rows, active, n0, nValid);
-    e.ifThen(active, [&] { accumulate(p, walk.valueKeyMajor); });
+    // One straight-line body per case (no barrier inside a tile here), so
+    // that the unmasked tiles carry no mask arithmetic at all.
+    e.ifThen(active, [&] {
+      auto tile = [&](bool masked) {
+        accumulate(scores(rows, n0, nValid, masked), walk.valueKeyMajor);
+        return SmallVector<Value>();
+      };
+      if (f.bias) {
+        tile(true);
+        return;
+      }
+      e.ifElse(tileUnmasked(rows, n0, nValid), {}, [&] { return tile(false); },
+               [&] { return tile(true); });
+    });
     cur = first;
     unpinLaneCoordinates();
   });
@@ -636,13 +710,20 @@ WarpAttentionBuilder::activeScores(const ProgramRows &rows, Value active,
   Type pairType = ct.isF16() ? Type(VectorType::get({2}, ct)) : b.getI32Type();
   SmallVector<Type> types(numP, pairType);
   types.append(numAlpha, b.getF32Type());
-  SmallVector<Value> flat = e.ifElse(
+  auto flat = [&](bool masked) {
+    Probabilities p = scores(rows, n0, nValid, masked);
+    SmallVector<Value> v = p.p;
+    v.append(p.alpha);
+    return v;
+  };
+  SmallVector<Value> v = e.ifElse(
       active, types,
       [&] {
-        Probabilities p = scores(rows, n0, nValid);
-        SmallVector<Value> v = p.p;
-        v.append(p.alpha);
-        return v;
+        if (f.bias)
+          return flat(true);
+        return e.ifElse(tileUnmasked(rows, n0, nValid), types,
+                        [&] { return flat(false); },
+                        [&] { return flat(true); });
       },
       [&] {
         SmallVector<Value> v(numP, pack(e.f32(0.0), e.f32(0.0)));
@@ -650,13 +731,20 @@ WarpAttentionBuilder::activeScores(const ProgramRows &rows, Value active,
         return v;
       });
   Probabilities p;
-  p.p.assign(flat.begin(), flat.begin() + numP);
-  p.alpha.assign(flat.begin() + numP, flat.end());
+  p.p.assign(v.begin(), v.begin() + numP);
+  p.alpha.assign(v.begin() + numP, v.end());
   return p;
 }
 
+Value WarpAttentionBuilder::tileUnmasked(const ProgramRows &rows, Value n0,
+                                         Value nValid) {
+  return e.andI(e.eq(nValid, e.idx(g.bn)),
+                math.tileFullyVisible(rows, n0, e.add(n0, e.idx(g.bn))));
+}
+
 WarpAttentionBuilder::Probabilities
-WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid) {
+WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
+                             bool masked) {
   // S = Q K^T: B operand tiles are 8 keys x 16 dims, read from K's rows;
   // each is read once per warp and used by all its M fragments.
   int64_t nTiles = g.nTiles(), kSteps = g.dPad / 16;
@@ -665,8 +753,7 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid) {
   Value lane8 = e.remU(lane, e.idx(8));
   // Q fragments are read one k step at a time when S and O already fill
   // the registers (two fragments of a wide S).
-  bool pairs = !(g.mFrags > 1 && g.bn >= 64 && g.dPad >= 128 &&
-                 qFrags.empty());
+  bool pairs = !(g.registersFull() && qFrags.empty());
   for (int64_t kk = 0; kk < kSteps; kk += pairs ? 2 : 1) {
     bool pair = pairs && kk + 1 < kSteps;
     SmallVector<SmallVector<Value>> qa[2];
@@ -691,51 +778,80 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid) {
     }
   }
 
-  // Score modifiers everywhere; masks only on tiles that cross a mask or
-  // the end of the range (a bias is read only where the score exists, so
-  // its tiles always take the masked path).
-  SmallVector<Value> p;
-  if (f.bias) {
-    p = modifiedScores(rows, n0, nValid, s, /*masked=*/true);
-  } else {
-    Value full = e.andI(e.eq(nValid, e.idx(g.bn)),
-                        math.tileFullyVisible(rows, n0,
-                                              e.add(n0, e.idx(g.bn))));
-    SmallVector<Type> types(s.size() * 4, b.getF32Type());
-    p = e.ifElse(
-        full, types,
-        [&] { return modifiedScores(rows, n0, nValid, s, false); },
-        [&] { return modifiedScores(rows, n0, nValid, s, true); });
-  }
+  SmallVector<Value> p = modifiedScores(rows, n0, nValid, s, masked);
 
-  // Online softmax on the fragments: rows quadRow (i < 2) and quadRow + 8.
+  // Online softmax on the fragments: rows quadRow (h = 0) and quadRow + 8
+  // of each M fragment. Each phase runs over all of the thread's rows
+  // before the next, so the shuffles and exp2s of independent rows overlap.
+  int64_t numRows = 2 * g.mFrags;
+  auto rowElems = [&](int64_t st) {
+    SmallVector<Value *> xs;
+    int64_t m = st / 2, h = st % 2;
+    for (int64_t j = 0; j < nTiles; ++j)
+      for (int64_t i = 2 * h; i < 2 * h + 2; ++i)
+        xs.push_back(&p[pIndex(m, j, i)]);
+    return xs;
+  };
+  SmallVector<Value> mx(numRows);
+  for (int64_t st = 0; st < numRows; ++st) {
+    SmallVector<Value> xs;
+    for (Value *x : rowElems(st))
+      xs.push_back(*x);
+    mx[st] = treeReduce(xs, /*isMax=*/true);
+  }
+  quadReduce(mx, /*isMax=*/true);
   Probabilities probs;
-  probs.alpha.resize(2 * g.mFrags);
-  for (int64_t m = 0; m < g.mFrags; ++m) {
-    for (int64_t h = 0; h < 2; ++h) {
-      SmallVector<Value> row;
-      for (int64_t j = 0; j < nTiles; ++j)
-        row.append({p[pIndex(m, j, 2 * h)], p[pIndex(m, j, 2 * h + 1)]});
-      Value mx = quadReduce(treeReduce(row, /*isMax=*/true), /*isMax=*/true);
-      Value st = e.idx(stateIndex(m, h));
-      Value mOld = e.load(mState, {st});
-      Value mNew = e.maxF(mOld, mx);
-      Value mSafe = math.safeMax(mNew);
-      probs.alpha[stateIndex(m, h)] = e.exp2(e.subF(mOld, mSafe));
-      SmallVector<Value> terms;
-      for (int64_t j = 0; j < nTiles; ++j) {
-        for (int64_t i = 2 * h; i < 2 * h + 2; ++i) {
-          Value &x = p[pIndex(m, j, i)];
-          x = e.exp2(e.subF(x, mSafe));
-          terms.push_back(x);
-        }
-      }
-      Value sum = treeReduce(terms, /*isMax=*/false);
-      Value l = e.load(lState, {st});
-      e.store(e.addF(e.mulF(l, probs.alpha[stateIndex(m, h)]), sum), lState,
-              {st});
-      e.store(mNew, mState, {st});
+  probs.alpha.resize(numRows);
+  // The reference max of a row moves only when the tile's max exceeds it by
+  // more than kRescaleSlack (log2 units): P stays below 2^kRescaleSlack, and
+  // O and l, both relative to the reference, need no rescaling on most
+  // tiles. (Not with an fp8 P, whose quantization expects P <= 1, nor where
+  // the registers are full: the conditional rescaling spills there.)
+  constexpr float kRescaleSlack = 8.0f;
+  bool lazy = !f.pScale && !g.registersFull();
+  SmallVector<Value> negMax(numRows);
+  Value grownAny = e.boolean(false);
+  for (int64_t st = 0; st < numRows; ++st) {
+    Value tileMax = foldedFactor ? e.mulF(mx[st], foldedFactor) : mx[st];
+    Value mOld = e.load(mState, {e.idx(st)});
+    Value mNew = e.maxF(mOld, tileMax);
+    Value grown;
+    if (lazy) {
+      grown = e.cmpF(arith::CmpFPredicate::OGT, tileMax,
+                     e.addF(mOld, e.f32(kRescaleSlack)));
+      mNew = e.select(grown, mNew, mOld);
+      grownAny = e.orI(grownAny, grown);
     }
+    Value mSafe = math.safeMax(mNew);
+    probs.alpha[st] = e.exp2(e.subF(mOld, mSafe));
+    if (lazy)
+      probs.alpha[st] = e.select(grown, probs.alpha[st], e.f32(1.0));
+    negMax[st] = e.subF(e.f32(0.0), mSafe);
+    e.store(mNew, mState, {e.idx(st)});
+  }
+  if (lazy) {
+    // Warp-uniform: whether any row of the warp has a new reference.
+    Value all = arith::ConstantOp::create(b, b.getI32IntegerAttr(-1));
+    probs.rescale = NVVM::VoteSyncOp::create(b, b.getI1Type(), all, grownAny,
+                                             NVVM::VoteSyncKind::any);
+  }
+  SmallVector<Value> sums(numRows);
+  for (int64_t st = 0; st < numRows; ++st) {
+    SmallVector<Value> terms;
+    for (Value *x : rowElems(st)) {
+      // exp2(factor * dot - max) is one FMA when the factor is folded.
+      // (llvm.intr.fma: math.fma would become a libdevice call).
+      *x = e.exp2(foldedFactor
+                      ? LLVM::FMAOp::create(b, *x, foldedFactor, negMax[st])
+                      : e.addF(*x, negMax[st]));
+      terms.push_back(*x);
+    }
+    sums[st] = treeReduce(terms, /*isMax=*/false);
+  }
+  for (int64_t st = 0; st < numRows; ++st) {
+    Value l = e.load(lState, {e.idx(st)});
+    e.store(e.addF(e.mulF(l, probs.alpha[st]), sums[st]), lState,
+            {e.idx(st)});
   }
   if (f.dropoutP || f.pScale) {
     for (int64_t m = 0; m < g.mFrags; ++m)
@@ -767,8 +883,9 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(
         Value row = rowOf(m, i / 2), col = colOf(j, i);
         Value key = e.add(n0, col);
         Value &x = out[pIndex(m, j, i)];
+        Value scored = foldedFactor ? dot : math.score(rows, row, key, dot);
         if (!masked) {
-          x = math.score(rows, row, key, dot);
+          x = scored;
           continue;
         }
         Value ok = e.andI(e.lt(col, nValid), math.visible(rows, row, key));
@@ -780,7 +897,7 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(
                        },
                        [&] { return SmallVector<Value>{e.negInf()}; })[0];
         } else {
-          x = e.select(ok, math.score(rows, row, key, dot), e.negInf());
+          x = e.select(ok, scored, e.negInf());
         }
       }
     }
@@ -794,13 +911,23 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
   // read once per warp for all its M fragments: with ldmatrix.trans from a
   // [bn, D] tile, or plainly from a transposed [D, bn] one.
   int64_t dTiles = g.dTiles(), kSteps = g.bn / 16;
+  auto rescale = [&] {
+    for (int64_t m = 0; m < g.mFrags; ++m)
+      for (int64_t dj = 0; dj < dTiles; ++dj)
+        for (int64_t i = 0; i < 4; ++i)
+          e.store(e.mulF(e.load(oAcc, {accIndex(m, dj, i)}),
+                         probs.alpha[stateIndex(m, i / 2)]),
+                  oAcc, {accIndex(m, dj, i)});
+  };
+  if (probs.rescale)
+    e.ifThen(probs.rescale, rescale);
+  else
+    rescale();
   SmallVector<Acc> acc(g.mFrags * dTiles); // [m * dTiles + dj]
   for (int64_t m = 0; m < g.mFrags; ++m)
     for (int64_t dj = 0; dj < dTiles; ++dj)
       for (int64_t i = 0; i < 4; ++i)
-        acc[m * dTiles + dj][i] =
-            e.mulF(e.load(oAcc, {accIndex(m, dj, i)}),
-                   probs.alpha[stateIndex(m, i / 2)]);
+        acc[m * dTiles + dj][i] = e.load(oAcc, {accIndex(m, dj, i)});
   // P of key step kk for fragment m: A operand of mma.
   auto pOperand = [&](int64_t m, int64_t kk) {
     auto pv = [&](int64_t j, int64_t h) {
