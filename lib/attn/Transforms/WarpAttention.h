@@ -9,8 +9,10 @@
 // (key-major V caches transposed), and through registers (gather, fp8
 // dequantization) otherwise, double-buffered on 128-row tiles; the online
 // softmax runs on the accumulator fragments with quad shuffles, and P stays
-// in registers for PV. The element-level math is AttentionMath's, shared
-// with the CPU program.
+// in registers for PV. Tiles that no mask crosses run a body without mask
+// code; linear scores fold the scale into exp2's FMA; O is rescaled only
+// when a row's reference max grows by more than a slack. The element-level
+// math is AttentionMath's, shared with the CPU program.
 //
 //===----------------------------------------------------------------------===//
 
