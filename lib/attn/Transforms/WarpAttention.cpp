@@ -581,7 +581,7 @@ void WarpAttentionBuilder::stageValues(const KvWalk &walk,
                                        const KvBuffers &buf, Value n0,
                                        Value nValid) {
   if (walk.valueKeyMajor)
-    stageValuesTransposed(walk, buf.vt, n0, nValid);
+    stageValuesTransposed(walk, buf.vt, n0, nValid ? nValid : e.idx(g.bn));
   else
     stageKeys(walk, buf.v, n0, nValid, false);
 }
@@ -590,12 +590,15 @@ void WarpAttentionBuilder::stageKeys(const KvWalk &walk, Value dst, Value n0,
                                      Value nValid, bool isK) {
   // Rows past nValid are zero (their keys are masked, and a zero V row keeps
   // p = 0 columns from multiplying garbage).
-  Value lastKey = e.add(n0, e.sub(nValid, e.idx(1)));
+  // A null nValid is a full tile: no clamps, so the addresses stay affine
+  // in n0.
+  Value lastKey = nValid ? e.add(n0, e.sub(nValid, e.idx(1))) : Value();
   stage(dst, g.bn, g.dPad, [&](Value r) {
-    Value key = e.min(e.add(n0, r), lastKey); // never locate past the range
+    // Never locate past the range.
+    Value key = nValid ? e.min(e.add(n0, r), lastKey) : e.add(n0, r);
     KeyRow kr = walk.locate(e, key);
     StagedRow s;
-    s.valid = e.lt(r, nValid);
+    s.valid = nValid ? e.lt(r, nValid) : e.boolean(true);
     s.mem = isK ? kr.k : kr.v;
     s.at = isK ? kr.kAt : kr.vAt;
     s.scale = isK ? kr.kScale : kr.vScale;
@@ -665,12 +668,13 @@ void WarpAttentionBuilder::walkDoubleBuffered(const ProgramRows &rows,
   // done with the buffer about to be refilled.
   Value bn = e.idx(g.bn);
   auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
-  auto stageTile = [&](const KvBuffers &buf, Value n0) {
-    stageKeys(walk, buf.k, n0, validAt(n0), true);
-    stageValues(walk, buf, n0, validAt(n0));
+  auto stageTile = [&](const KvBuffers &buf, Value n0, Value nValid) {
+    stageKeys(walk, buf.k, n0, nValid, true);
+    stageValues(walk, buf, n0, nValid);
   };
   gpu::BarrierOp::create(b); // the previous range may still read buffer 0
-  e.ifThen(e.lt(lo, hi), [&] { stageTile(kvBuffers(e.idx(0)), lo); });
+  e.ifThen(e.lt(lo, hi),
+           [&] { stageTile(kvBuffers(e.idx(0)), lo, validAt(lo)); });
   commitGroup();
   KvBuffers first = cur;
   e.forLoop(lo, hi, bn, [&](Value n0) {
@@ -679,7 +683,17 @@ void WarpAttentionBuilder::walkDoubleBuffered(const ProgramRows &rows,
     waitGroups(commitGroup(), 0); // K(t) and V(t) have landed
     Value next = e.add(n0, bn);
     e.ifThen(e.lt(next, hi), [&] {
-      stageTile(kvBuffers(e.sub(e.idx(1), parity)), next);
+      KvBuffers buf = kvBuffers(e.sub(e.idx(1), parity));
+      e.ifElse(
+          e.le(e.add(next, bn), hi), {},
+          [&] {
+            stageTile(buf, next, Value());
+            return SmallVector<Value>();
+          },
+          [&] {
+            stageTile(buf, next, validAt(next));
+            return SmallVector<Value>();
+          });
     });
     commitGroup();
     cur = kvBuffers(parity);
