@@ -51,7 +51,8 @@ def _torch_dtype_name(dtype):
 
 
 def is_torch(x):
-    return type(x).__module__.startswith("torch")
+    module = type(x).__module__
+    return module == "torch" or module.startswith("torch.")
 
 
 class View:

@@ -110,26 +110,27 @@ void LoopEmitter::ifThen(Value cond, llvm::function_ref<void()> then) {
   then();
 }
 
+void LoopEmitter::ifThenElse(Value cond, llvm::function_ref<void()> then,
+                             llvm::function_ref<void()> otherwise) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  then();
+  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+  otherwise();
+}
+
 SmallVector<Value>
 LoopEmitter::ifElse(Value cond, TypeRange types,
                     llvm::function_ref<SmallVector<Value>()> then,
                     llvm::function_ref<SmallVector<Value>()> otherwise) {
   auto ifOp = scf::IfOp::create(b, types, cond, /*withElseRegion=*/true);
   {
-    // Without results, scf.if comes with its (empty) yields already.
     OpBuilder::InsertionGuard guard(b);
-    auto fill = [&](Block *block,
-                    llvm::function_ref<SmallVector<Value>()> body) {
-      if (types.empty()) {
-        b.setInsertionPoint(block->getTerminator());
-        body();
-        return;
-      }
-      b.setInsertionPointToStart(block);
-      scf::YieldOp::create(b, body());
-    };
-    fill(ifOp.thenBlock(), then);
-    fill(ifOp.elseBlock(), otherwise);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, then());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, otherwise());
   }
   return SmallVector<Value>(ifOp.getResults());
 }

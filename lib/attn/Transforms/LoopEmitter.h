@@ -77,6 +77,8 @@ public:
     forLoop(idx(lo), idx(hi), idx(1), body);
   }
   void ifThen(Value cond, llvm::function_ref<void()> then);
+  void ifThenElse(Value cond, llvm::function_ref<void()> then,
+                  llvm::function_ref<void()> otherwise);
   /// An scf.if yielding values of `types`: those of `then` or `otherwise`.
   SmallVector<Value> ifElse(Value cond, TypeRange types,
                             llvm::function_ref<SmallVector<Value>()> then,

@@ -684,16 +684,9 @@ void WarpAttentionBuilder::walkDoubleBuffered(const ProgramRows &rows,
     Value next = e.add(n0, bn);
     e.ifThen(e.lt(next, hi), [&] {
       KvBuffers buf = kvBuffers(e.sub(e.idx(1), parity));
-      e.ifElse(
-          e.le(e.add(next, bn), hi), {},
-          [&] {
-            stageTile(buf, next, Value());
-            return SmallVector<Value>();
-          },
-          [&] {
-            stageTile(buf, next, validAt(next));
-            return SmallVector<Value>();
-          });
+      e.ifThenElse(
+          e.le(e.add(next, bn), hi), [&] { stageTile(buf, next, Value()); },
+          [&] { stageTile(buf, next, validAt(next)); });
     });
     commitGroup();
     cur = kvBuffers(parity);
@@ -703,14 +696,11 @@ void WarpAttentionBuilder::walkDoubleBuffered(const ProgramRows &rows,
     e.ifThen(active, [&] {
       auto tile = [&](bool masked) {
         accumulate(scores(rows, n0, nValid, masked), walk.valueKeyMajor);
-        return SmallVector<Value>();
       };
-      if (f.bias) {
-        tile(true);
-        return;
-      }
-      e.ifElse(tileUnmasked(rows, n0, nValid), {}, [&] { return tile(false); },
-               [&] { return tile(true); });
+      if (f.bias)
+        return tile(true);
+      e.ifThenElse(tileUnmasked(rows, n0, nValid), [&] { tile(false); },
+                   [&] { tile(true); });
     });
     cur = first;
     unpinLaneCoordinates();
