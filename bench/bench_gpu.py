@@ -127,10 +127,11 @@ def dense():
 # Schedules tried side by side by `variants` (block_q, block_n, pack, warps):
 # the plan's default first.
 VARIANTS = {
-    (64, False): [None, (128, 32, 1, 4), (64, 64, 1, 0)],
-    (128, False): [None, (128, 64, 1, 4), (64, 64, 1, 0), (128, 32, 1, 8)],
-    (128, True): [None, (128, 64, 1, 4)],
-    (256, False): [None, (128, 32, 1, 8), (64, 32, 1, 0)],
+    (64, False): [None, (128, 64, 1, 8), (192, 64, 1, 12), (192, 128, 1, 12),
+                  (128, 32, 1, 4)],
+    (128, False): [None, (128, 64, 1, 8), (192, 64, 1, 12), (128, 32, 1, 4)],
+    (128, True): [None, (128, 64, 1, 8), (128, 32, 1, 4)],
+    (256, False): [None, (128, 32, 1, 8)],
 }
 
 

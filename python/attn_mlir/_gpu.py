@@ -96,14 +96,14 @@ def _ptxas():
 
 
 def parse_resource_report(report):
-    """{kernel: {"registers", "stack_bytes", "spill_stores", "spill_loads"}}
-    from `ptxas -v` output."""
+    """{kernel: {"registers", "stack_bytes", "spill_stores", "spill_loads"
+    [, "wgmma_serialized"]}} from `ptxas -v` output."""
     out, name = {}, None
     for line in report.splitlines():
         m = re.search(r"Function properties for (\S+)", line)
         if m:
             name = m.group(1)
-            out[name] = {}
+            out.setdefault(name, {})
         m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
                       r"(\d+) bytes spill loads", line)
         if m and name:
@@ -117,6 +117,10 @@ def parse_resource_report(report):
         m = re.search(r"Used (\d+) registers", line)
         if m and name:
             out[name]["registers"] = int(m.group(1))
+        # wgmma that ptxas had to serialize (a wait after every MMA).
+        m = re.search(r"\(C7518\).*function '(\S+)'", line)
+        if m:
+            out.setdefault(m.group(1), {})["wgmma_serialized"] = True
     return out
 
 

@@ -1,4 +1,5 @@
 // RUN: attn-opt %s --split-input-file --attn-plan=target=nvvm --convert-attn-to-gpu --verify-diagnostics | FileCheck %s
+// RUN: attn-opt %s --split-input-file --attn-plan="target=nvvm chip=sm_90a" --convert-attn-to-gpu=chip=sm_90a --verify-diagnostics | FileCheck %s --check-prefix=HOPPER
 
 // The host launches one block per program over a shape-only grid; the kernel
 // is a warp program on the tensor cores.
@@ -50,6 +51,42 @@
 // CHECK: arith.select
 // CHECK: gpu.shuffle  xor
 // CHECK: gpu.return
+// sm_90a: two warpgroups of 64 rows (256 threads) over 128-key tiles, with
+// 1 KB of slack to align the swizzled tiles: Q 16 KB + 2 x (K + V) 64 KB.
+// HOPPER: \22name\22: \22flash\22, \22op\22: \22attn.flash\22, \22threads\22: 256, \22shared_bytes\22: 82944,
+// HOPPER-LABEL: gpu.func @flash
+// HOPPER-SAME: known_block_size = array<i32: 256, 1, 1>
+// One 16-row fragment per warp: a [16 x 64] output slab.
+// HOPPER: memref.alloca() : memref<32xf32>
+// HOPPER: memref.extract_aligned_pointer_as_index
+// Q staged into 128-byte swizzle atoms (chunk ^ row % 8), then fenced for
+// the tensor cores' async proxy before the barrier.
+// HOPPER: arith.xori
+// HOPPER: nvgpu.device_async_copy {{.*}} : memref<?x8x64xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+// HOPPER: nvgpu.device_async_wait
+// HOPPER-NEXT: llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;"
+// HOPPER-NEXT: gpu.barrier
+// HOPPER: scf.for
+// QK: 4 k steps of m64n128k16, A (Q) and B (K) both from K-major
+// descriptors; the first starts from zero (scale-d 0).
+// HOPPER: "wgmma.fence.sync.aligned;"
+// HOPPER: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;{{.*}}, %c0_i32
+// HOPPER-COUNT-3: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// HOPPER-NOT: wgmma.mma_async
+// HOPPER: "wgmma.commit_group.sync.aligned;"
+// HOPPER-NEXT: "wgmma.wait_group.sync.aligned 0;"
+// HOPPER-NEXT: llvm.inline_asm has_side_effects ""
+// The softmax is the mma.sync one (same accumulator layout).
+// HOPPER: gpu.shuffle  xor
+// HOPPER: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// PV: 8 key steps of m64n64k16 with P from four registers and V N-major
+// (imm-trans-b 1).
+// HOPPER: "wgmma.fence.sync.aligned;"
+// HOPPER-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {$0, {{.*}}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
+// HOPPER-NOT: wgmma.mma_async
+// HOPPER: "wgmma.commit_group.sync.aligned;"
+// HOPPER-NEXT: "wgmma.wait_group.sync.aligned 0;"
+// HOPPER: gpu.return
 func.func @flash(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
                  %cq: memref<?xi32>, %ck: memref<?xi32>, %scale: f32, %o: memref<?x8x64xbf16>) {
   attn.flash q(%q : memref<?x8x64xbf16>) k(%k : memref<?x2x64xbf16>) v(%v : memref<?x2x64xbf16>)

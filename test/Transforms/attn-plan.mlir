@@ -1,5 +1,6 @@
 // RUN: attn-opt %s --attn-plan | FileCheck %s
 // RUN: attn-opt %s --attn-plan=target=nvvm | FileCheck %s --check-prefix=NVVM
+// RUN: attn-opt %s --attn-plan="target=nvvm chip=sm_90a" | FileCheck %s --check-prefix=HOPPER
 // RUN: not attn-opt %s --attn-plan=target=tpu 2>&1 | FileCheck %s --check-prefix=BAD
 
 // BAD: attn-plan: unknown target 'tpu' (expected cpu, nvvm or rocdl)
@@ -11,6 +12,10 @@
 // NVVM-LABEL: func.func @flash_gqa4
 // GPU prefill tiles have 128 rows: 4 warps of two 16-row MMA tiles each.
 // NVVM: attn.flash {{.*}}schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 4>
+// sm_90a: two warpgroups of 64 rows (one 16-row fragment per warp) on
+// wgmma, over 128-key tiles.
+// HOPPER-LABEL: func.func @flash_gqa4
+// HOPPER: attn.flash {{.*}}schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8>
 func.func @flash_gqa4(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x8x64xf16>) {
   attn.flash q(%q : memref<?x8x64xf16>) k(%k : memref<?x2x64xf16>) v(%v : memref<?x2x64xf16>)
@@ -51,6 +56,9 @@ func.func @blocksparse_per_head(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>
 // NVVM-LABEL: func.func @blocksparse_shared
 // NVVM: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 4>
 // CHECK: schedule = #attn.schedule<block_q = 4, block_n = 32, heads_per_program = 4>
+// Block-sparse KV ranges are layout blocks: the mma.sync schedule on sm_90a.
+// HOPPER-LABEL: func.func @blocksparse_shared
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 4>
 func.func @blocksparse_shared(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<1x?xi32>, %col: memref<1x?xi32>, %s: f32,
     %o: memref<?x8x64xbf16>) {
@@ -64,6 +72,8 @@ func.func @blocksparse_shared(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, 
 // Unified programs are mostly decode rows: the 64-row tile, a warp per 16.
 // NVVM-LABEL: func.func @unified_mqa
 // NVVM: schedule = #attn.schedule<block_q = 2, block_n = 64, heads_per_program = 32>
+// HOPPER-LABEL: func.func @unified_mqa
+// HOPPER: schedule = #attn.schedule<block_q = 2, block_n = 64, heads_per_program = 32>
 // CHECK: attn.unified {{.*}}schedule = #attn.schedule<block_q = 1, block_n = 32, heads_per_program = 32>
 func.func @unified_mqa(%q: memref<?x32x128xbf16>, %kc: memref<?x16x1x128xbf16>, %vc: memref<?x16x1x128xbf16>,
     %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
@@ -79,6 +89,10 @@ func.func @unified_mqa(%q: memref<?x32x128xbf16>, %kc: memref<?x16x1x128xbf16>, 
 // CHECK: schedule = #attn.schedule<block_q = 16, block_n = 32, heads_per_program = 1>
 // NVVM-LABEL: func.func @flash_d256
 // NVVM: schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8>
+// Heads over 128 take 64-key tiles on sm_90a too ([64 x 256] O per
+// warpgroup next to S).
+// HOPPER-LABEL: func.func @flash_d256
+// HOPPER: schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8>
 func.func @flash_d256(%q: memref<?x4x256xbf16>, %k: memref<?x4x256xbf16>, %v: memref<?x4x256xbf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x256xbf16>) {
   attn.flash q(%q : memref<?x4x256xbf16>) k(%k : memref<?x4x256xbf16>) v(%v : memref<?x4x256xbf16>)
@@ -91,6 +105,8 @@ func.func @flash_d256(%q: memref<?x4x256xbf16>, %k: memref<?x4x256xbf16>, %v: me
 // CHECK-LABEL: func.func @prefix_fp8_cache
 // NVVM-LABEL: func.func @prefix_fp8_cache
 // NVVM: schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>
+// HOPPER-LABEL: func.func @prefix_fp8_cache
+// HOPPER: schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>
 func.func @prefix_fp8_cache(
     %q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
     %k_cache: memref<?x8x16x16x8xf8E4M3FN>, %v_cache: memref<?x8x128x16xf8E4M3FN>,

@@ -119,3 +119,18 @@ def test_blocksparse():
         call(cq=np.array([0, 5], np.int32), q=np.zeros((5, 2, 32), F))
     with pytest.raises(ValueError, match="block_size/q_block_size"):
         call(bs=0)
+
+
+def test_resource_report_parsing():
+    # What the AOT manifests record from `ptxas -v`, including wgmma
+    # serialization warnings (C7518).
+    from attn_mlir import _gpu
+    report = """ptxas info    : Compiling entry function 'kernel' for 'sm_90a'
+ptxas info    : (C7518) Potential Performance Loss: wgmma.mma_async instructions are serialized due to program dependence on compiler-inserted WG.DP in divergent path in the function 'kernel'
+ptxas info    : Function properties for kernel
+    8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads
+ptxas info    : Used 168 registers, used 1 barriers, 1 bytes smem
+"""
+    assert _gpu.parse_resource_report(report) == {"kernel": {
+        "stack_bytes": 8, "spill_stores": 4, "spill_loads": 12,
+        "registers": 168, "wgmma_serialized": True}}

@@ -18,6 +18,8 @@ def AttnPlan : Pass<"attn-plan"> {
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
            "Target whose defaults to use: cpu, nvvm or rocdl">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"\"",
+           "GPU chip (e.g. sm_90a: warpgroup-sized prefill tiles)">,
   ];
 }
 
@@ -52,7 +54,10 @@ def ConvertAttnToGPU : Pass<"convert-attn-to-gpu", "::mlir::ModuleOp"> {
     target's matrix units: for `nvvm`, warps of mma.sync m16n8k16 fed by
     ldmatrix, K/V/Q tiles staged in shared memory with cp.async (or
     gathered and dequantized through registers), and the online softmax on
-    the accumulator fragments. The module gets `gpu.container_module` and
+    the accumulator fragments. With `chip=sm_90a`, programs of whole
+    warpgroups (8 warps of one 16-row fragment, 64-column tiles) run QK and
+    PV on wgmma.mma_async from 128-byte swizzled shared tiles, P from
+    registers. The module gets `gpu.container_module` and
     an `attn.manifest` string: one JSON record per kernel with its name,
     parameter ABI, grid formula, threads and dynamic shared memory, which
     the runtime reads.
@@ -60,6 +65,9 @@ def ConvertAttnToGPU : Pass<"convert-attn-to-gpu", "::mlir::ModuleOp"> {
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"nvvm\"",
            "GPU target: nvvm">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_80\"",
+           "NVIDIA chip: sm_90a runs programs of whole warpgroups on "
+           "wgmma.mma_async">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

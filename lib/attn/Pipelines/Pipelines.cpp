@@ -57,8 +57,9 @@ void mlir::attn::buildLowerToCpuPipeline(OpPassManager &pm,
 
 void mlir::attn::buildLowerToNvvmPipeline(OpPassManager &pm,
                                           const NvvmPipelineOptions &options) {
-  pm.addPass(createAttnPlan(AttnPlanOptions{"nvvm"}));
-  pm.addPass(createConvertAttnToGPU(ConvertAttnToGPUOptions{"nvvm"}));
+  pm.addPass(createAttnPlan(AttnPlanOptions{"nvvm", options.chip}));
+  pm.addPass(
+      createConvertAttnToGPU(ConvertAttnToGPUOptions{"nvvm", options.chip}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // Kernels -> NVVM (nvgpu's ldmatrix/cp.async, gpu ids/shuffles/barriers,

@@ -130,7 +130,7 @@ struct ConvertAttnToGPUPass
       launch = warpLaunchFor(TileShape{s.getBlockQ(), s.getBlockN(),
                                        s.getHeadsPerProgram(), headDimOf(op),
                                        s.getWarps()},
-                             computeType);
+                             computeType, chip == "sm_90a");
     }
     FailureOr<SmallVector<GridExtent>> grid = kernelGrid(op);
     if (failed(grid))
@@ -168,7 +168,8 @@ struct ConvertAttnToGPUPass
                                            ValueRange{x})
           .getResult(0);
     });
-    WarpProgramTarget programs(entry, shared, computeType, launch.threads);
+    WarpProgramTarget programs(entry, shared, computeType, launch.threads,
+                               launch.wgmma);
     if (failed(emitAttnOp(e, programs, clone)))
       return op->emitOpError("convert-attn-to-gpu: op was not lowered");
     clone->erase();

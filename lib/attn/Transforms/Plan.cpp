@@ -35,7 +35,8 @@ int64_t groupOf(Value q, Value kv, unsigned kvHeadDim) {
 } // namespace
 
 FailureOr<ScheduleAttr> mlir::attn::defaultSchedule(Operation *op,
-                                                    StringRef target) {
+                                                    StringRef target,
+                                                    StringRef chip) {
   std::optional<TargetTiles> tiles = tilesFor(target);
   if (!tiles)
     return failure();
@@ -102,6 +103,15 @@ FailureOr<ScheduleAttr> mlir::attn::defaultSchedule(Operation *op,
     if (headDim > 128 && isa<PrefixPrefillOp>(op))
       keys = 32;
   }
+  // sm_90a: two warpgroups of 64 rows on wgmma (one 16-row fragment per
+  // warp), over 128-key tiles (64 for heads over 128, whose O takes twice
+  // the registers). The tiles are whole 64-column swizzle atoms.
+  bool atoms = (headDim + 15) / 16 * 16 % 64 == 0 && headDim <= 256;
+  if (chip == "sm_90a" && prefill && blockQ * pack >= 128 && atoms &&
+      !isa<BlockSparseOp>(op)) {
+    warps = 8;
+    keys = headDim <= 128 ? 128 : 64;
+  }
   // Otherwise each warp holds a [16 x D] accumulator: halve the KV tile for
   // large heads so that S and O fit together.
   if (target != "cpu" && !warps && headDim > 128)
@@ -129,7 +139,7 @@ struct AttnPlanPass : public mlir::attn::impl::AttnPlanBase<AttnPlanPass> {
       if (!isa<PrefixPrefillOp, UnifiedOp, FlashOp, BlockSparseOp>(op) ||
           op->hasAttr("schedule"))
         return;
-      op->setAttr("schedule", *defaultSchedule(op, target));
+      op->setAttr("schedule", *defaultSchedule(op, target, chip));
     });
   }
 };

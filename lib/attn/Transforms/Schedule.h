@@ -8,9 +8,11 @@
 
 namespace mlir::attn {
 
-/// The schedule `attn-plan` gives `op` for `target` (cpu, nvvm, rocdl);
-/// failure for an unknown target or an op that takes no schedule.
-FailureOr<ScheduleAttr> defaultSchedule(Operation *op, StringRef target);
+/// The schedule `attn-plan` gives `op` for `target` (cpu, nvvm, rocdl) and
+/// `chip` (may be empty); failure for an unknown target or an op that takes
+/// no schedule.
+FailureOr<ScheduleAttr> defaultSchedule(Operation *op, StringRef target,
+                                        StringRef chip = "");
 
 /// The op's own schedule, or the CPU default when it has none.
 ScheduleAttr scheduleOrDefault(Operation *op);

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "WarpAttention.h"
+#include "Wgmma.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -44,6 +45,10 @@ struct Geometry {
   int64_t bn;
   int64_t vtStride; // row stride of V staged transposed ([dPad, bn])
   int64_t stages;   // K/V buffers: 2 double-buffers the KV walk
+  /// Warpgroup MMAs (sm_90a): each group of 4 warps computes 64 rows with
+  /// wgmma.mma_async, Q and K/V staged in 128-byte swizzled atoms (no
+  /// padding) that the MMAs read through descriptors.
+  bool wgmma = false;
   int64_t warpRows() const { return 16 * mFrags; }
   /// Elements of the V buffer: a [bn, D] tile or a transposed [D, bn] one.
   int64_t vElems() const { return std::max(bn * stride, dPad * vtStride); }
@@ -56,7 +61,11 @@ struct Geometry {
   bool registersFull() const { return mFrags > 1 && bn >= 64 && dPad >= 128; }
 };
 
-Geometry geometryOf(const TileShape &s) {
+/// Shared memory past the tiles that lets the swizzled tiles start on a
+/// 1024-byte boundary (the descriptors' base offset is 0).
+constexpr int64_t kAlignSlack = wgmma::kGroupBytes;
+
+Geometry geometryOf(const TileShape &s, bool hopper) {
   Geometry g;
   int64_t rows16 = roundUp(s.rows(), 16);
   g.warps = s.warps > 0 ? s.warps : rows16 / 16;
@@ -70,6 +79,15 @@ Geometry geometryOf(const TileShape &s) {
   // instead of four. Smaller (decode) programs keep one buffer, so that more
   // of them fit on an SM.
   g.stages = g.mRows >= 128 ? 2 : 1;
+  // Whole warpgroups of one fragment per warp on the double-buffered walk,
+  // and tiles of whole swizzle atoms (N of an MMA is at most 256).
+  g.wgmma = hopper && g.warps % 4 == 0 && g.mFrags == 1 && g.stages == 2 &&
+            g.dPad % wgmma::kAtomCols == 0 && g.bn % wgmma::kAtomCols == 0 &&
+            g.dPad <= 256 && g.bn <= 256;
+  if (g.wgmma) {
+    g.stride = g.dPad;
+    g.vtStride = g.bn;
+  }
   return g;
 }
 
@@ -86,13 +104,25 @@ struct StagedRow {
   Value limit;           // run-time row length, or null
 };
 
+/// A [rows, cols] tile of the compute type in shared memory: row-major with
+/// a padded stride (read by ldmatrix), or in 128-byte swizzled atoms of 64
+/// columns for wgmma's descriptors. Atom a holds columns [64a, 64a + 64)
+/// of every row, row r at byte 128 r of the atom, and the 16-byte chunk c of
+/// that row at chunk c ^ (r % 8); `mem` is then [atoms * rows, 64].
+struct SharedTile {
+  Value mem;
+  Value offset; // elements from the start of the tiles
+  int64_t rows = 0;
+  bool swizzled = false;
+};
+
 class WarpAttentionBuilder {
 public:
   WarpAttentionBuilder(LoopEmitter &e, const TileShape &shape,
                        const AttentionFeatures &f, const AttentionOutput &o,
                        Value q, Block *entry, Value shared, Type ct,
-                       int64_t threads)
-      : e(e), b(e.builder()), shape(shape), g(geometryOf(shape)),
+                       int64_t threads, bool hopper)
+      : e(e), b(e.builder()), shape(shape), g(geometryOf(shape, hopper)),
         math(e, shape, f), f(f), o(o), q(q), entry(entry), shared(shared),
         ct(ct), threads(threads) {}
 
@@ -114,9 +144,16 @@ private:
     return view(e.idx(offset), numRows, rowStride);
   }
   Value view(Value offset, int64_t numRows, int64_t rowStride);
+  /// The [rows, cols] tile at element `offset`: swizzled for wgmma, else
+  /// with row stride `stride`.
+  SharedTile tile(Value offset, int64_t rows, int64_t cols, int64_t stride);
+  /// Indices in t.mem of elements (r, x0 .. x0 + 7), x0 a multiple of 8.
+  SmallVector<Value> tileAt(const SharedTile &t, Value r, Value x0);
+  /// Shared byte address of element `elems` of tile `t` (for descriptors).
+  Value tileAddress(const SharedTile &t, int64_t bytes);
   /// Stages `numRows` rows of `rowElems` elements (a multiple of 8) into
   /// `dst`, 16 bytes per thread and step.
-  void stage(Value dst, int64_t numRows, int64_t rowElems,
+  void stage(const SharedTile &dst, int64_t numRows, int64_t rowElems,
              llvm::function_ref<StagedRow(Value)> source);
   Value commitGroup();
   /// Waits until at most `pending` of this thread's copy groups are in
@@ -125,15 +162,15 @@ private:
   /// Shared-memory views of one K/V buffer (V and its transposed form share
   /// memory).
   struct KvBuffers {
-    Value k, v, vt;
+    SharedTile k, v, vt;
   };
   KvBuffers kvBuffers(Value stage);
   /// Stages K (isK) or V of keys [n0, n0 + nValid) as [bn, D] rows.
-  void stageKeys(const KvWalk &walk, Value dst, Value n0, Value nValid,
-                 bool isK);
+  void stageKeys(const KvWalk &walk, const SharedTile &dst, Value n0,
+                 Value nValid, bool isK);
   /// Stages V of keys [n0, n0 + nValid) as a [D, bn] tile (key-major walks).
-  void stageValuesTransposed(const KvWalk &walk, Value dst, Value n0,
-                             Value nValid);
+  void stageValuesTransposed(const KvWalk &walk, const SharedTile &dst,
+                             Value n0, Value nValid);
   /// Stages V into `buf` in the layout the walk needs.
   void stageValues(const KvWalk &walk, const KvBuffers &buf, Value n0,
                    Value nValid);
@@ -166,7 +203,15 @@ private:
   SmallVector<Value> modifiedScores(const ProgramRows &rows, Value n0,
                                     Value nValid, ArrayRef<Acc> s,
                                     bool masked);
+  /// Issues S = Q K^T of the warpgroup's 64 rows on wgmma (one MMA per k
+  /// step) into pendingScores.
+  void issueWarpgroupScores();
+  /// Waits for pendingScores: S in mma.sync's tile order.
+  SmallVector<Acc> warpgroupScores();
   void accumulate(const Probabilities &probs, bool vTransposed);
+  /// O += P V on wgmma: P from registers, V from the swizzled tile.
+  void warpgroupAccumulate(const Probabilities &probs, bool vTransposed,
+                           SmallVector<Acc> &acc);
   SmallVector<Value> ldmatrix(Value tile, Value row, Value col, int numTiles,
                               bool transpose);
   Value operandReg(Value pair);
@@ -211,11 +256,16 @@ private:
   int64_t threads;
 
   Value tid, lane, warp, quadRow, quadCol, warpRow0;
+  /// wgmma: bytes from the dynamic shared memory to the 1024-byte aligned
+  /// start of the tiles, and that start's shared address.
+  Value alignPad, tilesAddress;
   std::tuple<Value, Value, Value, Value> unpinned; // coordinates outside tiles
-  Value qS;
+  SharedTile qS;
   KvBuffers cur; // the buffer of the tile being computed
   Value oAcc, mState, lState;
   SmallVector<SmallVector<SmallVector<Value>>> qFrags; // [m][kStep]
+  /// wgmma: the accumulators of the QK group in flight for the tile.
+  SmallVector<Value> pendingScores;
   /// For linear scores (AttentionMath::linearScoreFactor): the factor,
   /// made positive by negating the staged Q, that the softmax folds into
   /// its exp2 FMA; S then holds raw dot products. Null otherwise.
@@ -267,10 +317,41 @@ Value WarpAttentionBuilder::view(Value offset, int64_t numRows,
   auto type = MemRefType::get({numRows, rowStride}, ct,
                               MemRefLayoutAttrInterface(), space);
   Value bytes = e.mul(offset, e.idx(ct.getIntOrFloatBitWidth() / 8));
+  if (alignPad)
+    bytes = e.add(bytes, alignPad);
   return memref::ViewOp::create(b, type, shared, bytes, ValueRange{});
 }
 
-void WarpAttentionBuilder::stage(Value dst, int64_t numRows, int64_t rowElems,
+SharedTile WarpAttentionBuilder::tile(Value offset, int64_t rows, int64_t cols,
+                                      int64_t stride) {
+  SharedTile t;
+  t.offset = offset;
+  t.rows = rows;
+  t.swizzled = g.wgmma;
+  t.mem = g.wgmma ? view(offset, cols / wgmma::kAtomCols * rows,
+                         wgmma::kAtomCols)
+                  : view(offset, rows, stride);
+  return t;
+}
+
+SmallVector<Value> WarpAttentionBuilder::tileAt(const SharedTile &t, Value r,
+                                                Value x0) {
+  if (!t.swizzled)
+    return {r, x0};
+  Value atomCols = e.idx(wgmma::kAtomCols);
+  Value atom = e.divU(x0, atomCols);
+  Value chunk = e.divU(e.remU(x0, atomCols), e.idx(8));
+  Value swizzled = arith::XOrIOp::create(b, chunk, e.remU(r, e.idx(8)));
+  return {e.add(e.mul(atom, e.idx(t.rows)), r), e.mul(swizzled, e.idx(8))};
+}
+
+Value WarpAttentionBuilder::tileAddress(const SharedTile &t, int64_t bytes) {
+  Value elemBytes = e.idx(ct.getIntOrFloatBitWidth() / 8);
+  return e.add(e.add(tilesAddress, e.mul(t.offset, elemBytes)), e.idx(bytes));
+}
+
+void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
+                                 int64_t rowElems,
                                  llvm::function_ref<StagedRow(Value)> source) {
   // Chunks of 8 elements (16 bytes), spread over the block's threads.
   int64_t chunksPerRow = rowElems / 8, total = numRows * chunksPerRow;
@@ -332,7 +413,7 @@ void WarpAttentionBuilder::stage(Value dst, int64_t numRows, int64_t rowElems,
       elems.push_back(arith::TruncFOp::create(b, ct, v));
     }
     Value vec = vector::FromElementsOp::create(b, vecType, elems);
-    vector::StoreOp::create(b, vec, dst, ValueRange{k.r, k.x0});
+    vector::StoreOp::create(b, vec, dst.mem, tileAt(dst, k.r, k.x0));
   };
   auto issue = [&](const Chunk &k) {
     if (!k.vector)
@@ -343,8 +424,8 @@ void WarpAttentionBuilder::stage(Value dst, int64_t numRows, int64_t rowElems,
       // copy of 0 source bytes zero-fills, so no branch splits the walk's
       // basic block (the source index is in range either way).
       Value n = e.select(k.whole, e.idx(8), e.idx(0));
-      nvgpu::DeviceAsyncCopyOp::create(b, tokenType, dst,
-                                       ValueRange{k.r, k.x0}, k.src.mem, k.at,
+      nvgpu::DeviceAsyncCopyOp::create(b, tokenType, dst.mem,
+                                       tileAt(dst, k.r, k.x0), k.src.mem, k.at,
                                        b.getIndexAttr(8), n, b.getUnitAttr());
       return;
     }
@@ -353,9 +434,10 @@ void WarpAttentionBuilder::stage(Value dst, int64_t numRows, int64_t rowElems,
     auto ifOp = scf::IfOp::create(b, k.whole, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    nvgpu::DeviceAsyncCopyOp::create(b, tokenType, dst, ValueRange{k.r, k.x0},
-                                     k.src.mem, k.at, b.getIndexAttr(8),
-                                     Value(), b.getUnitAttr());
+    nvgpu::DeviceAsyncCopyOp::create(b, tokenType, dst.mem,
+                                     tileAt(dst, k.r, k.x0), k.src.mem, k.at,
+                                     b.getIndexAttr(8), Value(),
+                                     b.getUnitAttr());
     b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
     gather(k);
   };
@@ -385,6 +467,9 @@ Value WarpAttentionBuilder::commitGroup() {
 
 void WarpAttentionBuilder::waitGroups(Value token, int32_t pending) {
   nvgpu::DeviceAsyncWaitOp::create(b, token, b.getI32IntegerAttr(pending));
+  // The tensor cores read the staged tiles through the async proxy.
+  if (g.wgmma)
+    wgmma::fenceProxyAsync(b);
   gpu::BarrierOp::create(b);
 }
 
@@ -446,7 +531,7 @@ SmallVector<Value> WarpAttentionBuilder::queryFragment(int64_t m,
                           e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)),
                                 e.idx(8))));
   Value col = e.add(e.idx(kStep * 16), e.mul(e.divU(lane, e.idx(16)), e.idx(8)));
-  return ldmatrix(qS, row, col, 4, /*transpose=*/false);
+  return ldmatrix(qS.mem, row, col, 4, /*transpose=*/false);
 }
 
 Value WarpAttentionBuilder::quadReduce(Value x, bool isMax) {
@@ -483,7 +568,15 @@ Value WarpAttentionBuilder::treeReduce(SmallVector<Value> xs, bool isMax) {
 void WarpAttentionBuilder::emit(const ProgramRows &rows,
                                 ArrayRef<KvWalk> walks) {
   setUpThreads();
-  qS = view(0, g.mRows, g.stride);
+  if (g.wgmma) {
+    // The shared window address of the dynamic shared memory, rounded up
+    // to the swizzle atoms' 1024 bytes (launches reserve kAlignSlack).
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, shared);
+    Value atom = e.idx(wgmma::kGroupBytes);
+    tilesAddress = e.mul(e.ceilDiv(base, atom), atom);
+    alignPad = e.sub(tilesAddress, base);
+  }
+  qS = tile(e.idx(0), g.mRows, g.dPad, g.stride);
   cur = kvBuffers(e.idx(0));
   {
     // Per-thread state, promoted to registers by LLVM.
@@ -515,7 +608,8 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
     foldScoreFactor();
   // Keep Q in registers when it fits next to the accumulators; otherwise
   // each KV tile reads it again from shared memory (as FlashAttention-2).
-  if (g.mFrags * g.dPad <= 128 && !(g.mFrags > 1 && g.bn >= 64)) {
+  // (wgmma reads Q from shared memory.)
+  if (!g.wgmma && g.mFrags * g.dPad <= 128 && !(g.mFrags > 1 && g.bn >= 64)) {
     for (int64_t m = 0; m < g.mFrags; ++m) {
       SmallVector<SmallVector<Value>> frags;
       for (int64_t kk = 0; kk < g.dPad / 16; ++kk)
@@ -552,15 +646,20 @@ void WarpAttentionBuilder::foldScoreFactor() {
   Value factor = math.linearScoreFactor();
   Value negative = e.cmpF(arith::CmpFPredicate::OLT, factor, e.f32(0.0));
   e.ifThen(negative, [&] {
-    int64_t chunksPerRow = g.dPad / 8;
+    // Every element of the view (padding included) is negated.
+    ArrayRef<int64_t> viewShape = cast<MemRefType>(qS.mem.getType()).getShape();
+    int64_t chunksPerRow = viewShape[1] / 8;
     auto vecType = VectorType::get({8}, ct);
-    e.forLoop(tid, e.idx(g.mRows * chunksPerRow), e.idx(threads),
+    e.forLoop(tid, e.idx(viewShape[0] * chunksPerRow), e.idx(threads),
               [&](Value c) {
-                ValueRange at{e.divU(c, e.idx(chunksPerRow)),
+                SmallVector<Value> at{e.divU(c, e.idx(chunksPerRow)),
                               e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8))};
-                Value x = vector::LoadOp::create(b, vecType, qS, at);
-                vector::StoreOp::create(b, arith::NegFOp::create(b, x), qS, at);
+                Value x = vector::LoadOp::create(b, vecType, qS.mem, at);
+                vector::StoreOp::create(b, arith::NegFOp::create(b, x), qS.mem,
+                                        at);
               });
+    if (g.wgmma)
+      wgmma::fenceProxyAsync(b);
     gpu::BarrierOp::create(b);
   });
   Value magnitude =
@@ -573,8 +672,8 @@ WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::kvBuffers(Value stage) {
   Value base = e.add(e.idx(g.mRows * g.stride),
                      e.mul(stage, e.idx(g.kvElems())));
   Value vBase = e.add(base, e.idx(g.bn * g.stride));
-  return {view(base, g.bn, g.stride), view(vBase, g.bn, g.stride),
-          view(vBase, g.dPad, g.vtStride)};
+  return {tile(base, g.bn, g.dPad, g.stride), tile(vBase, g.bn, g.dPad, g.stride),
+          tile(vBase, g.dPad, g.bn, g.vtStride)};
 }
 
 void WarpAttentionBuilder::stageValues(const KvWalk &walk,
@@ -586,7 +685,8 @@ void WarpAttentionBuilder::stageValues(const KvWalk &walk,
     stageKeys(walk, buf.v, n0, nValid, false);
 }
 
-void WarpAttentionBuilder::stageKeys(const KvWalk &walk, Value dst, Value n0,
+void WarpAttentionBuilder::stageKeys(const KvWalk &walk,
+                                     const SharedTile &dst, Value n0,
                                      Value nValid, bool isK) {
   // Rows past nValid are zero (their keys are masked, and a zero V row keeps
   // p = 0 columns from multiplying garbage).
@@ -608,8 +708,8 @@ void WarpAttentionBuilder::stageKeys(const KvWalk &walk, Value dst, Value n0,
 }
 
 void WarpAttentionBuilder::stageValuesTransposed(const KvWalk &walk,
-                                                 Value dst, Value n0,
-                                                 Value nValid) {
+                                                 const SharedTile &dst,
+                                                 Value n0, Value nValid) {
   // n0 is a multiple of 8 (KvWalk::valueKeyMajor), so every 8-key chunk
   // lies in one page.
   Value lastKey = e.add(n0, e.sub(nValid, e.idx(1)));
@@ -632,8 +732,10 @@ void WarpAttentionBuilder::walkRange(const ProgramRows &rows,
                                      const KvWalk &walk, Value lo, Value hi) {
   // Warps whose rows are all past the tile's tokens (decode programs, the
   // last tile of a sequence) stage and synchronize but skip the math.
-  Value active =
-      e.lt(warpRow0, e.mul(rows.numTokens, e.idx(shape.pack)));
+  // (wgmma: a warpgroup's warps issue its MMAs together.)
+  Value firstRow =
+      g.wgmma ? e.mul(e.divU(warp, e.idx(4)), e.idx(wgmma::kRows)) : warpRow0;
+  Value active = e.lt(firstRow, e.mul(rows.numTokens, e.idx(shape.pack)));
   if (g.stages == 2)
     return walkDoubleBuffered(rows, walk, lo, hi, active);
   // Software pipeline with one K and one V buffer: V(t) loads while QK(t)
@@ -758,7 +860,14 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
   // Q fragments are read one k step at a time when S and O already fill
   // the registers (two fragments of a wide S).
   bool pairs = !(g.registersFull() && qFrags.empty());
-  for (int64_t kk = 0; kk < kSteps; kk += pairs ? 2 : 1) {
+  // (wgmma: issued and waited for here. Issued before the next tile's
+  // copies instead, the accumulators would be in flight across their
+  // branches, and ptxas serializes the MMAs: C7518.)
+  if (g.wgmma) {
+    issueWarpgroupScores();
+    s = warpgroupScores();
+  }
+  for (int64_t kk = 0; !g.wgmma && kk < kSteps; kk += pairs ? 2 : 1) {
     bool pair = pairs && kk + 1 < kSteps;
     SmallVector<SmallVector<Value>> qa[2];
     for (int64_t m = 0; m < g.mFrags; ++m) {
@@ -771,8 +880,9 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
       Value laneCol = pair ? e.mul(e.divU(lane, e.idx(8)), e.idx(8))
                            : e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)),
                                    e.idx(8));
-      SmallVector<Value> kb = ldmatrix(cur.k, row, e.add(e.idx(kk * 16), laneCol),
-                                       pair ? 4 : 2, false);
+      SmallVector<Value> kb =
+          ldmatrix(cur.k.mem, row, e.add(e.idx(kk * 16), laneCol),
+                   pair ? 4 : 2, false);
       for (int64_t m = 0; m < g.mFrags; ++m) {
         Acc &acc = s[m * nTiles + j];
         acc = mma(qa[0][m], {kb[0], kb[1]}, acc);
@@ -932,6 +1042,8 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
     for (int64_t dj = 0; dj < dTiles; ++dj)
       for (int64_t i = 0; i < 4; ++i)
         acc[m * dTiles + dj][i] = e.load(oAcc, {accIndex(m, dj, i)});
+  if (g.wgmma)
+    return warpgroupAccumulate(probs, vTransposed, acc);
   // P of key step kk for fragment m: A operand of mma.
   auto pOperand = [&](int64_t m, int64_t kk) {
     auto pv = [&](int64_t j, int64_t h) {
@@ -957,7 +1069,7 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
                                    e.idx(8));
       for (int64_t dj = 0; dj < dTiles; ++dj) {
         SmallVector<Value> vb =
-            ldmatrix(cur.vt, e.add(e.idx(8 * dj), lane8),
+            ldmatrix(cur.vt.mem, e.add(e.idx(8 * dj), lane8),
                      e.add(e.idx(kk * 16), laneCol), pair ? 4 : 2, false);
         for (int64_t m = 0; m < g.mFrags; ++m) {
           Acc &c = acc[m * dTiles + dj];
@@ -978,7 +1090,8 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
       Value row = e.add(e.idx(kk * 16), vRowInTile);
       for (int64_t dp = 0; dp < g.dPad / 16; ++dp) {
         Value col = e.add(e.idx(dp * 16), vColInTile);
-        SmallVector<Value> vb = ldmatrix(cur.v, row, col, 4, /*transpose=*/true);
+        SmallVector<Value> vb =
+            ldmatrix(cur.v.mem, row, col, 4, /*transpose=*/true);
         for (int64_t m = 0; m < g.mFrags; ++m) {
           Acc &lo = acc[m * dTiles + 2 * dp];
           Acc &hi = acc[m * dTiles + 2 * dp + 1];
@@ -992,6 +1105,74 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
     for (int64_t dj = 0; dj < dTiles; ++dj)
       for (int64_t i = 0; i < 4; ++i)
         e.store(acc[m * dTiles + dj][i], oAcc, {accIndex(m, dj, i)});
+}
+
+void WarpAttentionBuilder::issueWarpgroupScores() {
+  // A = rows [64 wg, 64 wg + 64) of Q, B = the K tile, both K-major: k step
+  // kk is 32 bytes into atom kk / 4. The accumulators of m64nNk16 are, per
+  // warp, those of N / 8 mma.sync m16n8 tiles in order.
+  using namespace wgmma;
+  Value groupRows = e.mul(e.divU(warp, e.idx(4)), e.idx(kRows * kAtomRowBytes));
+  SmallVector<Value> acc;
+  fence(b);
+  for (int64_t kk = 0; kk < g.dPad / 16; ++kk) {
+    int64_t atom = kk / 4, within = kk % 4 * 32;
+    Value a = descriptor(
+        b,
+        e.add(tileAddress(qS, atom * g.mRows * kAtomRowBytes + within),
+              groupRows),
+        16, kGroupBytes);
+    Value bDesc = descriptor(
+        b, tileAddress(cur.k, atom * g.bn * kAtomRowBytes + within), 16,
+        kGroupBytes);
+    acc = wgmma::mma(b, g.bn, ct, a, {}, bDesc, /*transB=*/false, acc);
+  }
+  commit(b);
+  pendingScores = acc;
+}
+
+SmallVector<WarpAttentionBuilder::Acc>
+WarpAttentionBuilder::warpgroupScores() {
+  wgmma::wait(b, 0);
+  SmallVector<Value> acc = wgmma::fenceOperands(b, pendingScores);
+  SmallVector<Acc> s(g.nTiles());
+  for (int64_t j = 0; j < g.nTiles(); ++j)
+    for (int64_t i = 0; i < 4; ++i)
+      s[j][i] = acc[4 * j + i];
+  return s;
+}
+
+void WarpAttentionBuilder::warpgroupAccumulate(const Probabilities &probs,
+                                               bool vTransposed,
+                                               SmallVector<Acc> &o) {
+  // A = P (registers, mma.sync's A layout: key step kk is S tiles 2kk and
+  // 2kk + 1). B = V: a [bn, D] tile is N-major (D contiguous), its atoms of
+  // 64 dims bn * 128 bytes apart and k step kk 16 rows on; a transposed
+  // [D, bn] tile is K-major like K.
+  using namespace wgmma;
+  SmallVector<Value> acc;
+  for (const Acc &a : o)
+    acc.append(a.begin(), a.end());
+  fence(b);
+  for (int64_t kk = 0; kk < g.bn / 16; ++kk) {
+    SmallVector<Value> p = {probs.p[4 * kk], probs.p[4 * kk + 1],
+                            probs.p[4 * kk + 2], probs.p[4 * kk + 3]};
+    Value v =
+        vTransposed
+            ? descriptor(b,
+                         tileAddress(cur.vt, kk / 4 * g.dPad * kAtomRowBytes +
+                                                 kk % 4 * 32),
+                         16, kGroupBytes)
+            : descriptor(b, tileAddress(cur.v, kk * 16 * kAtomRowBytes),
+                         g.bn * kAtomRowBytes, kGroupBytes);
+    acc = wgmma::mma(b, g.dPad, ct, Value(), p, v, /*transB=*/!vTransposed, acc);
+  }
+  commit(b);
+  wait(b, 0);
+  acc = fenceOperands(b, acc);
+  for (int64_t dj = 0; dj < g.dTiles(); ++dj)
+    for (int64_t i = 0; i < 4; ++i)
+      e.store(acc[4 * dj + i], oAcc, {accIndex(0, dj, i)});
 }
 
 void WarpAttentionBuilder::epilogue(const ProgramRows &rows) {
@@ -1047,11 +1228,14 @@ FailureOr<Type> mlir::attn::warpComputeType(Type qType) {
   return failure();
 }
 
-WarpLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct) {
-  Geometry g = geometryOf(shape);
+WarpLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct,
+                                     bool hopper) {
+  Geometry g = geometryOf(shape, hopper);
   int64_t bytes = (g.mRows * g.stride + g.stages * g.kvElems()) *
                   ct.getIntOrFloatBitWidth() / 8;
-  return {g.warps * kLanes, bytes};
+  if (g.wgmma)
+    bytes += kAlignSlack;
+  return {g.warps * kLanes, bytes, g.wgmma};
 }
 
 void WarpProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
@@ -1078,7 +1262,8 @@ void WarpProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
                                     const AttentionOutput &o, Value q,
                                     const ProgramRows &rows,
                                     ArrayRef<KvWalk> walks) {
-  WarpAttentionBuilder(e, shape, f, o, q, entry, shared, computeType, threads)
+  WarpAttentionBuilder(e, shape, f, o, q, entry, shared, computeType, threads,
+                       hopper)
       .emit(rows, walks);
 }
 

@@ -9,7 +9,9 @@
 // (key-major V caches transposed), and through registers (gather, fp8
 // dequantization) otherwise, double-buffered on 128-row tiles; the online
 // softmax runs on the accumulator fragments with quad shuffles, and P stays
-// in registers for PV. Tiles that no mask crosses run a body without mask
+// in registers for PV. On sm_90a, programs of whole warpgroups run QK and
+// PV on wgmma.mma_async instead (Q, K and V in 128-byte swizzled shared
+// tiles, P from registers; Wgmma.h). Tiles that no mask crosses run a body without mask
 // code; linear scores fold the scale into exp2's FMA; O is rescaled only
 // when a row's reference max grows by more than a slack. The element-level
 // math is AttentionMath's, shared with the CPU program.
@@ -27,6 +29,7 @@ namespace mlir::attn {
 struct WarpLaunch {
   int64_t threads;
   int64_t sharedBytes;
+  bool wgmma; // warpgroup MMAs (sm_90a)
 };
 
 /// The compute (tensor-core operand) type for query type `qType`: f16 and
@@ -34,8 +37,9 @@ struct WarpLaunch {
 FailureOr<Type> warpComputeType(Type qType);
 
 /// Threads and shared memory of the program of an attention op with tile
-/// shape `shape` and compute type `ct`.
-WarpLaunch warpLaunchFor(const TileShape &shape, Type ct);
+/// shape `shape` and compute type `ct`; `hopper` allows warpgroup MMAs
+/// (sm_90a), which programs of whole warpgroups and swizzle atoms use.
+WarpLaunch warpLaunchFor(const TileShape &shape, Type ct, bool hopper);
 
 class WarpProgramTarget : public ProgramTarget {
 public:
@@ -43,9 +47,9 @@ public:
   /// allocated so LLVM promotes them to registers); `shared` the kernel's
   /// dynamic shared memory (memref<?xi8, workgroup>).
   WarpProgramTarget(Block *entry, Value shared, Type computeType,
-                    int64_t threads)
+                    int64_t threads, bool hopper)
       : entry(entry), shared(shared), computeType(computeType),
-        threads(threads) {}
+        threads(threads), hopper(hopper) {}
 
   void grid(LoopEmitter &e, ArrayRef<Value> ubs,
             llvm::function_ref<void(ValueRange)> body) override;
@@ -61,6 +65,7 @@ private:
   Value shared;
   Type computeType;
   int64_t threads;
+  bool hopper;
 };
 
 } // namespace mlir::attn
