@@ -67,23 +67,33 @@
 // HOPPER-NEXT: llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;"
 // HOPPER-NEXT: gpu.barrier
 // HOPPER: scf.for
-// QK: 4 k steps of m64n128k16, A (Q) and B (K) both from K-major
-// descriptors; the first starts from zero (scale-d 0).
+// A tile is two online-softmax steps of 64 keys. QK of both halves is
+// issued at once (4 k steps of m64n64k16 each, A (Q) and B (K) from K-major
+// descriptors, the first from zero: scale-d 0) as two groups.
 // HOPPER: "wgmma.fence.sync.aligned;"
-// HOPPER: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;{{.*}}, %c0_i32
-// HOPPER-COUNT-3: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
-// HOPPER-NOT: wgmma.mma_async
+// HOPPER: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;{{.*}}, %c0_i32
+// HOPPER-COUNT-3: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // HOPPER: "wgmma.commit_group.sync.aligned;"
-// HOPPER-NEXT: "wgmma.wait_group.sync.aligned 0;"
+// HOPPER-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// HOPPER: "wgmma.commit_group.sync.aligned;"
+// The first half's softmax (the mma.sync one: same accumulator layout)
+// waits only for its own group.
+// HOPPER-NEXT: "wgmma.wait_group.sync.aligned 1;"
 // HOPPER-NEXT: llvm.inline_asm has_side_effects ""
-// The softmax is the mma.sync one (same accumulator layout).
 // HOPPER: gpu.shuffle  xor
 // HOPPER: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
-// PV: 8 key steps of m64n64k16 with P from four registers and V N-major
-// (imm-trans-b 1).
+// HOPPER: "wgmma.wait_group.sync.aligned 0;"
+// PV of the first half (4 key steps, P from four registers, V N-major:
+// imm-trans-b 1) runs under the second half's softmax.
 // HOPPER: "wgmma.fence.sync.aligned;"
-// HOPPER-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {$0, {{.*}}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
+// HOPPER-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {$0, {{.*}}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
 // HOPPER-NOT: wgmma.mma_async
+// HOPPER: "wgmma.commit_group.sync.aligned;"
+// HOPPER-NOT: wgmma.wait_group
+// HOPPER: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// HOPPER: "wgmma.wait_group.sync.aligned 0;"
+// HOPPER: "wgmma.fence.sync.aligned;"
+// HOPPER-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {$0, {{.*}}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
 // HOPPER: "wgmma.commit_group.sync.aligned;"
 // HOPPER-NEXT: "wgmma.wait_group.sync.aligned 0;"
 // HOPPER: gpu.return

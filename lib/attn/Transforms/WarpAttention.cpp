@@ -199,19 +199,31 @@ private:
   /// scores() for warps with rows, P = 0 and unit factors for the others.
   Probabilities activeScores(const ProgramRows &rows, Value active, Value n0,
                              Value nValid);
-  /// The score modifiers and, when `masked`, the masks of S.
+  /// The online-softmax update of S tiles `s` (firstTile on in the KV
+  /// tile; [m * nTiles + j]): score modifiers, masks when `masked`, new
+  /// running max and sum, and P.
+  Probabilities softmax(const ProgramRows &rows, Value n0, Value nValid,
+                        bool masked, ArrayRef<Acc> s, int64_t firstTile);
+  /// The score modifiers and, when `masked`, the masks of S tiles `s`.
   SmallVector<Value> modifiedScores(const ProgramRows &rows, Value n0,
-                                    Value nValid, ArrayRef<Acc> s,
-                                    bool masked);
-  /// Issues S = Q K^T of the warpgroup's 64 rows on wgmma (one MMA per k
-  /// step) into pendingScores.
-  void issueWarpgroupScores();
-  /// Waits for pendingScores: S in mma.sync's tile order.
-  SmallVector<Acc> warpgroupScores();
+                                    Value nValid, ArrayRef<Acc> s, bool masked,
+                                    int64_t firstTile);
   void accumulate(const Probabilities &probs, bool vTransposed);
-  /// O += P V on wgmma: P from registers, V from the swizzled tile.
-  void warpgroupAccumulate(const Probabilities &probs, bool vTransposed,
-                           SmallVector<Acc> &acc);
+  /// O = alpha * O (only where probs.rescale, when set).
+  void rescaleOutput(const Probabilities &probs);
+  // wgmma (one warpgroup's 64 rows): the tile step, and its MMA groups.
+  // An issue returns the accumulators in flight; awaitScores and
+  // storeWarpgroupOutput wait for them.
+  void warpgroupTile(const ProgramRows &rows, Value n0, Value nValid,
+                     bool masked, bool vTransposed);
+  /// S = Q K^T for keys [keyFirst, keyFirst + keys) of the tile.
+  SmallVector<Value> issueWarpgroupScores(int64_t keyFirst, int64_t keys);
+  /// S tiles of `pending` once at most `laterGroups` groups are in flight.
+  SmallVector<Acc> awaitScores(ArrayRef<Value> pending, int laterGroups);
+  /// O = alpha * O, then O += P V for the key steps of probs.p from kFirst.
+  SmallVector<Value> issueWarpgroupPV(const Probabilities &probs,
+                                      bool vTransposed, int64_t kFirst);
+  void storeWarpgroupOutput(ArrayRef<Value> pending);
   SmallVector<Value> ldmatrix(Value tile, Value row, Value col, int numTiles,
                               bool transpose);
   Value operandReg(Value pair);
@@ -234,8 +246,9 @@ private:
   Value colOf(int64_t j, int64_t i) {
     return e.add(e.mul(quadCol, e.idx(2)), e.idx(8 * j + i % 2));
   }
-  int64_t pIndex(int64_t m, int64_t j, int64_t i) const {
-    return (m * g.nTiles() + j) * 4 + i;
+  /// Element i of S tile j of fragment m among nTiles tiles per fragment.
+  int64_t pIndex(int64_t m, int64_t j, int64_t i, int64_t nTiles) const {
+    return (m * nTiles + j) * 4 + i;
   }
   int64_t stateIndex(int64_t m, int64_t half) const { return 2 * m + half; }
   Value accIndex(int64_t m, int64_t dj, int64_t i) {
@@ -264,8 +277,6 @@ private:
   KvBuffers cur; // the buffer of the tile being computed
   Value oAcc, mState, lState;
   SmallVector<SmallVector<SmallVector<Value>>> qFrags; // [m][kStep]
-  /// wgmma: the accumulators of the QK group in flight for the tile.
-  SmallVector<Value> pendingScores;
   /// For linear scores (AttentionMath::linearScoreFactor): the factor,
   /// made positive by negating the staged Q, that the softmax folds into
   /// its exp2 FMA; S then holds raw dot products. Null otherwise.
@@ -797,6 +808,8 @@ void WarpAttentionBuilder::walkDoubleBuffered(const ProgramRows &rows,
     // that the unmasked tiles carry no mask arithmetic at all.
     e.ifThen(active, [&] {
       auto tile = [&](bool masked) {
+        if (g.wgmma)
+          return warpgroupTile(rows, n0, nValid, masked, walk.valueKeyMajor);
         accumulate(scores(rows, n0, nValid, masked), walk.valueKeyMajor);
       };
       if (f.bias)
@@ -863,10 +876,8 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
   // (wgmma: issued and waited for here. Issued before the next tile's
   // copies instead, the accumulators would be in flight across their
   // branches, and ptxas serializes the MMAs: C7518.)
-  if (g.wgmma) {
-    issueWarpgroupScores();
-    s = warpgroupScores();
-  }
+  if (g.wgmma)
+    s = awaitScores(issueWarpgroupScores(0, g.bn), 0);
   for (int64_t kk = 0; !g.wgmma && kk < kSteps; kk += pairs ? 2 : 1) {
     bool pair = pairs && kk + 1 < kSteps;
     SmallVector<SmallVector<Value>> qa[2];
@@ -892,7 +903,16 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
     }
   }
 
-  SmallVector<Value> p = modifiedScores(rows, n0, nValid, s, masked);
+  return softmax(rows, n0, nValid, masked, s, 0);
+}
+
+WarpAttentionBuilder::Probabilities
+WarpAttentionBuilder::softmax(const ProgramRows &rows, Value n0, Value nValid,
+                              bool masked, ArrayRef<Acc> s,
+                              int64_t firstTile) {
+  int64_t nTiles = s.size() / g.mFrags;
+  SmallVector<Value> p =
+      modifiedScores(rows, n0, nValid, s, masked, firstTile);
 
   // Online softmax on the fragments: rows quadRow (h = 0) and quadRow + 8
   // of each M fragment. Each phase runs over all of the thread's rows
@@ -903,7 +923,7 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
     int64_t m = st / 2, h = st % 2;
     for (int64_t j = 0; j < nTiles; ++j)
       for (int64_t i = 2 * h; i < 2 * h + 2; ++i)
-        xs.push_back(&p[pIndex(m, j, i)]);
+        xs.push_back(&p[pIndex(m, j, i, nTiles)]);
     return xs;
   };
   SmallVector<Value> mx(numRows);
@@ -971,9 +991,9 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
     for (int64_t m = 0; m < g.mFrags; ++m)
       for (int64_t j = 0; j < nTiles; ++j)
         for (int64_t i = 0; i < 4; ++i) {
-          Value &x = p[pIndex(m, j, i)];
-          x = math.probability(rows, rowOf(m, i / 2), e.add(n0, colOf(j, i)),
-                               x);
+          Value &x = p[pIndex(m, j, i, nTiles)];
+          x = math.probability(rows, rowOf(m, i / 2),
+                               e.add(n0, colOf(firstTile + j, i)), x);
         }
   }
   // P as PV's A operand, packed to the compute type right away: half the
@@ -982,21 +1002,23 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
     for (int64_t j = 0; j < nTiles; ++j)
       for (int64_t h = 0; h < 2; ++h)
         probs.p.push_back(
-            pack(p[pIndex(m, j, 2 * h)], p[pIndex(m, j, 2 * h + 1)]));
+            pack(p[pIndex(m, j, 2 * h, nTiles)],
+                 p[pIndex(m, j, 2 * h + 1, nTiles)]));
   return probs;
 }
 
 SmallVector<Value> WarpAttentionBuilder::modifiedScores(
     const ProgramRows &rows, Value n0, Value nValid, ArrayRef<Acc> s,
-    bool masked) {
+    bool masked, int64_t firstTile) {
   SmallVector<Value> out(s.size() * 4);
+  int64_t nTiles = s.size() / g.mFrags;
   for (int64_t m = 0; m < g.mFrags; ++m) {
-    for (int64_t j = 0; j < g.nTiles(); ++j) {
+    for (int64_t j = 0; j < nTiles; ++j) {
       for (int64_t i = 0; i < 4; ++i) {
-        Value dot = s[m * g.nTiles() + j][i];
-        Value row = rowOf(m, i / 2), col = colOf(j, i);
+        Value dot = s[m * nTiles + j][i];
+        Value row = rowOf(m, i / 2), col = colOf(firstTile + j, i);
         Value key = e.add(n0, col);
-        Value &x = out[pIndex(m, j, i)];
+        Value &x = out[pIndex(m, j, i, nTiles)];
         Value scored = foldedFactor ? dot : math.score(rows, row, key, dot);
         if (!masked) {
           x = scored;
@@ -1019,15 +1041,10 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(
   return out;
 }
 
-void WarpAttentionBuilder::accumulate(const Probabilities &probs,
-                                      bool vTransposed) {
-  // O = alpha * O + P V. Each B operand tile (16 keys x 8 dims of V) is
-  // read once per warp for all its M fragments: with ldmatrix.trans from a
-  // [bn, D] tile, or plainly from a transposed [D, bn] one.
-  int64_t dTiles = g.dTiles(), kSteps = g.bn / 16;
+void WarpAttentionBuilder::rescaleOutput(const Probabilities &probs) {
   auto rescale = [&] {
     for (int64_t m = 0; m < g.mFrags; ++m)
-      for (int64_t dj = 0; dj < dTiles; ++dj)
+      for (int64_t dj = 0; dj < g.dTiles(); ++dj)
         for (int64_t i = 0; i < 4; ++i)
           e.store(e.mulF(e.load(oAcc, {accIndex(m, dj, i)}),
                          probs.alpha[stateIndex(m, i / 2)]),
@@ -1037,13 +1054,22 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
     e.ifThen(probs.rescale, rescale);
   else
     rescale();
+}
+
+void WarpAttentionBuilder::accumulate(const Probabilities &probs,
+                                      bool vTransposed) {
+  // O = alpha * O + P V. Each B operand tile (16 keys x 8 dims of V) is
+  // read once per warp for all its M fragments: with ldmatrix.trans from a
+  // [bn, D] tile, or plainly from a transposed [D, bn] one.
+  if (g.wgmma)
+    return storeWarpgroupOutput(issueWarpgroupPV(probs, vTransposed, 0));
+  int64_t dTiles = g.dTiles(), kSteps = g.bn / 16;
+  rescaleOutput(probs);
   SmallVector<Acc> acc(g.mFrags * dTiles); // [m * dTiles + dj]
   for (int64_t m = 0; m < g.mFrags; ++m)
     for (int64_t dj = 0; dj < dTiles; ++dj)
       for (int64_t i = 0; i < 4; ++i)
         acc[m * dTiles + dj][i] = e.load(oAcc, {accIndex(m, dj, i)});
-  if (g.wgmma)
-    return warpgroupAccumulate(probs, vTransposed, acc);
   // P of key step kk for fragment m: A operand of mma.
   auto pOperand = [&](int64_t m, int64_t kk) {
     auto pv = [&](int64_t j, int64_t h) {
@@ -1107,10 +1133,10 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
         e.store(acc[m * dTiles + dj][i], oAcc, {accIndex(m, dj, i)});
 }
 
-void WarpAttentionBuilder::issueWarpgroupScores() {
-  // A = rows [64 wg, 64 wg + 64) of Q, B = the K tile, both K-major: k step
-  // kk is 32 bytes into atom kk / 4. The accumulators of m64nNk16 are, per
-  // warp, those of N / 8 mma.sync m16n8 tiles in order.
+SmallVector<Value>
+WarpAttentionBuilder::issueWarpgroupScores(int64_t keyFirst, int64_t keys) {
+  // A = rows [64 wg, 64 wg + 64) of Q, B = keys [keyFirst, keyFirst + keys)
+  // of the K tile, both K-major: k step kk is 32 bytes into atom kk / 4.
   using namespace wgmma;
   Value groupRows = e.mul(e.divU(warp, e.idx(4)), e.idx(kRows * kAtomRowBytes));
   SmallVector<Value> acc;
@@ -1123,40 +1149,45 @@ void WarpAttentionBuilder::issueWarpgroupScores() {
               groupRows),
         16, kGroupBytes);
     Value bDesc = descriptor(
-        b, tileAddress(cur.k, atom * g.bn * kAtomRowBytes + within), 16,
-        kGroupBytes);
-    acc = wgmma::mma(b, g.bn, ct, a, {}, bDesc, /*transB=*/false, acc);
+        b,
+        tileAddress(cur.k, (atom * g.bn + keyFirst) * kAtomRowBytes + within),
+        16, kGroupBytes);
+    acc = wgmma::mma(b, keys, ct, a, {}, bDesc, /*transB=*/false, acc);
   }
   commit(b);
-  pendingScores = acc;
+  return acc;
 }
 
 SmallVector<WarpAttentionBuilder::Acc>
-WarpAttentionBuilder::warpgroupScores() {
-  wgmma::wait(b, 0);
-  SmallVector<Value> acc = wgmma::fenceOperands(b, pendingScores);
-  SmallVector<Acc> s(g.nTiles());
-  for (int64_t j = 0; j < g.nTiles(); ++j)
+WarpAttentionBuilder::awaitScores(ArrayRef<Value> pending, int laterGroups) {
+  // The accumulators of m64nNk16 are, per warp, those of N / 8 mma.sync
+  // m16n8 tiles in order.
+  wgmma::wait(b, laterGroups);
+  SmallVector<Value> acc = wgmma::fenceOperands(b, pending);
+  SmallVector<Acc> s(acc.size() / 4);
+  for (size_t j = 0; j < s.size(); ++j)
     for (int64_t i = 0; i < 4; ++i)
       s[j][i] = acc[4 * j + i];
   return s;
 }
 
-void WarpAttentionBuilder::warpgroupAccumulate(const Probabilities &probs,
-                                               bool vTransposed,
-                                               SmallVector<Acc> &o) {
+SmallVector<Value>
+WarpAttentionBuilder::issueWarpgroupPV(const Probabilities &probs,
+                                       bool vTransposed, int64_t kFirst) {
   // A = P (registers, mma.sync's A layout: key step kk is S tiles 2kk and
   // 2kk + 1). B = V: a [bn, D] tile is N-major (D contiguous), its atoms of
   // 64 dims bn * 128 bytes apart and k step kk 16 rows on; a transposed
   // [D, bn] tile is K-major like K.
   using namespace wgmma;
+  rescaleOutput(probs);
   SmallVector<Value> acc;
-  for (const Acc &a : o)
-    acc.append(a.begin(), a.end());
+  for (int64_t dj = 0; dj < g.dTiles(); ++dj)
+    for (int64_t i = 0; i < 4; ++i)
+      acc.push_back(e.load(oAcc, {accIndex(0, dj, i)}));
   fence(b);
-  for (int64_t kk = 0; kk < g.bn / 16; ++kk) {
-    SmallVector<Value> p = {probs.p[4 * kk], probs.p[4 * kk + 1],
-                            probs.p[4 * kk + 2], probs.p[4 * kk + 3]};
+  for (int64_t k = 0; k < static_cast<int64_t>(probs.p.size()) / 4; ++k) {
+    int64_t kk = kFirst + k;
+    SmallVector<Value> p(probs.p.begin() + 4 * k, probs.p.begin() + 4 * k + 4);
     Value v =
         vTransposed
             ? descriptor(b,
@@ -1165,14 +1196,48 @@ void WarpAttentionBuilder::warpgroupAccumulate(const Probabilities &probs,
                          16, kGroupBytes)
             : descriptor(b, tileAddress(cur.v, kk * 16 * kAtomRowBytes),
                          g.bn * kAtomRowBytes, kGroupBytes);
-    acc = wgmma::mma(b, g.dPad, ct, Value(), p, v, /*transB=*/!vTransposed, acc);
+    acc = wgmma::mma(b, g.dPad, ct, Value(), p, v, /*transB=*/!vTransposed,
+                     acc);
   }
   commit(b);
-  wait(b, 0);
-  acc = fenceOperands(b, acc);
+  return acc;
+}
+
+void WarpAttentionBuilder::storeWarpgroupOutput(ArrayRef<Value> pending) {
+  wgmma::wait(b, 0);
+  SmallVector<Value> acc = wgmma::fenceOperands(b, pending);
   for (int64_t dj = 0; dj < g.dTiles(); ++dj)
     for (int64_t i = 0; i < 4; ++i)
       e.store(acc[4 * dj + i], oAcc, {accIndex(0, dj, i)});
+}
+
+void WarpAttentionBuilder::warpgroupTile(const ProgramRows &rows, Value n0,
+                                         Value nValid, bool masked,
+                                         bool vTransposed) {
+  // The tile as two halves of keys, each a step of the online softmax:
+  // QK of both halves is issued at once, the softmax of the first half
+  // runs under QK of the second, and that of the second under PV of the
+  // first. Between an MMA group's issue and its wait the code is
+  // straight-line (ptxas serializes MMAs whose registers are in flight
+  // across branches: C7518), so the bias path, whose reads branch, runs
+  // the tile whole. So do large heads on 64-key tiles: QK of 32-key halves
+  // (m64n32) over 256 dims measured slower than the whole tile (H200).
+  int64_t half = g.bn / 2;
+  if (f.bias || half % 32 || (half < 64 && g.dPad > 64)) {
+    Probabilities probs = softmax(
+        rows, n0, nValid, masked, awaitScores(issueWarpgroupScores(0, g.bn), 0),
+        0);
+    return storeWarpgroupOutput(issueWarpgroupPV(probs, vTransposed, 0));
+  }
+  SmallVector<Value> first = issueWarpgroupScores(0, half);
+  SmallVector<Value> second = issueWarpgroupScores(half, half);
+  Probabilities pFirst =
+      softmax(rows, n0, nValid, masked, awaitScores(first, 1), 0);
+  SmallVector<Acc> sSecond = awaitScores(second, 0);
+  SmallVector<Value> o = issueWarpgroupPV(pFirst, vTransposed, 0);
+  Probabilities pSecond = softmax(rows, n0, nValid, masked, sSecond, half / 8);
+  storeWarpgroupOutput(o);
+  storeWarpgroupOutput(issueWarpgroupPV(pSecond, vTransposed, half / 16));
 }
 
 void WarpAttentionBuilder::epilogue(const ProgramRows &rows) {
