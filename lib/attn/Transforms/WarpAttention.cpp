@@ -1,21 +1,11 @@
 //===- WarpAttention.cpp - attention programs on NVIDIA tensor cores ------===//
 //
-// Fragment layouts are those of mma.sync.m16n8k16 (PTX ISA, "Matrix
-// Fragments for mma.m16n8k16"): with lane = 4 * quadRow + quadCol, a thread
-// holds accumulator elements (quadRow + 8 * (i / 2), 2 * quadCol + i % 2),
-// i = 0..3, of each 16x8 tile. The S accumulator of QK therefore has the
-// layout of PV's A operand, so P never leaves registers; row statistics
-// reduce over the four lanes of a quad with two xor shuffles.
-//
-// Per-thread state (running max, sum, output accumulator) lives in small
-// arrays allocated in the kernel's entry block and indexed only by
-// constants, so LLVM promotes them to registers (the resource lit test checks
-// that no kernel has a stack frame).
+// The warp program (WarpProgram.h): Q staging, the KV walks, the online
+// softmax on accumulator fragments, the epilogue, and the ProgramTarget.
 //
 //===----------------------------------------------------------------------===//
 
-#include "WarpAttention.h"
-#include "Wgmma.h"
+#include "WarpProgram.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -25,556 +15,9 @@
 
 using namespace mlir;
 using namespace mlir::attn;
+using namespace mlir::attn::warp;
 
-namespace {
-constexpr int64_t kLanes = 32;
-constexpr double kLn2 = 0.6931471805599453;
-
-int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-/// Static tile geometry of a program. Warp w owns rows
-/// [w * warpRows(), (w + 1) * warpRows()): mFrags 16-row MMA tiles that
-/// share every K/V fragment read from shared memory.
-struct Geometry {
-  int64_t warps;
-  int64_t mFrags;
-  int64_t mRows;  // M tile rows: warps * 16 * mFrags
-  int64_t dPad;   // head dim rounded up to the MMA k of 16
-  int64_t stride; // shared-memory row stride in elements: 16 bytes of
-                  // padding keep ldmatrix rows in distinct banks
-  int64_t bn;
-  int64_t vtStride; // row stride of V staged transposed ([dPad, bn])
-  int64_t stages;   // K/V buffers: 2 double-buffers the KV walk
-  /// Warpgroup MMAs (sm_90a): each group of 4 warps computes 64 rows with
-  /// wgmma.mma_async, Q and K/V staged in 128-byte swizzled atoms (no
-  /// padding) that the MMAs read through descriptors.
-  bool wgmma = false;
-  int64_t warpRows() const { return 16 * mFrags; }
-  /// Elements of the V buffer: a [bn, D] tile or a transposed [D, bn] one.
-  int64_t vElems() const { return std::max(bn * stride, dPad * vtStride); }
-  int64_t kvElems() const { return bn * stride + vElems(); }
-  int64_t nTiles() const { return bn / 8; }    // 8-key S tiles
-  int64_t dTiles() const { return dPad / 8; }  // 8-dim O tiles
-  /// Whether S and O of a warp about fill the registers (two fragments of a
-  /// wide S over a wide O): Q is then read from shared memory one k step at
-  /// a time, and O is rescaled on every tile.
-  bool registersFull() const { return mFrags > 1 && bn >= 64 && dPad >= 128; }
-};
-
-/// Shared memory past the tiles that lets the swizzled tiles start on a
-/// 1024-byte boundary (the descriptors' base offset is 0).
-constexpr int64_t kAlignSlack = wgmma::kGroupBytes;
-
-Geometry geometryOf(const TileShape &s, bool hopper) {
-  Geometry g;
-  int64_t rows16 = roundUp(s.rows(), 16);
-  g.warps = s.warps > 0 ? s.warps : rows16 / 16;
-  g.mFrags = std::max<int64_t>(1, (rows16 / 16 + g.warps - 1) / g.warps);
-  g.mRows = g.warps * 16 * g.mFrags;
-  g.dPad = roundUp(s.headDim, 16);
-  g.stride = g.dPad + 8;
-  g.bn = roundUp(s.blockN, 16);
-  g.vtStride = g.bn + 8;
-  // Prefill tiles (128 rows) double-buffer K and V: one barrier per KV tile
-  // instead of four. Smaller (decode) programs keep one buffer, so that more
-  // of them fit on an SM.
-  g.stages = g.mRows >= 128 ? 2 : 1;
-  // Whole warpgroups of one fragment per warp on the double-buffered walk,
-  // and tiles of whole swizzle atoms (N of an MMA is at most 256).
-  g.wgmma = hopper && g.warps % 4 == 0 && g.mFrags == 1 && g.stages == 2 &&
-            g.dPad % wgmma::kAtomCols == 0 && g.bn % wgmma::kAtomCols == 0 &&
-            g.dPad <= 256 && g.bn <= 256;
-  if (g.wgmma) {
-    g.stride = g.dPad;
-    g.vtStride = g.bn;
-  }
-  return g;
-}
-
-/// One row of a tile being staged in shared memory: element x of the row is
-/// `mem[at(x)] * scale`, for x < limit (the head dim when null); the rest
-/// of the row, and all of it when !valid, is zero.
-struct StagedRow {
-  Value valid;
-  Value mem;
-  std::function<SmallVector<Value>(Value)> at;
-  Value scale;           // dequantization, or null
-  bool chunks = false;   // elements x0 .. x0 + 7 (x0 a multiple of 8) are
-                         // adjacent, x0's indices first (KeyRow::kChunks)
-  Value limit;           // run-time row length, or null
-};
-
-/// A [rows, cols] tile of the compute type in shared memory: row-major with
-/// a padded stride (read by ldmatrix), or in 128-byte swizzled atoms of 64
-/// columns for wgmma's descriptors. Atom a holds columns [64a, 64a + 64)
-/// of every row, row r at byte 128 r of the atom, and the 16-byte chunk c of
-/// that row at chunk c ^ (r % 8); `mem` is then [atoms * rows, 64].
-struct SharedTile {
-  Value mem;
-  Value offset; // elements from the start of the tiles
-  int64_t rows = 0;
-  bool swizzled = false;
-};
-
-class WarpAttentionBuilder {
-public:
-  WarpAttentionBuilder(LoopEmitter &e, const TileShape &shape,
-                       const AttentionFeatures &f, const AttentionOutput &o,
-                       Value q, Block *entry, Value shared, Type ct,
-                       int64_t threads, bool hopper)
-      : e(e), b(e.builder()), shape(shape), g(geometryOf(shape, hopper)),
-        math(e, shape, f), f(f), o(o), q(q), entry(entry), shared(shared),
-        ct(ct), threads(threads) {}
-
-  void emit(const ProgramRows &rows, ArrayRef<KvWalk> walks);
-
-private:
-  using Acc = std::array<Value, 4>;
-
-  void setUpThreads();
-  /// Sets foldedFactor (see there) for linear scores.
-  void foldScoreFactor();
-  /// Lane coordinates that LLVM cannot hoist out of the KV loop (see
-  /// pinned()), for the duration of one tile.
-  void pinLaneCoordinates();
-  void unpinLaneCoordinates();
-  Value pinned(Value index);
-  /// A [numRows, rowStride] view of shared memory from element `offset`.
-  Value view(int64_t offset, int64_t numRows, int64_t rowStride) {
-    return view(e.idx(offset), numRows, rowStride);
-  }
-  Value view(Value offset, int64_t numRows, int64_t rowStride);
-  /// The [rows, cols] tile at element `offset`: swizzled for wgmma, else
-  /// with row stride `stride`.
-  SharedTile tile(Value offset, int64_t rows, int64_t cols, int64_t stride);
-  /// Indices in t.mem of elements (r, x0 .. x0 + 7), x0 a multiple of 8.
-  SmallVector<Value> tileAt(const SharedTile &t, Value r, Value x0);
-  /// Shared byte address of element `elems` of tile `t` (for descriptors).
-  Value tileAddress(const SharedTile &t, int64_t bytes);
-  /// Stages `numRows` rows of `rowElems` elements (a multiple of 8) into
-  /// `dst`, 16 bytes per thread and step.
-  void stage(const SharedTile &dst, int64_t numRows, int64_t rowElems,
-             llvm::function_ref<StagedRow(Value)> source);
-  Value commitGroup();
-  /// Waits until at most `pending` of this thread's copy groups are in
-  /// flight, then synchronizes the block.
-  void waitGroups(Value token, int32_t pending);
-  /// Shared-memory views of one K/V buffer (V and its transposed form share
-  /// memory).
-  struct KvBuffers {
-    SharedTile k, v, vt;
-  };
-  KvBuffers kvBuffers(Value stage);
-  /// Stages K (isK) or V of keys [n0, n0 + nValid) as [bn, D] rows.
-  void stageKeys(const KvWalk &walk, const SharedTile &dst, Value n0,
-                 Value nValid, bool isK);
-  /// Stages V of keys [n0, n0 + nValid) as a [D, bn] tile (key-major walks).
-  void stageValuesTransposed(const KvWalk &walk, const SharedTile &dst,
-                             Value n0, Value nValid);
-  /// Stages V into `buf` in the layout the walk needs.
-  void stageValues(const KvWalk &walk, const KvBuffers &buf, Value n0,
-                   Value nValid);
-  /// The tile math on staged K(t) and V(t): QK, softmax, PV.
-  void walkDoubleBuffered(const ProgramRows &rows, const KvWalk &walk,
-                          Value lo, Value hi, Value active);
-  /// P of one KV tile as packed pairs in accumulator layout (elements
-  /// (2h, 2h + 1) of S tile j of M fragment m at (m * nTiles + j) * 2 + h),
-  /// and the factors that rescale output rows (quadRow, quadRow + 8) of
-  /// fragment m to the new running max, at stateIndex(m, h). Flat, so that
-  /// they can be yielded from an scf.if.
-  struct Probabilities {
-    SmallVector<Value> p, alpha;
-    /// Whether O needs the alpha rescaling at all (warp-uniform); null
-    /// means always. Not carried through activeScores' scf.if.
-    Value rescale;
-  };
-  /// Whether KV tile [n0, n0 + bn) has all its keys and every valid row
-  /// sees all of them: it needs no masks. (A bias is read only where the
-  /// score exists, so with a bias every tile takes the masked path.)
-  Value tileUnmasked(const ProgramRows &rows, Value n0, Value nValid);
-  /// S = Q K^T with the score modifiers, the masks when `masked`, and the
-  /// online-softmax update.
-  Probabilities scores(const ProgramRows &rows, Value n0, Value nValid,
-                       bool masked);
-  /// scores() for warps with rows, P = 0 and unit factors for the others.
-  Probabilities activeScores(const ProgramRows &rows, Value active, Value n0,
-                             Value nValid);
-  /// The online-softmax update of S tiles `s` (firstTile on in the KV
-  /// tile; [m * nTiles + j]): score modifiers, masks when `masked`, new
-  /// running max and sum, and P.
-  Probabilities softmax(const ProgramRows &rows, Value n0, Value nValid,
-                        bool masked, ArrayRef<Acc> s, int64_t firstTile);
-  /// The score modifiers and, when `masked`, the masks of S tiles `s`.
-  SmallVector<Value> modifiedScores(const ProgramRows &rows, Value n0,
-                                    Value nValid, ArrayRef<Acc> s, bool masked,
-                                    int64_t firstTile);
-  void accumulate(const Probabilities &probs, bool vTransposed);
-  /// O = alpha * O (only where probs.rescale, when set).
-  void rescaleOutput(const Probabilities &probs);
-  // wgmma (one warpgroup's 64 rows): the tile step, and its MMA groups.
-  // An issue returns the accumulators in flight; awaitScores and
-  // storeWarpgroupOutput wait for them.
-  void warpgroupTile(const ProgramRows &rows, Value n0, Value nValid,
-                     bool masked, bool vTransposed);
-  /// S = Q K^T for keys [keyFirst, keyFirst + keys) of the tile.
-  SmallVector<Value> issueWarpgroupScores(int64_t keyFirst, int64_t keys);
-  /// S tiles of `pending` once at most `laterGroups` groups are in flight.
-  SmallVector<Acc> awaitScores(ArrayRef<Value> pending, int laterGroups);
-  /// O = alpha * O, then O += P V for the key steps of probs.p from kFirst.
-  SmallVector<Value> issueWarpgroupPV(const Probabilities &probs,
-                                      bool vTransposed, int64_t kFirst);
-  void storeWarpgroupOutput(ArrayRef<Value> pending);
-  SmallVector<Value> ldmatrix(Value tile, Value row, Value col, int numTiles,
-                              bool transpose);
-  Value operandReg(Value pair);
-  Value pack(Value lo, Value hi);
-  Acc mma(ArrayRef<Value> a, ArrayRef<Value> bRegs, const Acc &c);
-  SmallVector<Value> queryFragment(int64_t m, int64_t kStep);
-  Value quadReduce(Value x, bool isMax);
-  /// quadReduce of each value, the shuffles of all values interleaved.
-  void quadReduce(MutableArrayRef<Value> xs, bool isMax);
-  /// max or sum of `xs` as a balanced tree: short dependency chains.
-  Value treeReduce(SmallVector<Value> xs, bool isMax);
-  void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
-                 Value hi);
-  void epilogue(const ProgramRows &rows);
-
-  /// Row (quadRow + 8 * half) of M fragment m of this thread's warp.
-  Value rowOf(int64_t m, int64_t half) {
-    return e.add(e.add(warpRow0, quadRow), e.idx(16 * m + 8 * half));
-  }
-  Value colOf(int64_t j, int64_t i) {
-    return e.add(e.mul(quadCol, e.idx(2)), e.idx(8 * j + i % 2));
-  }
-  /// Element i of S tile j of fragment m among nTiles tiles per fragment.
-  int64_t pIndex(int64_t m, int64_t j, int64_t i, int64_t nTiles) const {
-    return (m * nTiles + j) * 4 + i;
-  }
-  int64_t stateIndex(int64_t m, int64_t half) const { return 2 * m + half; }
-  Value accIndex(int64_t m, int64_t dj, int64_t i) {
-    return e.idx((m * g.dTiles() + dj) * 4 + i);
-  }
-
-  LoopEmitter &e;
-  ImplicitLocOpBuilder &b;
-  TileShape shape;
-  Geometry g;
-  AttentionMath math;
-  const AttentionFeatures &f;
-  const AttentionOutput &o;
-  Value q;
-  Block *entry;
-  Value shared;
-  Type ct;
-  int64_t threads;
-
-  Value tid, lane, warp, quadRow, quadCol, warpRow0;
-  /// wgmma: bytes from the dynamic shared memory to the 1024-byte aligned
-  /// start of the tiles, and that start's shared address.
-  Value alignPad, tilesAddress;
-  std::tuple<Value, Value, Value, Value> unpinned; // coordinates outside tiles
-  SharedTile qS;
-  KvBuffers cur; // the buffer of the tile being computed
-  Value oAcc, mState, lState;
-  SmallVector<SmallVector<SmallVector<Value>>> qFrags; // [m][kStep]
-  /// For linear scores (AttentionMath::linearScoreFactor): the factor,
-  /// made positive by negating the staged Q, that the softmax folds into
-  /// its exp2 FMA; S then holds raw dot products. Null otherwise.
-  Value foldedFactor;
-};
-
-void WarpAttentionBuilder::setUpThreads() {
-  tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  lane = e.remU(tid, e.idx(kLanes));
-  warp = e.divU(tid, e.idx(kLanes));
-  quadRow = e.divU(lane, e.idx(4));
-  quadCol = e.remU(lane, e.idx(4));
-  warpRow0 = e.mul(warp, e.idx(g.warpRows()));
-}
-
-Value WarpAttentionBuilder::pinned(Value index) {
-  // Every shared-memory address of a tile is a lane offset plus a constant.
-  // Left loop-invariant, LLVM hoists each sum out of the KV loop into its
-  // own register (about 80 of them), and the kernel spills; a copy through
-  // a side-effecting mov keeps them in the loop, where they fold into the
-  // ldmatrix immediate offsets.
-  Type i32 = b.getI32Type();
-  Value v = arith::IndexCastOp::create(b, i32, index);
-  Value r = LLVM::InlineAsmOp::create(
-                b, i32, ValueRange{v}, "mov.b32 $0, $1;", "=r,r",
-                /*has_side_effects=*/true, /*is_align_stack=*/false,
-                LLVM::tailcallkind::TailCallKind::None,
-                LLVM::AsmDialectAttr(), ArrayAttr())
-                .getRes();
-  return arith::IndexCastOp::create(b, b.getIndexType(), r);
-}
-
-void WarpAttentionBuilder::pinLaneCoordinates() {
-  unpinned = {lane, quadRow, quadCol, warpRow0};
-  lane = pinned(lane);
-  quadRow = e.divU(lane, e.idx(4));
-  quadCol = e.remU(lane, e.idx(4));
-  warpRow0 = pinned(warpRow0);
-}
-
-void WarpAttentionBuilder::unpinLaneCoordinates() {
-  std::tie(lane, quadRow, quadCol, warpRow0) = unpinned;
-}
-
-Value WarpAttentionBuilder::view(Value offset, int64_t numRows,
-                                 int64_t rowStride) {
-  auto space = gpu::AddressSpaceAttr::get(b.getContext(),
-                                          gpu::AddressSpace::Workgroup);
-  auto type = MemRefType::get({numRows, rowStride}, ct,
-                              MemRefLayoutAttrInterface(), space);
-  Value bytes = e.mul(offset, e.idx(ct.getIntOrFloatBitWidth() / 8));
-  if (alignPad)
-    bytes = e.add(bytes, alignPad);
-  return memref::ViewOp::create(b, type, shared, bytes, ValueRange{});
-}
-
-SharedTile WarpAttentionBuilder::tile(Value offset, int64_t rows, int64_t cols,
-                                      int64_t stride) {
-  SharedTile t;
-  t.offset = offset;
-  t.rows = rows;
-  t.swizzled = g.wgmma;
-  t.mem = g.wgmma ? view(offset, cols / wgmma::kAtomCols * rows,
-                         wgmma::kAtomCols)
-                  : view(offset, rows, stride);
-  return t;
-}
-
-SmallVector<Value> WarpAttentionBuilder::tileAt(const SharedTile &t, Value r,
-                                                Value x0) {
-  if (!t.swizzled)
-    return {r, x0};
-  Value atomCols = e.idx(wgmma::kAtomCols);
-  Value atom = e.divU(x0, atomCols);
-  Value chunk = e.divU(e.remU(x0, atomCols), e.idx(8));
-  Value swizzled = arith::XOrIOp::create(b, chunk, e.remU(r, e.idx(8)));
-  return {e.add(e.mul(atom, e.idx(t.rows)), r), e.mul(swizzled, e.idx(8))};
-}
-
-Value WarpAttentionBuilder::tileAddress(const SharedTile &t, int64_t bytes) {
-  Value elemBytes = e.idx(ct.getIntOrFloatBitWidth() / 8);
-  return e.add(e.add(tilesAddress, e.mul(t.offset, elemBytes)), e.idx(bytes));
-}
-
-void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
-                                 int64_t rowElems,
-                                 llvm::function_ref<StagedRow(Value)> source) {
-  // Chunks of 8 elements (16 bytes), spread over the block's threads.
-  int64_t chunksPerRow = rowElems / 8, total = numRows * chunksPerRow;
-  int64_t iters = (total + threads - 1) / threads;
-  auto vecType = VectorType::get({8}, ct);
-
-  struct Chunk {
-    Value r, x0;
-    StagedRow src;
-    Value limit;
-    bool vector; // whether the chunk may be one 16-byte copy
-    Value whole; // it may, at run time: all 8 elements exist
-    SmallVector<Value> at; // source indices of element x0
-  };
-  auto prepare = [&](Value c) {
-    Chunk k;
-    k.r = e.divU(c, e.idx(chunksPerRow));
-    k.x0 = e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8));
-    k.src = source(k.r);
-    k.limit = k.src.limit ? k.src.limit : e.idx(shape.headDim);
-    auto srcType = cast<MemRefType>(k.src.mem.getType());
-    k.vector = false;
-    if (k.src.chunks && !k.src.scale && srcType.getElementType() == ct &&
-        (k.src.limit || shape.headDim % 8 == 0)) {
-      SmallVector<int64_t> strides;
-      int64_t offset;
-      k.vector = succeeded(srcType.getStridesAndOffset(strides, offset)) &&
-                 strides.back() == 1;
-    }
-    if (k.vector) {
-      k.whole = e.andI(k.src.valid, e.le(e.add(k.x0, e.idx(8)), k.limit));
-      k.at = k.src.at(k.x0);
-    }
-    return k;
-  };
-  // Element by element (fp8 decode, scales, strided sources, ragged ends).
-  auto gather = [&](const Chunk &k) {
-    // Elements of a chunk source are adjacent: one address computation.
-    SmallVector<Value> base;
-    if (k.src.chunks)
-      base = k.at.empty() ? k.src.at(k.x0) : k.at;
-    SmallVector<Value> elems;
-    for (int64_t j = 0; j < 8; ++j) {
-      Value x = e.add(k.x0, e.idx(j));
-      Value ok = e.andI(k.src.valid, e.lt(x, k.limit));
-      Value v = e.ifElse(
-          ok, {b.getF32Type()},
-          [&] {
-            SmallVector<Value> at;
-            if (k.src.chunks) {
-              at = base;
-              at.back() = e.add(at.back(), e.idx(j));
-            } else {
-              at = k.src.at(x);
-            }
-            return SmallVector<Value>{e.load32(k.src.mem, at, k.src.scale)};
-          },
-          [&] { return SmallVector<Value>{e.f32(0.0)}; })[0];
-      elems.push_back(arith::TruncFOp::create(b, ct, v));
-    }
-    Value vec = vector::FromElementsOp::create(b, vecType, elems);
-    vector::StoreOp::create(b, vec, dst.mem, tileAt(dst, k.r, k.x0));
-  };
-  auto issue = [&](const Chunk &k) {
-    if (!k.vector)
-      return gather(k);
-    auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
-    if (!k.src.limit) {
-      // Rows of whole chunks: a chunk is either all there or all zero. A
-      // copy of 0 source bytes zero-fills, so no branch splits the walk's
-      // basic block (the source index is in range either way).
-      Value n = e.select(k.whole, e.idx(8), e.idx(0));
-      nvgpu::DeviceAsyncCopyOp::create(b, tokenType, dst.mem,
-                                       tileAt(dst, k.r, k.x0), k.src.mem, k.at,
-                                       b.getIndexAttr(8), n, b.getUnitAttr());
-      return;
-    }
-    // 16 bytes straight from global memory into shared memory, or the
-    // ragged end element by element.
-    auto ifOp = scf::IfOp::create(b, k.whole, /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    nvgpu::DeviceAsyncCopyOp::create(b, tokenType, dst.mem,
-                                     tileAt(dst, k.r, k.x0), k.src.mem, k.at,
-                                     b.getIndexAttr(8), Value(),
-                                     b.getUnitAttr());
-    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-    gather(k);
-  };
-
-  if (total % threads == 0 && iters <= 32) {
-    // Unrolled, with every chunk's address (block-table reads included)
-    // computed before the first copy: the reads overlap instead of each
-    // waiting behind the previous copy.
-    SmallVector<Chunk> chunks;
-    for (int64_t it = 0; it < iters; ++it)
-      chunks.push_back(prepare(e.add(tid, e.idx(it * threads))));
-    for (const Chunk &k : chunks)
-      issue(k);
-    return;
-  }
-  e.forLoop(0, iters, [&](Value it) {
-    Value c = e.add(tid, e.mul(it, e.idx(threads)));
-    e.ifThen(e.lt(c, e.idx(total)), [&] { issue(prepare(c)); });
-  });
-}
-
-Value WarpAttentionBuilder::commitGroup() {
-  // Always a group (possibly empty), so that wait counts are static.
-  auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
-  return nvgpu::DeviceAsyncCreateGroupOp::create(b, tokenType, ValueRange{});
-}
-
-void WarpAttentionBuilder::waitGroups(Value token, int32_t pending) {
-  nvgpu::DeviceAsyncWaitOp::create(b, token, b.getI32IntegerAttr(pending));
-  // The tensor cores read the staged tiles through the async proxy.
-  if (g.wgmma)
-    wgmma::fenceProxyAsync(b);
-  gpu::BarrierOp::create(b);
-}
-
-SmallVector<Value> WarpAttentionBuilder::ldmatrix(Value tile, Value row,
-                                                  Value col, int numTiles,
-                                                  bool transpose) {
-  auto type = VectorType::get({numTiles, 2}, ct);
-  Value m = nvgpu::LdMatrixOp::create(b, type, tile, ValueRange{row, col},
-                                      transpose, numTiles);
-  SmallVector<Value> regs;
-  for (int i = 0; i < numTiles; ++i)
-    regs.push_back(operandReg(vector::ExtractOp::create(b, m, i)));
-  return regs;
-}
-
-Value WarpAttentionBuilder::operandReg(Value pair) {
-  // mma.sync takes f16 pairs as vector<2xf16> and bf16 pairs as i32.
-  if (ct.isF16())
-    return pair;
-  Value asInt = vector::BitCastOp::create(
-      b, VectorType::get({1}, b.getI32Type()), pair);
-  return vector::ExtractOp::create(b, asInt, 0);
-}
-
-Value WarpAttentionBuilder::pack(Value lo, Value hi) {
-  Value pair = vector::FromElementsOp::create(
-      b, VectorType::get({2}, ct),
-      ValueRange{arith::TruncFOp::create(b, ct, lo),
-                 arith::TruncFOp::create(b, ct, hi)});
-  return operandReg(pair);
-}
-
-WarpAttentionBuilder::Acc WarpAttentionBuilder::mma(ArrayRef<Value> a,
-                                                    ArrayRef<Value> bRegs,
-                                                    const Acc &c) {
-  Type f32 = b.getF32Type();
-  auto resType =
-      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
-  NVVM::MMATypes t = ct.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
-  Value res = NVVM::MmaOp::create(
-      b, resType, a, bRegs, ValueRange(c), {16, 8, 16}, std::nullopt,
-      std::nullopt, std::array<NVVM::MMATypes, 2>{t, t},
-      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                     NVVM::MMALayout::col});
-  Acc out;
-  for (int64_t i = 0; i < 4; ++i)
-    out[i] = LLVM::ExtractValueOp::create(b, res, i);
-  return out;
-}
-
-SmallVector<Value> WarpAttentionBuilder::queryFragment(int64_t m,
-                                                      int64_t kStep) {
-  if (m < static_cast<int64_t>(qFrags.size()))
-    return qFrags[m][kStep];
-  // A operand (16x16, row major): matrices (rows 0-7 | 8-15) x (cols 0-7 |
-  // 8-15), lane l addressing row l % 8 + 8 * (l / 8 % 2), col 8 * (l / 16).
-  Value row = e.add(e.add(warpRow0, e.idx(16 * m)),
-                    e.add(e.remU(lane, e.idx(8)),
-                          e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)),
-                                e.idx(8))));
-  Value col = e.add(e.idx(kStep * 16), e.mul(e.divU(lane, e.idx(16)), e.idx(8)));
-  return ldmatrix(qS.mem, row, col, 4, /*transpose=*/false);
-}
-
-Value WarpAttentionBuilder::quadReduce(Value x, bool isMax) {
-  SmallVector<Value> xs = {x};
-  quadReduce(xs, isMax);
-  return xs.front();
-}
-
-void WarpAttentionBuilder::quadReduce(MutableArrayRef<Value> xs, bool isMax) {
-  // Each shuffle step runs over all values before the next one.
-  for (int32_t offset : {1, 2}) {
-    SmallVector<Value> others;
-    for (Value x : xs)
-      others.push_back(gpu::ShuffleOp::create(b, x, offset, kLanes,
-                                              gpu::ShuffleMode::XOR)
-                           .getShuffleResult());
-    for (auto [x, other] : llvm::zip(xs, others))
-      x = isMax ? e.maxF(x, other) : e.addF(x, other);
-  }
-}
-
-Value WarpAttentionBuilder::treeReduce(SmallVector<Value> xs, bool isMax) {
-  while (xs.size() > 1) {
-    SmallVector<Value> next;
-    for (size_t i = 0; i + 1 < xs.size(); i += 2)
-      next.push_back(isMax ? e.maxF(xs[i], xs[i + 1]) : e.addF(xs[i], xs[i + 1]));
-    if (xs.size() % 2)
-      next.push_back(xs.back());
-    xs = std::move(next);
-  }
-  return xs.front();
-}
+namespace mlir::attn::warp {
 
 void WarpAttentionBuilder::emit(const ProgramRows &rows,
                                 ArrayRef<KvWalk> walks) {
@@ -605,8 +48,8 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
     Value tok = math.tokenOf(r);
     StagedRow s;
     s.valid = e.lt(tok, rows.numTokens);
-    Value qRow = e.add(rows.qTokBase,
-                       e.min(tok, e.sub(rows.numTokens, e.idx(1))));
+    Value qRow =
+        e.add(rows.qTokBase, e.min(tok, e.sub(rows.numTokens, e.idx(1))));
     Value head = math.headOf(rows, r);
     s.mem = q;
     s.at = [=](Value d) { return SmallVector<Value>{qRow, head, d}; };
@@ -643,9 +86,8 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
     e.store(e.f32(0.0), oAcc, {e.idx(i)});
 
   for (const KvWalk &walk : walks)
-    walk.visitRanges(e, [&](Value lo, Value hi) {
-      walkRange(rows, walk, lo, hi);
-    });
+    walk.visitRanges(
+        e, [&](Value lo, Value hi) { walkRange(rows, walk, lo, hi); });
   epilogue(rows);
 }
 
@@ -661,82 +103,21 @@ void WarpAttentionBuilder::foldScoreFactor() {
     ArrayRef<int64_t> viewShape = cast<MemRefType>(qS.mem.getType()).getShape();
     int64_t chunksPerRow = viewShape[1] / 8;
     auto vecType = VectorType::get({8}, ct);
-    e.forLoop(tid, e.idx(viewShape[0] * chunksPerRow), e.idx(threads),
-              [&](Value c) {
-                SmallVector<Value> at{e.divU(c, e.idx(chunksPerRow)),
-                              e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8))};
-                Value x = vector::LoadOp::create(b, vecType, qS.mem, at);
-                vector::StoreOp::create(b, arith::NegFOp::create(b, x), qS.mem,
-                                        at);
-              });
+    e.forLoop(
+        tid, e.idx(viewShape[0] * chunksPerRow), e.idx(threads), [&](Value c) {
+          SmallVector<Value> at{
+              e.divU(c, e.idx(chunksPerRow)),
+              e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8))};
+          Value x = vector::LoadOp::create(b, vecType, qS.mem, at);
+          vector::StoreOp::create(b, arith::NegFOp::create(b, x), qS.mem, at);
+        });
     if (g.wgmma)
       wgmma::fenceProxyAsync(b);
     gpu::BarrierOp::create(b);
   });
   Value magnitude =
       e.select(negative, arith::NegFOp::create(b, factor), factor);
-  foldedFactor =
-      e.maxF(magnitude, e.f32(std::numeric_limits<float>::min()));
-}
-
-WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::kvBuffers(Value stage) {
-  Value base = e.add(e.idx(g.mRows * g.stride),
-                     e.mul(stage, e.idx(g.kvElems())));
-  Value vBase = e.add(base, e.idx(g.bn * g.stride));
-  return {tile(base, g.bn, g.dPad, g.stride), tile(vBase, g.bn, g.dPad, g.stride),
-          tile(vBase, g.dPad, g.bn, g.vtStride)};
-}
-
-void WarpAttentionBuilder::stageValues(const KvWalk &walk,
-                                       const KvBuffers &buf, Value n0,
-                                       Value nValid) {
-  if (walk.valueKeyMajor)
-    stageValuesTransposed(walk, buf.vt, n0, nValid ? nValid : e.idx(g.bn));
-  else
-    stageKeys(walk, buf.v, n0, nValid, false);
-}
-
-void WarpAttentionBuilder::stageKeys(const KvWalk &walk,
-                                     const SharedTile &dst, Value n0,
-                                     Value nValid, bool isK) {
-  // Rows past nValid are zero (their keys are masked, and a zero V row keeps
-  // p = 0 columns from multiplying garbage).
-  // A null nValid is a full tile: no clamps, so the addresses stay affine
-  // in n0.
-  Value lastKey = nValid ? e.add(n0, e.sub(nValid, e.idx(1))) : Value();
-  stage(dst, g.bn, g.dPad, [&](Value r) {
-    // Never locate past the range.
-    Value key = nValid ? e.min(e.add(n0, r), lastKey) : e.add(n0, r);
-    KeyRow kr = walk.locate(e, key);
-    StagedRow s;
-    s.valid = nValid ? e.lt(r, nValid) : e.boolean(true);
-    s.mem = isK ? kr.k : kr.v;
-    s.at = isK ? kr.kAt : kr.vAt;
-    s.scale = isK ? kr.kScale : kr.vScale;
-    s.chunks = isK ? kr.kChunks : kr.vChunks;
-    return s;
-  });
-}
-
-void WarpAttentionBuilder::stageValuesTransposed(const KvWalk &walk,
-                                                 const SharedTile &dst,
-                                                 Value n0, Value nValid) {
-  // n0 is a multiple of 8 (KvWalk::valueKeyMajor), so every 8-key chunk
-  // lies in one page.
-  Value lastKey = e.add(n0, e.sub(nValid, e.idx(1)));
-  stage(dst, g.dPad, g.bn, [&](Value d) {
-    StagedRow s;
-    s.valid = e.lt(d, e.idx(shape.headDim));
-    KeyRow first = walk.locate(e, n0);
-    s.mem = first.v;
-    s.scale = first.vScale;
-    s.at = [&, d](Value x) {
-      return walk.locate(e, e.min(e.add(n0, x), lastKey)).vAt(d);
-    };
-    s.chunks = true;
-    s.limit = nValid;
-    return s;
-  });
+  foldedFactor = e.maxF(magnitude, e.f32(std::numeric_limits<float>::min()));
 }
 
 void WarpAttentionBuilder::walkRange(const ProgramRows &rows,
@@ -814,8 +195,9 @@ void WarpAttentionBuilder::walkDoubleBuffered(const ProgramRows &rows,
       };
       if (f.bias)
         return tile(true);
-      e.ifThenElse(tileUnmasked(rows, n0, nValid), [&] { tile(false); },
-                   [&] { tile(true); });
+      e.ifThenElse(
+          tileUnmasked(rows, n0, nValid), [&] { tile(false); },
+          [&] { tile(true); });
     });
     cur = first;
     unpinLaneCoordinates();
@@ -840,9 +222,9 @@ WarpAttentionBuilder::activeScores(const ProgramRows &rows, Value active,
       [&] {
         if (f.bias)
           return flat(true);
-        return e.ifElse(tileUnmasked(rows, n0, nValid), types,
-                        [&] { return flat(false); },
-                        [&] { return flat(true); });
+        return e.ifElse(
+            tileUnmasked(rows, n0, nValid), types, [&] { return flat(false); },
+            [&] { return flat(true); });
       },
       [&] {
         SmallVector<Value> v(numP, pack(e.f32(0.0), e.f32(0.0)));
@@ -888,12 +270,11 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
     }
     for (int64_t j = 0; j < nTiles; ++j) {
       Value row = e.add(e.idx(8 * j), lane8);
-      Value laneCol = pair ? e.mul(e.divU(lane, e.idx(8)), e.idx(8))
-                           : e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)),
-                                   e.idx(8));
-      SmallVector<Value> kb =
-          ldmatrix(cur.k.mem, row, e.add(e.idx(kk * 16), laneCol),
-                   pair ? 4 : 2, false);
+      Value laneCol =
+          pair ? e.mul(e.divU(lane, e.idx(8)), e.idx(8))
+               : e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)), e.idx(8));
+      SmallVector<Value> kb = ldmatrix(
+          cur.k.mem, row, e.add(e.idx(kk * 16), laneCol), pair ? 4 : 2, false);
       for (int64_t m = 0; m < g.mFrags; ++m) {
         Acc &acc = s[m * nTiles + j];
         acc = mma(qa[0][m], {kb[0], kb[1]}, acc);
@@ -908,11 +289,9 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
 
 WarpAttentionBuilder::Probabilities
 WarpAttentionBuilder::softmax(const ProgramRows &rows, Value n0, Value nValid,
-                              bool masked, ArrayRef<Acc> s,
-                              int64_t firstTile) {
+                              bool masked, ArrayRef<Acc> s, int64_t firstTile) {
   int64_t nTiles = s.size() / g.mFrags;
-  SmallVector<Value> p =
-      modifiedScores(rows, n0, nValid, s, masked, firstTile);
+  SmallVector<Value> p = modifiedScores(rows, n0, nValid, s, masked, firstTile);
 
   // Online softmax on the fragments: rows quadRow (h = 0) and quadRow + 8
   // of each M fragment. Each phase runs over all of the thread's rows
@@ -984,8 +363,7 @@ WarpAttentionBuilder::softmax(const ProgramRows &rows, Value n0, Value nValid,
   }
   for (int64_t st = 0; st < numRows; ++st) {
     Value l = e.load(lState, {e.idx(st)});
-    e.store(e.addF(e.mulF(l, probs.alpha[st]), sums[st]), lState,
-            {e.idx(st)});
+    e.store(e.addF(e.mulF(l, probs.alpha[st]), sums[st]), lState, {e.idx(st)});
   }
   if (f.dropoutP || f.pScale) {
     for (int64_t m = 0; m < g.mFrags; ++m)
@@ -1001,15 +379,16 @@ WarpAttentionBuilder::softmax(const ProgramRows &rows, Value n0, Value nValid,
   for (int64_t m = 0; m < g.mFrags; ++m)
     for (int64_t j = 0; j < nTiles; ++j)
       for (int64_t h = 0; h < 2; ++h)
-        probs.p.push_back(
-            pack(p[pIndex(m, j, 2 * h, nTiles)],
-                 p[pIndex(m, j, 2 * h + 1, nTiles)]));
+        probs.p.push_back(pack(p[pIndex(m, j, 2 * h, nTiles)],
+                               p[pIndex(m, j, 2 * h + 1, nTiles)]));
   return probs;
 }
 
-SmallVector<Value> WarpAttentionBuilder::modifiedScores(
-    const ProgramRows &rows, Value n0, Value nValid, ArrayRef<Acc> s,
-    bool masked, int64_t firstTile) {
+SmallVector<Value> WarpAttentionBuilder::modifiedScores(const ProgramRows &rows,
+                                                        Value n0, Value nValid,
+                                                        ArrayRef<Acc> s,
+                                                        bool masked,
+                                                        int64_t firstTile) {
   SmallVector<Value> out(s.size() * 4);
   int64_t nTiles = s.size() / g.mFrags;
   for (int64_t m = 0; m < g.mFrags; ++m) {
@@ -1026,12 +405,12 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(
         }
         Value ok = e.andI(e.lt(col, nValid), math.visible(rows, row, key));
         if (f.bias) {
-          x = e.ifElse(ok, {b.getF32Type()},
-                       [&] {
-                         return SmallVector<Value>{
-                             math.score(rows, row, key, dot)};
-                       },
-                       [&] { return SmallVector<Value>{e.negInf()}; })[0];
+          x = e.ifElse(
+              ok, {b.getF32Type()},
+              [&] {
+                return SmallVector<Value>{math.score(rows, row, key, dot)};
+              },
+              [&] { return SmallVector<Value>{e.negInf()}; })[0];
         } else {
           x = e.select(ok, scored, e.negInf());
         }
@@ -1090,9 +469,9 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
         if (pair)
           a1.push_back(pOperand(m, kk + 1));
       }
-      Value laneCol = pair ? e.mul(e.divU(lane, e.idx(8)), e.idx(8))
-                           : e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)),
-                                   e.idx(8));
+      Value laneCol =
+          pair ? e.mul(e.divU(lane, e.idx(8)), e.idx(8))
+               : e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)), e.idx(8));
       for (int64_t dj = 0; dj < dTiles; ++dj) {
         SmallVector<Value> vb =
             ldmatrix(cur.vt.mem, e.add(e.idx(8 * dj), lane8),
@@ -1106,8 +485,8 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
       }
     }
   } else {
-    Value vRowInTile = e.add(
-        lane8, e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)), e.idx(8)));
+    Value vRowInTile =
+        e.add(lane8, e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)), e.idx(8)));
     Value vColInTile = e.mul(e.divU(lane, e.idx(16)), e.idx(8));
     for (int64_t kk = 0; kk < kSteps; ++kk) {
       SmallVector<SmallVector<Value>> a;
@@ -1131,113 +510,6 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
     for (int64_t dj = 0; dj < dTiles; ++dj)
       for (int64_t i = 0; i < 4; ++i)
         e.store(acc[m * dTiles + dj][i], oAcc, {accIndex(m, dj, i)});
-}
-
-SmallVector<Value>
-WarpAttentionBuilder::issueWarpgroupScores(int64_t keyFirst, int64_t keys) {
-  // A = rows [64 wg, 64 wg + 64) of Q, B = keys [keyFirst, keyFirst + keys)
-  // of the K tile, both K-major: k step kk is 32 bytes into atom kk / 4.
-  using namespace wgmma;
-  Value groupRows = e.mul(e.divU(warp, e.idx(4)), e.idx(kRows * kAtomRowBytes));
-  SmallVector<Value> acc;
-  fence(b);
-  for (int64_t kk = 0; kk < g.dPad / 16; ++kk) {
-    int64_t atom = kk / 4, within = kk % 4 * 32;
-    Value a = descriptor(
-        b,
-        e.add(tileAddress(qS, atom * g.mRows * kAtomRowBytes + within),
-              groupRows),
-        16, kGroupBytes);
-    Value bDesc = descriptor(
-        b,
-        tileAddress(cur.k, (atom * g.bn + keyFirst) * kAtomRowBytes + within),
-        16, kGroupBytes);
-    acc = wgmma::mma(b, keys, ct, a, {}, bDesc, /*transB=*/false, acc);
-  }
-  commit(b);
-  return acc;
-}
-
-SmallVector<WarpAttentionBuilder::Acc>
-WarpAttentionBuilder::awaitScores(ArrayRef<Value> pending, int laterGroups) {
-  // The accumulators of m64nNk16 are, per warp, those of N / 8 mma.sync
-  // m16n8 tiles in order.
-  wgmma::wait(b, laterGroups);
-  SmallVector<Value> acc = wgmma::fenceOperands(b, pending);
-  SmallVector<Acc> s(acc.size() / 4);
-  for (size_t j = 0; j < s.size(); ++j)
-    for (int64_t i = 0; i < 4; ++i)
-      s[j][i] = acc[4 * j + i];
-  return s;
-}
-
-SmallVector<Value>
-WarpAttentionBuilder::issueWarpgroupPV(const Probabilities &probs,
-                                       bool vTransposed, int64_t kFirst) {
-  // A = P (registers, mma.sync's A layout: key step kk is S tiles 2kk and
-  // 2kk + 1). B = V: a [bn, D] tile is N-major (D contiguous), its atoms of
-  // 64 dims bn * 128 bytes apart and k step kk 16 rows on; a transposed
-  // [D, bn] tile is K-major like K.
-  using namespace wgmma;
-  rescaleOutput(probs);
-  SmallVector<Value> acc;
-  for (int64_t dj = 0; dj < g.dTiles(); ++dj)
-    for (int64_t i = 0; i < 4; ++i)
-      acc.push_back(e.load(oAcc, {accIndex(0, dj, i)}));
-  fence(b);
-  for (int64_t k = 0; k < static_cast<int64_t>(probs.p.size()) / 4; ++k) {
-    int64_t kk = kFirst + k;
-    SmallVector<Value> p(probs.p.begin() + 4 * k, probs.p.begin() + 4 * k + 4);
-    Value v =
-        vTransposed
-            ? descriptor(b,
-                         tileAddress(cur.vt, kk / 4 * g.dPad * kAtomRowBytes +
-                                                 kk % 4 * 32),
-                         16, kGroupBytes)
-            : descriptor(b, tileAddress(cur.v, kk * 16 * kAtomRowBytes),
-                         g.bn * kAtomRowBytes, kGroupBytes);
-    acc = wgmma::mma(b, g.dPad, ct, Value(), p, v, /*transB=*/!vTransposed,
-                     acc);
-  }
-  commit(b);
-  return acc;
-}
-
-void WarpAttentionBuilder::storeWarpgroupOutput(ArrayRef<Value> pending) {
-  wgmma::wait(b, 0);
-  SmallVector<Value> acc = wgmma::fenceOperands(b, pending);
-  for (int64_t dj = 0; dj < g.dTiles(); ++dj)
-    for (int64_t i = 0; i < 4; ++i)
-      e.store(acc[4 * dj + i], oAcc, {accIndex(0, dj, i)});
-}
-
-void WarpAttentionBuilder::warpgroupTile(const ProgramRows &rows, Value n0,
-                                         Value nValid, bool masked,
-                                         bool vTransposed) {
-  // The tile as two halves of keys, each a step of the online softmax:
-  // QK of both halves is issued at once, the softmax of the first half
-  // runs under QK of the second, and that of the second under PV of the
-  // first. Between an MMA group's issue and its wait the code is
-  // straight-line (ptxas serializes MMAs whose registers are in flight
-  // across branches: C7518), so the bias path, whose reads branch, runs
-  // the tile whole. So do large heads on 64-key tiles: QK of 32-key halves
-  // (m64n32) over 256 dims measured slower than the whole tile (H200).
-  int64_t half = g.bn / 2;
-  if (f.bias || half % 32 || (half < 64 && g.dPad > 64)) {
-    Probabilities probs = softmax(
-        rows, n0, nValid, masked, awaitScores(issueWarpgroupScores(0, g.bn), 0),
-        0);
-    return storeWarpgroupOutput(issueWarpgroupPV(probs, vTransposed, 0));
-  }
-  SmallVector<Value> first = issueWarpgroupScores(0, half);
-  SmallVector<Value> second = issueWarpgroupScores(half, half);
-  Probabilities pFirst =
-      softmax(rows, n0, nValid, masked, awaitScores(first, 1), 0);
-  SmallVector<Acc> sSecond = awaitScores(second, 0);
-  SmallVector<Value> o = issueWarpgroupPV(pFirst, vTransposed, 0);
-  Probabilities pSecond = softmax(rows, n0, nValid, masked, sSecond, half / 8);
-  storeWarpgroupOutput(o);
-  storeWarpgroupOutput(issueWarpgroupPV(pSecond, vTransposed, half / 16));
 }
 
 void WarpAttentionBuilder::epilogue(const ProgramRows &rows) {
@@ -1283,7 +555,7 @@ void WarpAttentionBuilder::epilogue(const ProgramRows &rows) {
   }
 }
 
-} // namespace
+} // namespace mlir::attn::warp
 
 FailureOr<Type> mlir::attn::warpComputeType(Type qType) {
   if (qType.isF16() || qType.isBF16())
@@ -1316,8 +588,7 @@ void WarpProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
   // longest causal programs (the last tiles of each sequence) first, so the
   // short ones fill the tail.
   ids[0] = arith::SubIOp::create(
-      b, arith::SubIOp::create(b, ubs[0],
-                               arith::ConstantIndexOp::create(b, 1)),
+      b, arith::SubIOp::create(b, ubs[0], arith::ConstantIndexOp::create(b, 1)),
       ids[0]);
   body(ids);
 }

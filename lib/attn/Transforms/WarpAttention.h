@@ -11,10 +11,10 @@
 // softmax runs on the accumulator fragments with quad shuffles, and P stays
 // in registers for PV. On sm_90a, programs of whole warpgroups run QK and
 // PV on wgmma.mma_async instead (Q, K and V in 128-byte swizzled shared
-// tiles, P from registers; Wgmma.h). Tiles that no mask crosses run a body without mask
-// code; linear scores fold the scale into exp2's FMA; O is rescaled only
-// when a row's reference max grows by more than a slack. The element-level
-// math is AttentionMath's, shared with the CPU program.
+// tiles, P from registers; Wgmma.h). Tiles that no mask crosses run a body
+// without mask code; linear scores fold the scale into exp2's FMA; O is
+// rescaled only when a row's reference max grows by more than a slack. The
+// element-level math is AttentionMath's, shared with the CPU program.
 //
 //===----------------------------------------------------------------------===//
 

@@ -27,8 +27,8 @@ SmallVector<Value> unpack(ImplicitLocOpBuilder &b, Value st, int64_t n) {
 }
 
 Type f32Struct(ImplicitLocOpBuilder &b, int64_t n) {
-  return LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(n, b.getF32Type()));
+  return LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                          SmallVector<Type>(n, b.getF32Type()));
 }
 } // namespace
 
@@ -89,9 +89,9 @@ SmallVector<Value> wgmma::mma(ImplicitLocOpBuilder &b, int64_t n, Type abType,
     aText = "{";
     for (auto [i, r] : llvm::enumerate(aRegs)) {
       // f16 pairs arrive as vector<2xf16>.
-      operands.push_back(r.getType() == i32 ? r
-                                            : LLVM::BitcastOp::create(b, i32, r)
-                                                  .getResult());
+      operands.push_back(r.getType() == i32
+                             ? r
+                             : LLVM::BitcastOp::create(b, i32, r).getResult());
       constraints += ",r";
       aText += (i ? ", $" : "$") + std::to_string(next++);
     }
@@ -100,8 +100,8 @@ SmallVector<Value> wgmma::mma(ImplicitLocOpBuilder &b, int64_t n, Type abType,
   operands.push_back(bDesc);
   constraints += ",l";
   std::string bText = "$" + std::to_string(next++);
-  Value scaleD = arith::ConstantOp::create(
-      b, b.getI32IntegerAttr(acc.empty() ? 0 : 1));
+  Value scaleD =
+      arith::ConstantOp::create(b, b.getI32IntegerAttr(acc.empty() ? 0 : 1));
   operands.push_back(scaleD);
   constraints += ",r";
   std::string scaleText = "$" + std::to_string(next++);
@@ -112,12 +112,11 @@ SmallVector<Value> wgmma::mma(ImplicitLocOpBuilder &b, int64_t n, Type abType,
   d += "}";
   // imm-scale-a, imm-scale-b = 1; imm-trans-a = 0 (K-major, descriptor A
   // only); imm-trans-b as asked.
-  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, " + scaleText +
-                     ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
-                     std::to_string(n) + "k16.f32." + type + "." + type + " " +
-                     d + ", " + aText + ", " + bText + ", p, 1, 1" +
-                     (aDesc ? ", 0" : "") + ", " + (transB ? "1" : "0") +
-                     ";\n}";
+  std::string text =
+      "{\n.reg .pred p;\nsetp.ne.b32 p, " + scaleText +
+      ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(n) +
+      "k16.f32." + type + "." + type + " " + d + ", " + aText + ", " + bText +
+      ", p, 1, 1" + (aDesc ? ", 0" : "") + ", " + (transB ? "1" : "0") + ";\n}";
   Value res = inlineAsm(b, f32Struct(b, numAcc), operands, text, constraints);
   return unpack(b, res, numAcc);
 }

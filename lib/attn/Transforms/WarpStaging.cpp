@@ -1,0 +1,308 @@
+//===- WarpStaging.cpp - shared-memory tiles of warp programs -------------===//
+//
+// Shared-memory tiles of the warp program (WarpProgram.h): plain tiles
+// with a padded stride for ldmatrix or 128-byte swizzled ones for wgmma,
+// their 16-byte cp.async (or gathered, dequantized) staging, and the
+// lane coordinates of a tile.
+//
+//===----------------------------------------------------------------------===//
+
+#include "WarpProgram.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace mlir::attn::warp {
+
+Geometry geometryOf(const TileShape &s, bool hopper) {
+  Geometry g;
+  int64_t rows16 = roundUp(s.rows(), 16);
+  g.warps = s.warps > 0 ? s.warps : rows16 / 16;
+  g.mFrags = std::max<int64_t>(1, (rows16 / 16 + g.warps - 1) / g.warps);
+  g.mRows = g.warps * 16 * g.mFrags;
+  g.dPad = roundUp(s.headDim, 16);
+  g.stride = g.dPad + 8;
+  g.bn = roundUp(s.blockN, 16);
+  g.vtStride = g.bn + 8;
+  // Prefill tiles (128 rows) double-buffer K and V: one barrier per KV tile
+  // instead of four. Smaller (decode) programs keep one buffer, so that more
+  // of them fit on an SM.
+  g.stages = g.mRows >= 128 ? 2 : 1;
+  // Whole warpgroups of one fragment per warp on the double-buffered walk,
+  // and tiles of whole swizzle atoms (N of an MMA is at most 256).
+  g.wgmma = hopper && g.warps % 4 == 0 && g.mFrags == 1 && g.stages == 2 &&
+            g.dPad % wgmma::kAtomCols == 0 && g.bn % wgmma::kAtomCols == 0 &&
+            g.dPad <= 256 && g.bn <= 256;
+  if (g.wgmma) {
+    g.stride = g.dPad;
+    g.vtStride = g.bn;
+  }
+  return g;
+}
+
+void WarpAttentionBuilder::setUpThreads() {
+  tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  lane = e.remU(tid, e.idx(kLanes));
+  warp = e.divU(tid, e.idx(kLanes));
+  quadRow = e.divU(lane, e.idx(4));
+  quadCol = e.remU(lane, e.idx(4));
+  warpRow0 = e.mul(warp, e.idx(g.warpRows()));
+}
+
+Value WarpAttentionBuilder::pinned(Value index) {
+  // Every shared-memory address of a tile is a lane offset plus a constant.
+  // Left loop-invariant, LLVM hoists each sum out of the KV loop into its
+  // own register (about 80 of them), and the kernel spills; a copy through
+  // a side-effecting mov keeps them in the loop, where they fold into the
+  // ldmatrix immediate offsets.
+  Type i32 = b.getI32Type();
+  Value v = arith::IndexCastOp::create(b, i32, index);
+  Value r = LLVM::InlineAsmOp::create(
+                b, i32, ValueRange{v}, "mov.b32 $0, $1;", "=r,r",
+                /*has_side_effects=*/true, /*is_align_stack=*/false,
+                LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                ArrayAttr())
+                .getRes();
+  return arith::IndexCastOp::create(b, b.getIndexType(), r);
+}
+
+void WarpAttentionBuilder::pinLaneCoordinates() {
+  unpinned = {lane, quadRow, quadCol, warpRow0};
+  lane = pinned(lane);
+  quadRow = e.divU(lane, e.idx(4));
+  quadCol = e.remU(lane, e.idx(4));
+  warpRow0 = pinned(warpRow0);
+}
+
+void WarpAttentionBuilder::unpinLaneCoordinates() {
+  std::tie(lane, quadRow, quadCol, warpRow0) = unpinned;
+}
+
+Value WarpAttentionBuilder::view(Value offset, int64_t numRows,
+                                 int64_t rowStride) {
+  auto space =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto type = MemRefType::get({numRows, rowStride}, ct,
+                              MemRefLayoutAttrInterface(), space);
+  Value bytes = e.mul(offset, e.idx(ct.getIntOrFloatBitWidth() / 8));
+  if (alignPad)
+    bytes = e.add(bytes, alignPad);
+  return memref::ViewOp::create(b, type, shared, bytes, ValueRange{});
+}
+
+SharedTile WarpAttentionBuilder::tile(Value offset, int64_t rows, int64_t cols,
+                                      int64_t stride) {
+  SharedTile t;
+  t.offset = offset;
+  t.rows = rows;
+  t.swizzled = g.wgmma;
+  t.mem = g.wgmma
+              ? view(offset, cols / wgmma::kAtomCols * rows, wgmma::kAtomCols)
+              : view(offset, rows, stride);
+  return t;
+}
+
+SmallVector<Value> WarpAttentionBuilder::tileAt(const SharedTile &t, Value r,
+                                                Value x0) {
+  if (!t.swizzled)
+    return {r, x0};
+  Value atomCols = e.idx(wgmma::kAtomCols);
+  Value atom = e.divU(x0, atomCols);
+  Value chunk = e.divU(e.remU(x0, atomCols), e.idx(8));
+  Value swizzled = arith::XOrIOp::create(b, chunk, e.remU(r, e.idx(8)));
+  return {e.add(e.mul(atom, e.idx(t.rows)), r), e.mul(swizzled, e.idx(8))};
+}
+
+Value WarpAttentionBuilder::tileAddress(const SharedTile &t, int64_t bytes) {
+  Value elemBytes = e.idx(ct.getIntOrFloatBitWidth() / 8);
+  return e.add(e.add(tilesAddress, e.mul(t.offset, elemBytes)), e.idx(bytes));
+}
+
+void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
+                                 int64_t rowElems,
+                                 llvm::function_ref<StagedRow(Value)> source) {
+  // Chunks of 8 elements (16 bytes), spread over the block's threads.
+  int64_t chunksPerRow = rowElems / 8, total = numRows * chunksPerRow;
+  int64_t iters = (total + threads - 1) / threads;
+  auto vecType = VectorType::get({8}, ct);
+
+  struct Chunk {
+    Value r, x0;
+    StagedRow src;
+    Value limit;
+    bool vector;           // whether the chunk may be one 16-byte copy
+    Value whole;           // it may, at run time: all 8 elements exist
+    SmallVector<Value> at; // source indices of element x0
+  };
+  auto prepare = [&](Value c) {
+    Chunk k;
+    k.r = e.divU(c, e.idx(chunksPerRow));
+    k.x0 = e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8));
+    k.src = source(k.r);
+    k.limit = k.src.limit ? k.src.limit : e.idx(shape.headDim);
+    auto srcType = cast<MemRefType>(k.src.mem.getType());
+    k.vector = false;
+    if (k.src.chunks && !k.src.scale && srcType.getElementType() == ct &&
+        (k.src.limit || shape.headDim % 8 == 0)) {
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      k.vector = succeeded(srcType.getStridesAndOffset(strides, offset)) &&
+                 strides.back() == 1;
+    }
+    if (k.vector) {
+      k.whole = e.andI(k.src.valid, e.le(e.add(k.x0, e.idx(8)), k.limit));
+      k.at = k.src.at(k.x0);
+    }
+    return k;
+  };
+  // Element by element (fp8 decode, scales, strided sources, ragged ends).
+  auto gather = [&](const Chunk &k) {
+    // Elements of a chunk source are adjacent: one address computation.
+    SmallVector<Value> base;
+    if (k.src.chunks)
+      base = k.at.empty() ? k.src.at(k.x0) : k.at;
+    SmallVector<Value> elems;
+    for (int64_t j = 0; j < 8; ++j) {
+      Value x = e.add(k.x0, e.idx(j));
+      Value ok = e.andI(k.src.valid, e.lt(x, k.limit));
+      Value v = e.ifElse(
+          ok, {b.getF32Type()},
+          [&] {
+            SmallVector<Value> at;
+            if (k.src.chunks) {
+              at = base;
+              at.back() = e.add(at.back(), e.idx(j));
+            } else {
+              at = k.src.at(x);
+            }
+            return SmallVector<Value>{e.load32(k.src.mem, at, k.src.scale)};
+          },
+          [&] { return SmallVector<Value>{e.f32(0.0)}; })[0];
+      elems.push_back(arith::TruncFOp::create(b, ct, v));
+    }
+    Value vec = vector::FromElementsOp::create(b, vecType, elems);
+    vector::StoreOp::create(b, vec, dst.mem, tileAt(dst, k.r, k.x0));
+  };
+  auto issue = [&](const Chunk &k) {
+    if (!k.vector)
+      return gather(k);
+    auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+    if (!k.src.limit) {
+      // Rows of whole chunks: a chunk is either all there or all zero. A
+      // copy of 0 source bytes zero-fills, so no branch splits the walk's
+      // basic block (the source index is in range either way).
+      Value n = e.select(k.whole, e.idx(8), e.idx(0));
+      nvgpu::DeviceAsyncCopyOp::create(b, tokenType, dst.mem,
+                                       tileAt(dst, k.r, k.x0), k.src.mem, k.at,
+                                       b.getIndexAttr(8), n, b.getUnitAttr());
+      return;
+    }
+    // 16 bytes straight from global memory into shared memory, or the
+    // ragged end element by element.
+    auto ifOp = scf::IfOp::create(b, k.whole, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, tokenType, dst.mem, tileAt(dst, k.r, k.x0), k.src.mem, k.at,
+        b.getIndexAttr(8), Value(), b.getUnitAttr());
+    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+    gather(k);
+  };
+
+  if (total % threads == 0 && iters <= 32) {
+    // Unrolled, with every chunk's address (block-table reads included)
+    // computed before the first copy: the reads overlap instead of each
+    // waiting behind the previous copy.
+    SmallVector<Chunk> chunks;
+    for (int64_t it = 0; it < iters; ++it)
+      chunks.push_back(prepare(e.add(tid, e.idx(it * threads))));
+    for (const Chunk &k : chunks)
+      issue(k);
+    return;
+  }
+  e.forLoop(0, iters, [&](Value it) {
+    Value c = e.add(tid, e.mul(it, e.idx(threads)));
+    e.ifThen(e.lt(c, e.idx(total)), [&] { issue(prepare(c)); });
+  });
+}
+
+Value WarpAttentionBuilder::commitGroup() {
+  // Always a group (possibly empty), so that wait counts are static.
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+  return nvgpu::DeviceAsyncCreateGroupOp::create(b, tokenType, ValueRange{});
+}
+
+void WarpAttentionBuilder::waitGroups(Value token, int32_t pending) {
+  nvgpu::DeviceAsyncWaitOp::create(b, token, b.getI32IntegerAttr(pending));
+  // The tensor cores read the staged tiles through the async proxy.
+  if (g.wgmma)
+    wgmma::fenceProxyAsync(b);
+  gpu::BarrierOp::create(b);
+}
+
+WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::kvBuffers(Value stage) {
+  Value base =
+      e.add(e.idx(g.mRows * g.stride), e.mul(stage, e.idx(g.kvElems())));
+  Value vBase = e.add(base, e.idx(g.bn * g.stride));
+  return {tile(base, g.bn, g.dPad, g.stride),
+          tile(vBase, g.bn, g.dPad, g.stride),
+          tile(vBase, g.dPad, g.bn, g.vtStride)};
+}
+
+void WarpAttentionBuilder::stageValues(const KvWalk &walk, const KvBuffers &buf,
+                                       Value n0, Value nValid) {
+  if (walk.valueKeyMajor)
+    stageValuesTransposed(walk, buf.vt, n0, nValid ? nValid : e.idx(g.bn));
+  else
+    stageKeys(walk, buf.v, n0, nValid, false);
+}
+
+void WarpAttentionBuilder::stageKeys(const KvWalk &walk, const SharedTile &dst,
+                                     Value n0, Value nValid, bool isK) {
+  // Rows past nValid are zero (their keys are masked, and a zero V row keeps
+  // p = 0 columns from multiplying garbage).
+  // A null nValid is a full tile: no clamps, so the addresses stay affine
+  // in n0.
+  Value lastKey = nValid ? e.add(n0, e.sub(nValid, e.idx(1))) : Value();
+  stage(dst, g.bn, g.dPad, [&](Value r) {
+    // Never locate past the range.
+    Value key = nValid ? e.min(e.add(n0, r), lastKey) : e.add(n0, r);
+    KeyRow kr = walk.locate(e, key);
+    StagedRow s;
+    s.valid = nValid ? e.lt(r, nValid) : e.boolean(true);
+    s.mem = isK ? kr.k : kr.v;
+    s.at = isK ? kr.kAt : kr.vAt;
+    s.scale = isK ? kr.kScale : kr.vScale;
+    s.chunks = isK ? kr.kChunks : kr.vChunks;
+    return s;
+  });
+}
+
+void WarpAttentionBuilder::stageValuesTransposed(const KvWalk &walk,
+                                                 const SharedTile &dst,
+                                                 Value n0, Value nValid) {
+  // n0 is a multiple of 8 (KvWalk::valueKeyMajor), so every 8-key chunk
+  // lies in one page.
+  Value lastKey = e.add(n0, e.sub(nValid, e.idx(1)));
+  stage(dst, g.dPad, g.bn, [&](Value d) {
+    StagedRow s;
+    s.valid = e.lt(d, e.idx(shape.headDim));
+    KeyRow first = walk.locate(e, n0);
+    s.mem = first.v;
+    s.scale = first.vScale;
+    s.at = [&, d](Value x) {
+      return walk.locate(e, e.min(e.add(n0, x), lastKey)).vAt(d);
+    };
+    s.chunks = true;
+    s.limit = nValid;
+    return s;
+  });
+}
+
+} // namespace mlir::attn::warp
