@@ -51,9 +51,10 @@
 // CHECK: arith.select
 // CHECK: gpu.shuffle  xor
 // CHECK: gpu.return
-// sm_90a: two warpgroups of 64 rows (256 threads) over 128-key tiles, with
-// 1 KB of slack to align the swizzled tiles: Q 16 KB + 2 x (K + V) 64 KB.
-// HOPPER: \22name\22: \22flash\22, \22op\22: \22attn.flash\22, \22threads\22: 256, \22shared_bytes\22: 82944,
+// sm_90a: two warpgroups of 64 rows (256 threads) over 64-key tiles (heads
+// of 64), with 1 KB of slack to align the swizzled tiles: Q 16 KB + 2 x
+// (K + V) 16 KB.
+// HOPPER: \22name\22: \22flash\22, \22op\22: \22attn.flash\22, \22threads\22: 256, \22shared_bytes\22: 50176,
 // HOPPER-LABEL: gpu.func @flash
 // HOPPER-SAME: known_block_size = array<i32: 256, 1, 1>
 // One 16-row fragment per warp: a [16 x 64] output slab.
@@ -67,14 +68,14 @@
 // HOPPER-NEXT: llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;"
 // HOPPER-NEXT: gpu.barrier
 // HOPPER: scf.for
-// A tile is two online-softmax steps of 64 keys. QK of both halves is
-// issued at once (4 k steps of m64n64k16 each, A (Q) and B (K) from K-major
+// A tile is two online-softmax steps of 32 keys. QK of both halves is
+// issued at once (4 k steps of m64n32k16 each, A (Q) and B (K) from K-major
 // descriptors, the first from zero: scale-d 0) as two groups.
 // HOPPER: "wgmma.fence.sync.aligned;"
-// HOPPER: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;{{.*}}, %c0_i32
-// HOPPER-COUNT-3: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// HOPPER: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;{{.*}}, %c0_i32
+// HOPPER-COUNT-3: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // HOPPER: "wgmma.commit_group.sync.aligned;"
-// HOPPER-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// HOPPER-COUNT-4: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // HOPPER: "wgmma.commit_group.sync.aligned;"
 // The first half's softmax (the mma.sync one: same accumulator layout)
 // waits only for its own group.
@@ -83,17 +84,17 @@
 // HOPPER: gpu.shuffle  xor
 // HOPPER: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // HOPPER: "wgmma.wait_group.sync.aligned 0;"
-// PV of the first half (4 key steps, P from four registers, V N-major:
+// PV of the first half (2 key steps, P from four registers, V N-major:
 // imm-trans-b 1) runs under the second half's softmax.
 // HOPPER: "wgmma.fence.sync.aligned;"
-// HOPPER-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {$0, {{.*}}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
+// HOPPER-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {$0, {{.*}}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
 // HOPPER-NOT: wgmma.mma_async
 // HOPPER: "wgmma.commit_group.sync.aligned;"
 // HOPPER-NOT: wgmma.wait_group
 // HOPPER: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // HOPPER: "wgmma.wait_group.sync.aligned 0;"
 // HOPPER: "wgmma.fence.sync.aligned;"
-// HOPPER-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {$0, {{.*}}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
+// HOPPER-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {$0, {{.*}}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
 // HOPPER: "wgmma.commit_group.sync.aligned;"
 // HOPPER-NEXT: "wgmma.wait_group.sync.aligned 0;"
 // HOPPER: gpu.return

@@ -13,9 +13,9 @@
 // GPU prefill tiles have 128 rows: 4 warps of two 16-row MMA tiles each.
 // NVVM: attn.flash {{.*}}schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 4>
 // sm_90a: two warpgroups of 64 rows (one 16-row fragment per warp) on
-// wgmma, over 128-key tiles.
+// wgmma, over 64-key tiles for heads of 64 (128 for heads of 65 to 128).
 // HOPPER-LABEL: func.func @flash_gqa4
-// HOPPER: attn.flash {{.*}}schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8>
+// HOPPER: attn.flash {{.*}}schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 8>
 func.func @flash_gqa4(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x8x64xf16>) {
   attn.flash q(%q : memref<?x8x64xf16>) k(%k : memref<?x2x64xf16>) v(%v : memref<?x2x64xf16>)
