@@ -38,7 +38,10 @@ if not DRY:
 def randn(*shape, dtype="bf16"):
     if DRY:
         import ml_dtypes
-        return np.empty(shape, {"bf16": ml_dtypes.bfloat16, "f32": np.float32}[dtype])
+        return np.empty(shape, {"bf16": ml_dtypes.bfloat16, "f32": np.float32,
+                                "fp8": ml_dtypes.float8_e4m3fn}[dtype])
+    if dtype == "fp8":
+        return torch.randn(*shape, device=dev).to(torch.float8_e4m3fn)
     return torch.randn(*shape, dtype={"bf16": torch.bfloat16,
                                       "f32": torch.float32}[dtype], device=dev)
 
@@ -164,11 +167,17 @@ def variants():
 
 def prefix():
     D, Hq, Hk, bs, x = 128, 32, 8, 16, 8
-    for B, ctx, ql in ((8, 2048, 512), (16, 1024, 256)):
+    for B, ctx, ql, cache in ((8, 2048, 512, "bf16"), (16, 1024, 256, "bf16"),
+                              (8, 2048, 512, "fp8")):
         nblk = (ctx + bs - 1) // bs
         nb = B * nblk + 4
-        k_cache = randn(nb, Hk, D // x, bs, x)
-        v_cache = randn(nb, Hk, D, bs)
+        k_cache = randn(nb, Hk, D // x, bs, x, dtype=cache)
+        v_cache = randn(nb, Hk, D, bs, dtype=cache)
+        # fp8 caches dequantize with per-tensor scales (1-element tensors).
+        kv_scale = None
+        if cache == "fp8":
+            kv_scale = (np.full(1, 0.5, np.float32) if DRY else
+                        torch.full((1,), 0.5, dtype=torch.float32, device=dev))
         perm = np.random.default_rng(0).permutation(nb)[: B * nblk].reshape(B, nblk)
         b_loc = ints(perm)
         q = randn(B * ql, Hq, D)
@@ -178,17 +187,28 @@ def prefix():
         b_seq = ints(np.full(B, ctx + ql))
         scale = 1 / math.sqrt(D)
         ours = lambda: ops.prefix_prefill(q, k, v, k_cache, v_cache, b_loc,
-                                          b_start, b_seq, o, scale=scale)
+                                          b_start, b_seq, o, scale=scale,
+                                          k_scale=kv_scale, v_scale=kv_scale)
         flops = 4 * B * Hq * ql * (ctx + ql / 2) * D
-        row = dict(kind="prefix", B=B, ctx=ctx, qlen=ql)
+        row = dict(kind="prefix", B=B, ctx=ctx, qlen=ql, cache=cache)
         row["attn_mlir"] = flops / timed(ours) / 1e9
+        if cache == "fp8":
+            # The schedule fp8 caches had before sm_90a took them onto
+            # wgmma: 64-row mma.sync programs.
+            old = lambda: ops.prefix_prefill(
+                q, k, v, k_cache, v_cache, b_loc, b_start, b_seq, o,
+                scale=scale, k_scale=kv_scale, v_scale=kv_scale,
+                schedule=(16, 64, 4, 0))
+            row["attn_mlir_mma_sync"] = flops / timed(old) / 1e9
         if DRY:
             continue
         one = torch.ones(1, dtype=torch.float32, device=dev)
         o2 = torch.empty_like(o)
         seed = lambda: S.prefix_prefill.context_attention_fwd(
-            q, k, v, o2, "auto", k_cache, v_cache, b_loc, b_start, b_seq,
-            ctx + ql, ql, one, one)
+            q, k, v, o2, "fp8" if cache == "fp8" else "auto", k_cache,
+            v_cache, b_loc, b_start, b_seq, ctx + ql, ql,
+            kv_scale if cache == "fp8" else one,
+            kv_scale if cache == "fp8" else one)
         row["seed"] = flops / timed(seed) / 1e9
         row["err_vs_seed"] = relerr(o, o2)
         emit(row)
@@ -330,7 +350,9 @@ def table():
             name = f"dense D={r['D']} S={r['S']} {'causal' if r['causal'] else 'full'} (TFLOP/s)"
             ours, seed, fa2, cud = r["attn_mlir"], r["seed"], r.get("sdpa_flash"), r.get("sdpa_cudnn")
         elif k == "prefix":
-            name = f"prefix B={r['B']} ctx={r['ctx']} q={r['qlen']} (TFLOP/s)"
+            fp8 = " fp8 cache" if r.get("cache") == "fp8" else ""
+            name = (f"prefix B={r['B']} ctx={r['ctx']} q={r['qlen']}{fp8} "
+                    "(TFLOP/s)")
             ours, seed, fa2, cud = r["attn_mlir"], r["seed"], None, None
         elif k == "decode":
             name = f"decode B={r['B']} ctx={r['ctx']} (GB/s)"

@@ -106,6 +106,35 @@ def view(x, name, allow_none=False):
                      f"{type(x).__name__}")
 
 
+def chunk_alignment(v):
+    """GPU kernels stage rows of 16-bit and fp8 operands in chunks of 8
+    elements (16-byte cp.async copies, 8-byte fp8 loads). Where rows hold
+    whole chunks, returns the chunk size in bytes, to which the pointer must
+    be aligned (check_pointer_alignment), and raises ValueError naming the
+    operand if an outer stride is not a multiple of it; else returns 0."""
+    if not isinstance(v, View) or len(v.shape) < 2:
+        return 0
+    item = NUMPY_DTYPES[v.dtype].itemsize
+    if item > 2 or v.strides[-1] != 1 or v.shape[-1] % 8:
+        return 0
+    chunk = 8 * item
+    if any(s * item % chunk
+           for s, n in zip(v.strides[:-1], v.shape[:-1]) if n > 1):
+        raise ValueError(
+            f"{v.name}: GPU kernels read its rows in {chunk}-byte chunks; its "
+            f"outer strides must be multiples of 8 elements (strides "
+            f"{v.strides}); pass a contiguous copy")
+    return chunk
+
+
+def check_pointer_alignment(v, chunk):
+    if chunk and v.ptr % chunk:
+        raise ValueError(
+            f"{v.name}: GPU kernels read its rows in {chunk}-byte chunks; the "
+            f"tensor must start {chunk}-byte aligned (pointer {v.ptr:#x}); "
+            f"pass a contiguous copy")
+
+
 def device_of(x):
     """The torch device of a CUDA tensor, else None (host memory)."""
     if is_torch(x) and x.is_cuda:

@@ -19,6 +19,7 @@ import os
 
 import numpy as np
 
+from . import _abi
 from ._abi import (View, descriptor, device_of, host_values, is_torch,
                    memref_type, view)
 from ._toolchain import load_kernel
@@ -103,12 +104,17 @@ class _Call:
             known = _TORCH_OPERANDS.get(key)
             if known is None:
                 w = view(v, kw)
-                known = (memref_type(w, static), w.dtype, device_of(v))
+                dev = device_of(v)
+                # GPU operands: the chunk alignment their rows need.
+                chunk = _abi.chunk_alignment(w) if dev is not None else 0
+                known = (memref_type(w, static), w.dtype, dev, chunk)
                 if len(_TORCH_OPERANDS) > 4096:
                     _TORCH_OPERANDS.clear()
                 _TORCH_OPERANDS[key] = known
-            t, dtype, dev = known
+            t, dtype, dev, chunk = known
             v = View(kw, v.data_ptr(), key[1], key[2], dtype, v)
+            if chunk:
+                _abi.check_pointer_alignment(v, chunk)
         else:
             if not isinstance(v, View):
                 v = view(v, kw)

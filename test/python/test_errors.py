@@ -134,3 +134,27 @@ ptxas info    : Used 168 registers, used 1 barriers, 1 bytes smem
     assert _gpu.parse_resource_report(report) == {"kernel": {
         "stack_bytes": 8, "spill_stores": 4, "spill_loads": 12,
         "registers": 168, "wgmma_serialized": True}}
+
+
+def test_gpu_chunk_alignment():
+    # GPU kernels stage 16-bit rows as 16-byte chunks and fp8 rows as 8-byte
+    # ones: misaligned pointers or strides are refused by name.
+    from attn_mlir._abi import View, chunk_alignment, check_pointer_alignment
+    q = View("q", 0x1000, (4, 8, 64), (512, 64, 1), "bf16", None)
+    assert chunk_alignment(q) == 16
+    check_pointer_alignment(q, 16)
+    kc = View("k_cache", 0x1008, (4, 2, 8, 16, 16), (4096, 2048, 256, 16, 1),
+              "f8E4M3FN", None)
+    assert chunk_alignment(kc) == 8
+    check_pointer_alignment(kc, 8)
+    # Rows of no whole chunks are gathered element by element: no constraint.
+    assert chunk_alignment(
+        View("q", 0x1002, (4, 8, 20), (160, 20, 1), "bf16", None)) == 0
+    with pytest.raises(ValueError, match="q: GPU kernels read its rows in 16-byte chunks; the tensor must start"):
+        check_pointer_alignment(
+            View("q", 0x1008, (4, 8, 64), (512, 64, 1), "bf16", None), 16)
+    with pytest.raises(ValueError, match="v: .*outer strides"):
+        chunk_alignment(View("v", 0x1000, (4, 8, 64), (516, 64, 1), "f16", None))
+    with pytest.raises(ValueError, match="v_cache: GPU kernels read its rows in 8-byte"):
+        check_pointer_alignment(View("v_cache", 0x1004, (4, 2, 64, 16),
+                                     (2048, 1024, 16, 1), "f8E4M3FN", None), 8)

@@ -34,9 +34,8 @@ int64_t groupOf(Value q, Value kv, unsigned kvHeadDim) {
 }
 } // namespace
 
-FailureOr<ScheduleAttr> mlir::attn::defaultSchedule(Operation *op,
-                                                    StringRef target,
-                                                    StringRef chip) {
+FailureOr<ScheduleAttr>
+mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   std::optional<TargetTiles> tiles = tilesFor(target);
   if (!tiles)
     return failure();
@@ -78,7 +77,15 @@ FailureOr<ScheduleAttr> mlir::attn::defaultSchedule(Operation *op,
     return cast<MemRefType>(v.getType()).getElementType();
   };
   bool converted = elementType(keySource) != elementType(op->getOperand(0));
-  bool prefill = target != "cpu" && !isa<UnifiedOp>(op) && !converted;
+  // sm_90a: prefill programs of two warpgroups of 64 rows on wgmma (one
+  // 16-row fragment per warp), whose tiles are whole 64-column swizzle
+  // atoms. With one fragment per warp, dequantizing caches fit too.
+  bool atoms = (headDim + 15) / 16 * 16 % 64 == 0 && headDim <= 256;
+  bool warpgroups = target == "nvvm" && chip == "sm_90a" && atoms &&
+                    !isa<UnifiedOp, BlockSparseOp>(op) &&
+                    128 / pack * pack >= 128;
+  bool prefill =
+      target != "cpu" && !isa<UnifiedOp>(op) && (!converted || warpgroups);
   if (prefill)
     rows = 128;
   int64_t blockQ = std::max<int64_t>(1, rows / pack);
@@ -103,16 +110,14 @@ FailureOr<ScheduleAttr> mlir::attn::defaultSchedule(Operation *op,
     if (headDim > 128 && isa<PrefixPrefillOp>(op))
       keys = 32;
   }
-  // sm_90a: two warpgroups of 64 rows on wgmma (one 16-row fragment per
-  // warp), over 128-key tiles: 64 for heads over 128, whose O takes twice
-  // the registers, and for heads of 64, whose MMAs are short next to the
-  // softmax (64-key tiles measured 3-6% faster there on H100 and H200).
-  // The tiles are whole 64-column swizzle atoms.
-  bool atoms = (headDim + 15) / 16 * 16 % 64 == 0 && headDim <= 256;
-  if (chip == "sm_90a" && prefill && blockQ * pack >= 128 && atoms &&
-      !isa<BlockSparseOp>(op)) {
+  // The warpgroup programs walk 128-key tiles; 64 for heads over 128,
+  // whose O takes twice the registers, for heads of 64, whose MMAs are
+  // short next to the softmax (64-key tiles measured 3-6% faster there on
+  // H100 and H200), and for dequantizing caches (their staging spilled at
+  // 128).
+  if (warpgroups && blockQ * pack >= 128) {
     warps = 8;
-    keys = headDim > 64 && headDim <= 128 ? 128 : 64;
+    keys = headDim > 64 && headDim <= 128 && !converted ? 128 : 64;
   }
   // Otherwise each warp holds a [16 x D] accumulator: halve the KV tile for
   // large heads so that S and O fit together.
@@ -132,9 +137,8 @@ struct AttnPlanPass : public mlir::attn::impl::AttnPlanBase<AttnPlanPass> {
   using Base::Base;
   void runOnOperation() override {
     if (!tilesFor(target)) {
-      getOperation()->emitError()
-          << "attn-plan: unknown target '" << target
-          << "' (expected cpu, nvvm or rocdl)";
+      getOperation()->emitError() << "attn-plan: unknown target '" << target
+                                  << "' (expected cpu, nvvm or rocdl)";
       return signalPassFailure();
     }
     getOperation()->walk([&](Operation *op) {

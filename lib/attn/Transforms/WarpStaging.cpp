@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Fp8Codec.h"
 #include "WarpProgram.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -137,6 +138,7 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
     StagedRow src;
     Value limit;
     bool vector;           // whether the chunk may be one 16-byte copy
+    bool widen;            // or one 8-byte load of fp8, decoded in registers
     Value whole;           // it may, at run time: all 8 elements exist
     SmallVector<Value> at; // source indices of element x0
   };
@@ -147,15 +149,19 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
     k.src = source(k.r);
     k.limit = k.src.limit ? k.src.limit : e.idx(shape.headDim);
     auto srcType = cast<MemRefType>(k.src.mem.getType());
-    k.vector = false;
-    if (k.src.chunks && !k.src.scale && srcType.getElementType() == ct &&
-        (k.src.limit || shape.headDim % 8 == 0)) {
+    k.vector = k.widen = false;
+    Type srcElem = srcType.getElementType();
+    bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(srcElem);
+    if (k.src.chunks && (k.src.limit || shape.headDim % 8 == 0) &&
+        ((!k.src.scale && srcElem == ct) || fp8)) {
       SmallVector<int64_t> strides;
       int64_t offset;
-      k.vector = succeeded(srcType.getStridesAndOffset(strides, offset)) &&
-                 strides.back() == 1;
+      bool unit = succeeded(srcType.getStridesAndOffset(strides, offset)) &&
+                  strides.back() == 1;
+      k.vector = unit && !fp8;
+      k.widen = unit && fp8;
     }
-    if (k.vector) {
+    if (k.vector || k.widen) {
       k.whole = e.andI(k.src.valid, e.le(e.add(k.x0, e.idx(8)), k.limit));
       k.at = k.src.at(k.x0);
     }
@@ -189,7 +195,30 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
     Value vec = vector::FromElementsOp::create(b, vecType, elems);
     vector::StoreOp::create(b, vec, dst.mem, tileAt(dst, k.r, k.x0));
   };
+  // A whole fp8 chunk: one 8-byte load, decoded exactly (Fp8Codec) and
+  // scaled in registers, stored as 16 bytes.
+  auto widen = [&](const Chunk &k) {
+    Type srcElem = cast<MemRefType>(k.src.mem.getType()).getElementType();
+    // (Chunks are 8-byte aligned: operands are 16-byte aligned with row
+    // strides of whole chunks, which the runtime checks.)
+    Value raw = vector::LoadOp::create(b, VectorType::get({8}, srcElem),
+                                       k.src.mem, k.at, /*nontemporal=*/false,
+                                       llvm::MaybeAlign(8));
+    Value bits = arith::BitcastOp::create(
+        b, VectorType::get({8}, b.getI8Type()), raw);
+    SmallVector<Value> elems;
+    for (int64_t j = 0; j < 8; ++j) {
+      Value v = emitFp8ToF32(b, srcElem, vector::ExtractOp::create(b, bits, j));
+      if (k.src.scale)
+        v = e.mulF(v, k.src.scale);
+      elems.push_back(arith::TruncFOp::create(b, ct, v));
+    }
+    Value vec = vector::FromElementsOp::create(b, vecType, elems);
+    vector::StoreOp::create(b, vec, dst.mem, tileAt(dst, k.r, k.x0));
+  };
   auto issue = [&](const Chunk &k) {
+    if (k.widen)
+      return e.ifThenElse(k.whole, [&] { widen(k); }, [&] { gather(k); });
     if (!k.vector)
       return gather(k);
     auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
