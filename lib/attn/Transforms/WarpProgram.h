@@ -104,7 +104,7 @@ public:
                        int64_t threads, bool hopper)
       : e(e), b(e.builder()), shape(shape), g(geometryOf(shape, hopper)),
         math(e, shape, f), f(f), o(o), q(q), entry(entry), shared(shared),
-        ct(ct), threads(threads) {}
+        ct(ct), threads(threads), hopper(hopper) {}
 
   void emit(const ProgramRows &rows, ArrayRef<KvWalk> walks);
 
@@ -247,6 +247,8 @@ private:
   Value shared;
   Type ct;
   int64_t threads;
+  /// sm_90a (so sm_89+): fp8 pairs convert with cvt.rn.f16x2.e4m3x2.
+  bool hopper;
 
   Value tid, lane, warp, quadRow, quadCol, warpRow0;
   /// wgmma: bytes from the dynamic shared memory to the 1024-byte aligned

@@ -204,11 +204,42 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
     Value raw = vector::LoadOp::create(b, VectorType::get({8}, srcElem),
                                        k.src.mem, k.at, /*nontemporal=*/false,
                                        llvm::MaybeAlign(8));
-    Value bits = arith::BitcastOp::create(
-        b, VectorType::get({8}, b.getI8Type()), raw);
+    SmallVector<Value> decoded; // f32, exact
+    if (hopper) {
+      // Pairs through the hardware conversion (exact: every fp8 value is
+      // an f16).
+      Value pairs = vector::BitCastOp::create(
+          b, VectorType::get({4}, b.getI16Type()), raw);
+      std::string cvt = isa<Float8E4M3FNType>(srcElem)
+                            ? "cvt.rn.f16x2.e4m3x2 $0, $1;"
+                            : "cvt.rn.f16x2.e5m2x2 $0, $1;";
+      for (int64_t j = 0; j < 4; ++j) {
+        Value h2 = LLVM::InlineAsmOp::create(
+                       b, b.getI32Type(),
+                       ValueRange{vector::ExtractOp::create(b, pairs, j)}, cvt,
+                       "=r,h", /*has_side_effects=*/false,
+                       /*is_align_stack=*/false,
+                       LLVM::tailcallkind::TailCallKind::None,
+                       LLVM::AsmDialectAttr(), ArrayAttr())
+                       .getRes();
+        Value halves = vector::BitCastOp::create(
+            b, VectorType::get({2}, b.getF16Type()),
+            vector::FromElementsOp::create(
+                b, VectorType::get({1}, b.getI32Type()), ValueRange{h2}));
+        for (int64_t i = 0; i < 2; ++i)
+          decoded.push_back(arith::ExtFOp::create(
+              b, b.getF32Type(),
+              Value(vector::ExtractOp::create(b, halves, i))));
+      }
+    } else {
+      Value bits = arith::BitcastOp::create(
+          b, VectorType::get({8}, b.getI8Type()), raw);
+      for (int64_t j = 0; j < 8; ++j)
+        decoded.push_back(
+            emitFp8ToF32(b, srcElem, vector::ExtractOp::create(b, bits, j)));
+    }
     SmallVector<Value> elems;
-    for (int64_t j = 0; j < 8; ++j) {
-      Value v = emitFp8ToF32(b, srcElem, vector::ExtractOp::create(b, bits, j));
+    for (Value v : decoded) {
       if (k.src.scale)
         v = e.mulF(v, k.src.scale);
       elems.push_back(arith::TruncFOp::create(b, ct, v));
