@@ -84,33 +84,23 @@ Driver *open(int backend, char *err, int len) {
     return nullptr;
   }
   bool ok = true;
-  if (d.hip) {
-    ok &= resolve(d.lib, d.init, "hipInit");
-    ok &= resolve(d.lib, d.ctxGetCurrent, "hipCtxGetCurrent");
-    ok &= resolve(d.lib, d.ctxSetCurrent, "hipCtxSetCurrent");
-    ok &= resolve(d.lib, d.deviceGet, "hipDeviceGet");
-    ok &= resolve(d.lib, d.primaryCtxRetain, "hipDevicePrimaryCtxRetain");
-    ok &= resolve(d.lib, d.moduleLoadData, "hipModuleLoadData");
-    ok &= resolve(d.lib, d.moduleUnload, "hipModuleUnload");
-    ok &= resolve(d.lib, d.moduleGetFunction, "hipModuleGetFunction");
-    ok &= resolve(d.lib, d.funcSetAttribute, "hipFuncSetAttribute");
-    ok &= resolve(d.lib, d.launchKernel, "hipModuleLaunchKernel");
-    d.getErrorString = reinterpret_cast<decltype(d.getErrorString)>(
-        dlsym(d.lib, "hipDrvGetErrorString"));
-  } else {
-    ok &= resolve(d.lib, d.init, "cuInit");
-    ok &= resolve(d.lib, d.ctxGetCurrent, "cuCtxGetCurrent");
-    ok &= resolve(d.lib, d.ctxSetCurrent, "cuCtxSetCurrent");
-    ok &= resolve(d.lib, d.deviceGet, "cuDeviceGet");
-    ok &= resolve(d.lib, d.primaryCtxRetain, "cuDevicePrimaryCtxRetain");
-    ok &= resolve(d.lib, d.moduleLoadData, "cuModuleLoadData");
-    ok &= resolve(d.lib, d.moduleUnload, "cuModuleUnload");
-    ok &= resolve(d.lib, d.moduleGetFunction, "cuModuleGetFunction");
-    ok &= resolve(d.lib, d.funcSetAttribute, "cuFuncSetAttribute");
-    ok &= resolve(d.lib, d.launchKernel, "cuLaunchKernel");
-    d.getErrorString = reinterpret_cast<decltype(d.getErrorString)>(
-        dlsym(d.lib, "cuGetErrorString"));
-  }
+  // The HIP driver API mirrors CUDA's entry points under other names.
+  auto entry = [&](auto &fn, const char *cuda, const char *hip) {
+    ok &= resolve(d.lib, fn, d.hip ? hip : cuda);
+  };
+  entry(d.init, "cuInit", "hipInit");
+  entry(d.ctxGetCurrent, "cuCtxGetCurrent", "hipCtxGetCurrent");
+  entry(d.ctxSetCurrent, "cuCtxSetCurrent", "hipCtxSetCurrent");
+  entry(d.deviceGet, "cuDeviceGet", "hipDeviceGet");
+  entry(d.primaryCtxRetain, "cuDevicePrimaryCtxRetain",
+        "hipDevicePrimaryCtxRetain");
+  entry(d.moduleLoadData, "cuModuleLoadData", "hipModuleLoadData");
+  entry(d.moduleUnload, "cuModuleUnload", "hipModuleUnload");
+  entry(d.moduleGetFunction, "cuModuleGetFunction", "hipModuleGetFunction");
+  entry(d.funcSetAttribute, "cuFuncSetAttribute", "hipFuncSetAttribute");
+  entry(d.launchKernel, "cuLaunchKernel", "hipModuleLaunchKernel");
+  d.getErrorString = reinterpret_cast<decltype(d.getErrorString)>(
+      dlsym(d.lib, d.hip ? "hipDrvGetErrorString" : "cuGetErrorString"));
   if (!ok) {
     setError(err, len, std::string("the driver library lacks ") +
                            (missingEntry ? missingEntry : "an entry point"));

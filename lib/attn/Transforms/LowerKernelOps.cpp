@@ -179,6 +179,20 @@ std::optional<int64_t> windowOf(IntegerAttr attr) {
   return attr ? std::optional<int64_t>(attr.getInt()) : std::nullopt;
 }
 
+/// The score modifiers the paged ops (prefix prefill, unified) share:
+/// scale, ALiBi, sinks and a sliding window, causal.
+template <typename PagedOp>
+AttentionFeatures pagedFeatures(PagedOp op) {
+  AttentionFeatures f;
+  f.scale = op.getScale();
+  f.alibiSlopes = op.getAlibiSlopes();
+  f.alibiForm = op.getAlibiFormOrDefault();
+  f.sinks = op.getSinks();
+  f.window = windowOf(op.getSlidingWindowAttr());
+  f.causal = true;
+  return f;
+}
+
 //===----------------------------------------------------------------------===//
 // attn.prefix_prefill
 //===----------------------------------------------------------------------===//
@@ -189,13 +203,7 @@ void emitPrefixPrefill(LoopEmitter &e, ProgramTarget &target,
   int64_t group = op.getNumQueryHeads() / op.getNumKvHeads();
   int64_t blockSize = op.getBlockSize(), split = op.getKeySplit();
 
-  AttentionFeatures f;
-  f.scale = op.getScale();
-  f.alibiSlopes = op.getAlibiSlopes();
-  f.alibiForm = op.getAlibiFormOrDefault();
-  f.sinks = op.getSinks();
-  f.window = windowOf(op.getSlidingWindowAttr());
-  f.causal = true;
+  AttentionFeatures f = pagedFeatures(op);
   AttentionOutput out{op.getOut(), op.getOutScale(), {}, {}};
   Value kScale = scaleOrNull(e, op.getKScale());
   Value vScale = scaleOrNull(e, op.getVScale());
@@ -258,14 +266,8 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
   int64_t segments =
       op.isSplitKv() ? op.getNumSegmentsAttr().getInt() : int64_t(1);
 
-  AttentionFeatures f;
-  f.scale = op.getScale();
+  AttentionFeatures f = pagedFeatures(op);
   f.softcap = op.getSoftcap();
-  f.alibiSlopes = op.getAlibiSlopes();
-  f.alibiForm = op.getAlibiFormOrDefault();
-  f.sinks = op.getSinks();
-  f.window = windowOf(op.getSlidingWindowAttr());
-  f.causal = true;
   AttentionOutput out{op.getOut(), op.getOutScale(), op.getSegmentMax(),
                       op.getSegmentSum()};
   Value qScale = scaleOrNull(e, op.getQDescale());

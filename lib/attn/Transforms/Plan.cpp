@@ -82,8 +82,7 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   // atoms. With one fragment per warp, dequantizing caches fit too.
   bool atoms = (headDim + 15) / 16 * 16 % 64 == 0 && headDim <= 256;
   bool warpgroups = target == "nvvm" && chip == "sm_90a" && atoms &&
-                    !isa<UnifiedOp, BlockSparseOp>(op) &&
-                    128 / pack * pack >= 128;
+                    !isa<UnifiedOp, BlockSparseOp>(op) && 128 % pack == 0;
   bool prefill =
       target != "cpu" && !isa<UnifiedOp>(op) && (!converted || warpgroups);
   if (prefill)

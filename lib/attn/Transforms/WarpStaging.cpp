@@ -64,12 +64,7 @@ Value WarpAttentionBuilder::pinned(Value index) {
   // ldmatrix immediate offsets.
   Type i32 = b.getI32Type();
   Value v = arith::IndexCastOp::create(b, i32, index);
-  Value r = LLVM::InlineAsmOp::create(
-                b, i32, ValueRange{v}, "mov.b32 $0, $1;", "=r,r",
-                /*has_side_effects=*/true, /*is_align_stack=*/false,
-                LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
-                ArrayAttr())
-                .getRes();
+  Value r = inlinePtx(b, i32, ValueRange{v}, "mov.b32 $0, $1;", "=r,r");
   return arith::IndexCastOp::create(b, b.getIndexType(), r);
 }
 
@@ -214,14 +209,10 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
                             ? "cvt.rn.f16x2.e4m3x2 $0, $1;"
                             : "cvt.rn.f16x2.e5m2x2 $0, $1;";
       for (int64_t j = 0; j < 4; ++j) {
-        Value h2 = LLVM::InlineAsmOp::create(
-                       b, b.getI32Type(),
-                       ValueRange{vector::ExtractOp::create(b, pairs, j)}, cvt,
-                       "=r,h", /*has_side_effects=*/false,
-                       /*is_align_stack=*/false,
-                       LLVM::tailcallkind::TailCallKind::None,
-                       LLVM::AsmDialectAttr(), ArrayAttr())
-                       .getRes();
+        Value h2 = inlinePtx(b, b.getI32Type(),
+                             ValueRange{vector::ExtractOp::create(b, pairs, j)},
+                             cvt, "=r,h",
+                             /*sideEffects=*/false);
         Value halves = vector::BitCastOp::create(
             b, VectorType::get({2}, b.getF16Type()),
             vector::FromElementsOp::create(
@@ -232,8 +223,8 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
               Value(vector::ExtractOp::create(b, halves, i))));
       }
     } else {
-      Value bits = arith::BitcastOp::create(
-          b, VectorType::get({8}, b.getI8Type()), raw);
+      Value bits =
+          arith::BitcastOp::create(b, VectorType::get({8}, b.getI8Type()), raw);
       for (int64_t j = 0; j < 8; ++j)
         decoded.push_back(
             emitFp8ToF32(b, srcElem, vector::ExtractOp::create(b, bits, j)));
@@ -249,7 +240,8 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
   };
   auto issue = [&](const Chunk &k) {
     if (k.widen)
-      return e.ifThenElse(k.whole, [&] { widen(k); }, [&] { gather(k); });
+      return e.ifThenElse(
+          k.whole, [&] { widen(k); }, [&] { gather(k); });
     if (!k.vector)
       return gather(k);
     auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());

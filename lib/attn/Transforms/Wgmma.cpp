@@ -8,17 +8,17 @@
 using namespace mlir;
 using namespace mlir::attn;
 
-namespace {
-/// A side-effecting inline-assembly statement; `resultType` null for none.
-Value inlineAsm(ImplicitLocOpBuilder &b, Type resultType, ValueRange operands,
-                StringRef text, StringRef constraints) {
+Value mlir::attn::inlinePtx(ImplicitLocOpBuilder &b, Type resultType,
+                            ValueRange operands, StringRef text,
+                            StringRef constraints, bool sideEffects) {
   auto op = LLVM::InlineAsmOp::create(
-      b, resultType, operands, text, constraints, /*has_side_effects=*/true,
+      b, resultType, operands, text, constraints, sideEffects,
       /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
       LLVM::AsmDialectAttr(), ArrayAttr());
   return resultType ? op.getRes() : Value();
 }
 
+namespace {
 SmallVector<Value> unpack(ImplicitLocOpBuilder &b, Value st, int64_t n) {
   SmallVector<Value> out;
   for (int64_t i = 0; i < n; ++i)
@@ -33,21 +33,21 @@ Type f32Struct(ImplicitLocOpBuilder &b, int64_t n) {
 } // namespace
 
 void wgmma::fence(ImplicitLocOpBuilder &b) {
-  inlineAsm(b, Type(), {}, "wgmma.fence.sync.aligned;", "~{memory}");
+  inlinePtx(b, Type(), {}, "wgmma.fence.sync.aligned;", "~{memory}");
 }
 
 void wgmma::commit(ImplicitLocOpBuilder &b) {
-  inlineAsm(b, Type(), {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
+  inlinePtx(b, Type(), {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
 }
 
 void wgmma::wait(ImplicitLocOpBuilder &b, int pending) {
-  inlineAsm(b, Type(), {},
+  inlinePtx(b, Type(), {},
             "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
             "~{memory}");
 }
 
 void wgmma::fenceProxyAsync(ImplicitLocOpBuilder &b) {
-  inlineAsm(b, Type(), {}, "fence.proxy.async.shared::cta;", "~{memory}");
+  inlinePtx(b, Type(), {}, "fence.proxy.async.shared::cta;", "~{memory}");
 }
 
 Value wgmma::descriptor(ImplicitLocOpBuilder &b, Value address,
@@ -117,7 +117,7 @@ SmallVector<Value> wgmma::mma(ImplicitLocOpBuilder &b, int64_t n, Type abType,
       ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(n) +
       "k16.f32." + type + "." + type + " " + d + ", " + aText + ", " + bText +
       ", p, 1, 1" + (aDesc ? ", 0" : "") + ", " + (transB ? "1" : "0") + ";\n}";
-  Value res = inlineAsm(b, f32Struct(b, numAcc), operands, text, constraints);
+  Value res = inlinePtx(b, f32Struct(b, numAcc), operands, text, constraints);
   return unpack(b, res, numAcc);
 }
 
@@ -129,6 +129,6 @@ SmallVector<Value> wgmma::fenceOperands(ImplicitLocOpBuilder &b,
     constraints += (i ? ",=f" : "=f");
   for (int64_t i = 0; i < n; ++i)
     constraints += "," + std::to_string(i);
-  Value res = inlineAsm(b, f32Struct(b, n), values, "", constraints);
+  Value res = inlinePtx(b, f32Struct(b, n), values, "", constraints);
   return unpack(b, res, n);
 }

@@ -19,6 +19,16 @@
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+namespace mlir::attn {
+
+/// One PTX inline-assembly statement (LLVM dialect); `resultType` null for
+/// none. Side-effecting statements keep their order and stay where they
+/// are (not hoisted, not merged).
+Value inlinePtx(ImplicitLocOpBuilder &b, Type resultType, ValueRange operands,
+                StringRef text, StringRef constraints, bool sideEffects = true);
+
+} // namespace mlir::attn
+
 namespace mlir::attn::wgmma {
 
 /// Rows of one warpgroup's MMA (the M of m64nNk16).
