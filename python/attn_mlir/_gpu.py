@@ -28,6 +28,7 @@ import shutil
 import struct
 import subprocess
 import tempfile
+import warnings
 from pathlib import Path
 
 from . import _toolchain
@@ -124,6 +125,32 @@ def parse_resource_report(report):
     return out
 
 
+class SpillWarning(UserWarning):
+    """A compiled kernel keeps values in local memory (slow)."""
+
+
+def warn_on_spills(resources, mlir_text, chip):
+    """Warns about each kernel of `resources` (parse_resource_report) that
+    spills or whose wgmma ptxas serialized. The default schedules do
+    neither (test/Pipelines checks them); a pinned schedule may."""
+    for name, r in resources.items():
+        problems = []
+        if r.get("stack_bytes") or r.get("spill_stores"):
+            problems.append(f"spills {r.get('spill_stores', 0)} bytes to "
+                            f"local memory (stack frame "
+                            f"{r.get('stack_bytes', 0)} bytes)")
+        if r.get("wgmma_serialized"):
+            problems.append("has its wgmma serialized by ptxas (C7518)")
+        if problems:
+            sched = re.search(r"#attn\.schedule<[^>]*>", mlir_text)
+            warnings.warn(
+                f"{name} of {_describe(mlir_text)} on {chip} "
+                f"{' and '.join(problems)}"
+                + (f" under the pinned {sched.group(0)}: a smaller block_n "
+                   "or more warps avoids it" if sched else ""),
+                SpillWarning, stacklevel=3)
+
+
 def compile_bundle(mlir_text, chip, dest):
     """Compiles one specialization into the bundle directory `dest`."""
     dest = Path(dest)
@@ -159,6 +186,7 @@ def compile_bundle(mlir_text, chip, dest):
                     raise CompileError(f"ptxas failed:\n{proc.stderr[-4000:]}")
                 record["binary"] = "kernel.cubin"
                 record["resources"] = parse_resource_report(proc.stderr)
+                warn_on_spills(record["resources"], mlir_text, chip)
             (staging / "manifest.json").write_text(json.dumps(record, indent=1))
             os.replace(staging, dest)
         finally:

@@ -125,3 +125,40 @@ func.func @prefix_fp8_cache(
       out(%out : memref<?x32x128xbf16>)
   return
 }
+
+// Register budgets (the resource sweep of test/Pipelines checks the
+// kernels): unified heads between 64 and 128 take 32-key tiles, whose 128
+// threads ptxas holds to 168 registers.
+// CHECK-LABEL: func.func @unified_d96
+// CHECK: schedule = #attn.schedule<block_q = 4, block_n = 32, heads_per_program = 4>
+// NVVM-LABEL: func.func @unified_d96
+// NVVM: schedule = #attn.schedule<block_q = 16, block_n = 32, heads_per_program = 4>
+// HOPPER-LABEL: func.func @unified_d96
+// HOPPER: schedule = #attn.schedule<block_q = 16, block_n = 32, heads_per_program = 4>
+func.func @unified_d96(%q: memref<?x32x96xbf16>, %kc: memref<?x16x8x96xbf16>, %vc: memref<?x16x8x96xbf16>, %bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x96xbf16>) {
+  attn.unified q(%q : memref<?x32x96xbf16>) k_cache(%kc : memref<?x16x8x96xbf16>) v_cache(%vc : memref<?x16x8x96xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x96xbf16>)
+  return
+}
+
+// Paged prefill of heads of 256 on mma.sync: 16-key tiles next to 8 warps
+// of [16 x 256] accumulators; sm_90a's warpgroups keep 64 keys.
+// CHECK-LABEL: func.func @prefix_d256
+// NVVM-LABEL: func.func @prefix_d256
+// NVVM: schedule = #attn.schedule<block_q = 32, block_n = 16, heads_per_program = 4, warps = 8>
+// HOPPER-LABEL: func.func @prefix_d256
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 8>
+func.func @prefix_d256(%q: memref<?x32x256xbf16>, %k: memref<?x8x256xbf16>, %v: memref<?x8x256xbf16>, %kc: memref<?x8x32x16x8xbf16>, %vc: memref<?x8x256x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %o: memref<?x32x256xbf16>) {
+  attn.prefix_prefill q(%q : memref<?x32x256xbf16>) k(%k : memref<?x8x256xbf16>) v(%v : memref<?x8x256xbf16>) k_cache(%kc : memref<?x8x32x16x8xbf16>) v_cache(%vc : memref<?x8x256x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x256xbf16>)
+  return
+}
+
+// ... and with an fp8 cache dequantized while staging, outside warpgroups.
+// CHECK-LABEL: func.func @prefix_d256_fp8_cache
+// NVVM-LABEL: func.func @prefix_d256_fp8_cache
+// NVVM: schedule = #attn.schedule<block_q = 16, block_n = 16, heads_per_program = 4>
+// HOPPER-LABEL: func.func @prefix_d256_fp8_cache
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 8>
+func.func @prefix_d256_fp8_cache(%q: memref<?x32x256xbf16>, %k: memref<?x8x256xbf16>, %v: memref<?x8x256xbf16>, %kc: memref<?x8x32x16x8xf8E4M3FN>, %vc: memref<?x8x256x16xf8E4M3FN>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x256xbf16>) {
+  attn.prefix_prefill q(%q : memref<?x32x256xbf16>) k(%k : memref<?x8x256xbf16>) v(%v : memref<?x8x256xbf16>) k_cache(%kc : memref<?x8x32x16x8xf8E4M3FN>) v_cache(%vc : memref<?x8x256x16xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) out(%o : memref<?x32x256xbf16>)
+  return
+}

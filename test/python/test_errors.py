@@ -1,5 +1,7 @@
 """Bad arguments raise ValueError naming the argument, before any kernel."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -134,6 +136,23 @@ ptxas info    : Used 168 registers, used 1 barriers, 1 bytes smem
     assert _gpu.parse_resource_report(report) == {"kernel": {
         "stack_bytes": 8, "spill_stores": 4, "spill_loads": 12,
         "registers": 168, "wgmma_serialized": True}}
+
+
+def test_spill_warning():
+    # A kernel that spills (only pinned schedules may) is reported with its
+    # op and schedule; a clean one is not.
+    from attn_mlir import _gpu
+    text = ("func.func @kernel(%q: memref<?x16x128xbf16>) {\n  attn.flash "
+            "{schedule = #attn.schedule<block_q = 128, block_n = 64, "
+            "heads_per_program = 1, warps = 4>}\n")
+    with pytest.warns(_gpu.SpillWarning, match=r"kernel of attn.flash .* on "
+                      r"sm_90a spills 132 bytes .*block_q = 128, block_n = 64"):
+        _gpu.warn_on_spills({"kernel": {"stack_bytes": 56, "spill_stores": 132,
+                                        "spill_loads": 144}}, text, "sm_90a")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _gpu.warn_on_spills({"kernel": {"stack_bytes": 0, "spill_stores": 0,
+                                        "registers": 200}}, text, "sm_90a")
 
 
 def test_gpu_chunk_alignment():

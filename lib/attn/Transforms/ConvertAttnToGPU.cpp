@@ -130,7 +130,7 @@ struct ConvertAttnToGPUPass
       launch = warpLaunchFor(TileShape{s.getBlockQ(), s.getBlockN(),
                                        s.getHeadsPerProgram(), headDimOf(op),
                                        s.getWarps()},
-                             computeType, chip == "sm_90a");
+                             computeType, NvidiaChip::parse(chip));
     }
     FailureOr<SmallVector<GridExtent>> grid = kernelGrid(op);
     if (failed(grid))
@@ -169,7 +169,7 @@ struct ConvertAttnToGPUPass
           .getResult(0);
     });
     WarpProgramTarget programs(entry, shared, computeType, launch.threads,
-                               launch.wgmma);
+                               NvidiaChip::parse(chip));
     if (failed(emitAttnOp(e, programs, clone)))
       return op->emitOpError("convert-attn-to-gpu: op was not lowered");
     clone->erase();

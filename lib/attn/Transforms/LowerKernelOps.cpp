@@ -169,6 +169,8 @@ void emitDenseVarlen(
       walk.lo = lo;
       walk.hi = e.min(hi, lenK);
       walk.locate = denseKeys(k, v, kRange.start, kvHead, kScale, vScale);
+      walk.keyType = cast<MemRefType>(k.getType()).getElementType();
+      walk.keyScale = kScale;
       refineWalk(e, rows, walk);
       target.emitProgram(e, shape, f, out, q, rows, {walk});
     });
@@ -229,6 +231,9 @@ void emitPrefixPrefill(LoopEmitter &e, ProgramTarget &target,
       cache.lo = e.mul(e.divU(lo, e.idx(8)), e.idx(8));
       cache.hi = e.min(hi, ctx);
       cache.valueKeyMajor = blockSize % 8 == 0;
+      cache.paged = true;
+      cache.keyType = cast<MemRefType>(op.getKCache().getType()).getElementType();
+      cache.keyScale = kScale;
       Value kc = op.getKCache(), vc = op.getVCache(), bt = op.getBlockTable();
       cache.locate = [=](LoopEmitter &e, Value key) {
         Value blk = e.loadIndex(bt, {bIdx, e.divU(key, e.idx(blockSize))});
@@ -248,6 +253,7 @@ void emitPrefixPrefill(LoopEmitter &e, ProgramTarget &target,
       KvWalk fresh;
       fresh.lo = e.max(lo, ctx);
       fresh.hi = e.min(hi, lenK);
+      fresh.keyType = cast<MemRefType>(op.getK().getType()).getElementType();
       fresh.locate = denseKeys(op.getK(), op.getV(), e.sub(qStart, ctx),
                                kvHead, Value(), Value());
       target.emitProgram(e, shape, f, out, op.getQ(), rows, {cache, fresh});
@@ -297,6 +303,9 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
         walk.hi = e.min(walk.hi, e.mul(e.add(s, e.idx(1)), segKeys));
       }
       Value kc = op.getKCache(), vc = op.getVCache(), bt = op.getBlockTable();
+      walk.paged = true;
+      walk.keyType = cast<MemRefType>(kc.getType()).getElementType();
+      walk.keyScale = kScale;
       walk.locate = [=](LoopEmitter &e, Value key) {
         Value blk = e.loadIndex(bt, {bIdx, e.divU(key, e.idx(blockSize))});
         Value off = e.remU(key, e.idx(blockSize));

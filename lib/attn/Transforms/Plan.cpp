@@ -105,9 +105,10 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     if (headDim > 64 && headDim <= 128)
       keys = 32;
     // Paged walks address each key through the block table while staging;
-    // with 8 warps of [16 x 256] accumulators that needs the smaller tile.
+    // next to 8 warps of [16 x 256] accumulators that needs 16-key tiles
+    // (32 spilled on sm_80 and sm_89).
     if (headDim > 128 && isa<PrefixPrefillOp>(op))
-      keys = 32;
+      keys = 16;
   }
   // The warpgroup programs walk 128-key tiles; 64 for heads over 128,
   // whose O takes twice the registers, for heads of 64, whose MMAs are
@@ -119,9 +120,15 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     keys = headDim > 64 && headDim <= 128 && !converted ? 128 : 64;
   }
   // Otherwise each warp holds a [16 x D] accumulator: halve the KV tile for
-  // large heads so that S and O fit together.
+  // large heads so that S and O fit together, and quarter it when the
+  // staging dequantizes (fp8 caches).
   if (target != "cpu" && !warps && headDim > 128)
-    keys /= 2;
+    keys /= converted ? 4 : 2;
+  // Unified programs of heads between 64 and 128 take 32-key tiles: ptxas
+  // gives their 128 threads 168 registers (three programs per SM), and at
+  // 64 keys a head of 96 spilled there.
+  if (target == "nvvm" && isa<UnifiedOp>(op) && headDim > 64 && headDim < 128)
+    keys = 32;
   return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps);
 }
 

@@ -92,6 +92,13 @@ struct KvWalk {
   /// ranges start at multiples of 8. GPU programs then stage V transposed
   /// with 16-byte copies.
   bool valueKeyMajor = false;
+  /// Keys are located through a block table (each staged row reads it).
+  bool paged = false;
+  /// The element type of K and its dequantization scale (null for none),
+  /// the same for every key of the walk (as KeyRow's kScale): programs that
+  /// multiply stored fp8 values directly apply the scale to the dot product.
+  Type keyType;
+  Value keyScale;
   /// When set, the walk visits the ranges this enumerates (each already
   /// clipped to [lo, hi)) instead of [lo, hi) itself.
   std::function<void(LoopEmitter &,

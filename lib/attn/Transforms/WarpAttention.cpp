@@ -171,8 +171,14 @@ void WarpAttentionBuilder::walkDoubleBuffered(const ProgramRows &rows,
            [&] { stageTile(kvBuffers(e.idx(0)), lo, validAt(lo)); });
   commitGroup();
   KvBuffers first = cur;
+  // Paged walks next to the largest accumulators (a warpgroup's [64 x 256],
+  // two mma.sync fragments of [16 x 128]) spill with their staging
+  // addresses hoisted. (Dense walks keep theirs: pinning them costs 4-10%
+  // there.)
+  bool pinStaging =
+      walk.paged && (g.wgmma ? g.dPad > 128 : g.mFrags > 1 && g.dPad > 64);
   e.forLoop(lo, hi, bn, [&](Value n0) {
-    pinLaneCoordinates();
+    pinLaneCoordinates(pinStaging);
     Value parity = e.remU(e.divU(e.sub(n0, lo), bn), e.idx(2));
     waitGroups(commitGroup(), 0); // K(t) and V(t) have landed
     Value next = e.add(n0, bn);
@@ -565,9 +571,22 @@ FailureOr<Type> mlir::attn::warpComputeType(Type qType) {
   return failure();
 }
 
+mlir::attn::NvidiaChip mlir::attn::NvidiaChip::parse(StringRef chip) {
+  NvidiaChip c;
+  unsigned sm = 0;
+  if (chip.consume_front("sm_")) {
+    bool archSpecific = chip.consume_back("a");
+    if (chip.getAsInteger(10, sm))
+      sm = 0;
+    c.wgmma = sm == 90 && archSpecific;
+  }
+  c.fp8 = sm >= 89;
+  return c;
+}
+
 WarpLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct,
-                                     bool hopper) {
-  Geometry g = geometryOf(shape, hopper);
+                                     NvidiaChip chip) {
+  Geometry g = geometryOf(shape, chip.wgmma);
   int64_t bytes = (g.mRows * g.stride + g.stages * g.kvElems()) *
                   ct.getIntOrFloatBitWidth() / 8;
   if (g.wgmma)
@@ -599,7 +618,7 @@ void WarpProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
                                     const ProgramRows &rows,
                                     ArrayRef<KvWalk> walks) {
   WarpAttentionBuilder(e, shape, f, o, q, entry, shared, computeType, threads,
-                       hopper)
+                       chip)
       .emit(rows, walks);
 }
 

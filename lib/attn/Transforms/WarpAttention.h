@@ -32,14 +32,22 @@ struct WarpLaunch {
   bool wgmma; // warpgroup MMAs (sm_90a)
 };
 
+/// What an NVIDIA chip offers the warp programs.
+struct NvidiaChip {
+  bool wgmma = false; // warpgroup MMAs (sm_90a)
+  bool fp8 = false;   // fp8 mma.sync shapes, cvt of fp8 pairs (sm_89 and up)
+  /// From a chip name: sm_XY[a].
+  static NvidiaChip parse(StringRef chip);
+};
+
 /// The compute (tensor-core operand) type for query type `qType`: f16 and
 /// bf16 as they are, fp8 as f16 (exact); failure otherwise.
 FailureOr<Type> warpComputeType(Type qType);
 
 /// Threads and shared memory of the program of an attention op with tile
-/// shape `shape` and compute type `ct`; `hopper` allows warpgroup MMAs
-/// (sm_90a), which programs of whole warpgroups and swizzle atoms use.
-WarpLaunch warpLaunchFor(const TileShape &shape, Type ct, bool hopper);
+/// shape `shape` and compute type `ct` on `chip` (whose warpgroup MMAs
+/// programs of whole warpgroups and swizzle atoms use).
+WarpLaunch warpLaunchFor(const TileShape &shape, Type ct, NvidiaChip chip);
 
 class WarpProgramTarget : public ProgramTarget {
 public:
@@ -47,9 +55,9 @@ public:
   /// allocated so LLVM promotes them to registers); `shared` the kernel's
   /// dynamic shared memory (memref<?xi8, workgroup>).
   WarpProgramTarget(Block *entry, Value shared, Type computeType,
-                    int64_t threads, bool hopper)
+                    int64_t threads, NvidiaChip chip)
       : entry(entry), shared(shared), computeType(computeType),
-        threads(threads), hopper(hopper) {}
+        threads(threads), chip(chip) {}
 
   void grid(LoopEmitter &e, ArrayRef<Value> ubs,
             llvm::function_ref<void(ValueRange)> body) override;
@@ -65,7 +73,7 @@ private:
   Value shared;
   Type computeType;
   int64_t threads;
-  bool hopper;
+  NvidiaChip chip;
 };
 
 } // namespace mlir::attn

@@ -101,10 +101,10 @@ public:
   WarpAttentionBuilder(LoopEmitter &e, const TileShape &shape,
                        const AttentionFeatures &f, const AttentionOutput &o,
                        Value q, Block *entry, Value shared, Type ct,
-                       int64_t threads, bool hopper)
-      : e(e), b(e.builder()), shape(shape), g(geometryOf(shape, hopper)),
+                       int64_t threads, NvidiaChip chip)
+      : e(e), b(e.builder()), shape(shape), g(geometryOf(shape, chip.wgmma)),
         math(e, shape, f), f(f), o(o), q(q), entry(entry), shared(shared),
-        ct(ct), threads(threads), hopper(hopper) {}
+        ct(ct), threads(threads), chip(chip) {}
 
   void emit(const ProgramRows &rows, ArrayRef<KvWalk> walks);
 
@@ -115,8 +115,11 @@ private:
   /// Sets foldedFactor (see there) for linear scores.
   void foldScoreFactor();
   /// Lane coordinates that LLVM cannot hoist out of the KV loop (see
-  /// pinned()), for the duration of one tile.
-  void pinLaneCoordinates();
+  /// pinned()), for the duration of one tile. With `staging`, the staging
+  /// addresses too (tid and the tiles' address): walks whose rows each read
+  /// a block table otherwise hold too many hoisted addresses next to a
+  /// large accumulator.
+  void pinLaneCoordinates(bool staging = false);
   void unpinLaneCoordinates();
   Value pinned(Value index);
   /// A [numRows, rowStride] view of shared memory from element `offset`.
@@ -247,14 +250,14 @@ private:
   Value shared;
   Type ct;
   int64_t threads;
-  /// sm_90a (so sm_89+): fp8 pairs convert with cvt.rn.f16x2.e4m3x2.
-  bool hopper;
+  NvidiaChip chip;
 
   Value tid, lane, warp, quadRow, quadCol, warpRow0;
   /// wgmma: bytes from the dynamic shared memory to the 1024-byte aligned
   /// start of the tiles, and that start's shared address.
   Value alignPad, tilesAddress;
   std::tuple<Value, Value, Value, Value> unpinned; // coordinates outside tiles
+  std::tuple<Value, Value> unpinnedStaging;        // tid, tilesAddress
   SharedTile qS;
   KvBuffers cur; // the buffer of the tile being computed
   Value oAcc, mState, lState;

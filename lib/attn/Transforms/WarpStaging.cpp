@@ -68,16 +68,23 @@ Value WarpAttentionBuilder::pinned(Value index) {
   return arith::IndexCastOp::create(b, b.getIndexType(), r);
 }
 
-void WarpAttentionBuilder::pinLaneCoordinates() {
+void WarpAttentionBuilder::pinLaneCoordinates(bool staging) {
   unpinned = {lane, quadRow, quadCol, warpRow0};
   lane = pinned(lane);
   quadRow = e.divU(lane, e.idx(4));
   quadCol = e.remU(lane, e.idx(4));
   warpRow0 = pinned(warpRow0);
+  unpinnedStaging = {tid, tilesAddress};
+  if (staging) {
+    tid = pinned(tid);
+    if (tilesAddress)
+      tilesAddress = pinned(tilesAddress);
+  }
 }
 
 void WarpAttentionBuilder::unpinLaneCoordinates() {
   std::tie(lane, quadRow, quadCol, warpRow0) = unpinned;
+  std::tie(tid, tilesAddress) = unpinnedStaging;
 }
 
 Value WarpAttentionBuilder::view(Value offset, int64_t numRows,
@@ -200,7 +207,7 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
                                        k.src.mem, k.at, /*nontemporal=*/false,
                                        llvm::MaybeAlign(8));
     SmallVector<Value> decoded; // f32, exact
-    if (hopper) {
+    if (chip.fp8) {
       // Pairs through the hardware conversion (exact: every fp8 value is
       // an f16).
       Value pairs = vector::BitCastOp::create(
