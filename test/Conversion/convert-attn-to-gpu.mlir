@@ -1,5 +1,6 @@
 // RUN: attn-opt %s --split-input-file --attn-plan=target=nvvm --convert-attn-to-gpu --verify-diagnostics | FileCheck %s
 // RUN: attn-opt %s --split-input-file --attn-plan="target=nvvm chip=sm_90a" --convert-attn-to-gpu=chip=sm_90a --verify-diagnostics | FileCheck %s --check-prefix=HOPPER
+// RUN: attn-opt %s --split-input-file --attn-plan="target=nvvm chip=sm_89" --convert-attn-to-gpu=chip=sm_89 --verify-diagnostics | FileCheck %s --check-prefix=ADA
 
 // The host launches one block per program over a shape-only grid; the kernel
 // is a warp program on the tensor cores.
@@ -161,5 +162,37 @@ func.func @prefix_bf16_cache(
       v_cache(%v_cache : memref<?x2x64x16xbf16>) block_table(%block_table : memref<?x?xi32>)
       query_start(%query_start : memref<?xi32>) seq_lens(%seq_lens : memref<?xi32>)
       scale(%scale) out(%out : memref<?x8x64xbf16>)
+  return
+}
+
+// -----
+
+// fp8 Q and K on sm_89 and up: staged as stored (8-byte copies into a raw
+// fp8 view of the tiles), read by ldmatrix as pairs and multiplied on
+// mma.sync m16n8k32 e4m3; q_scale * k_scale scales the dot products (here
+// folded into exp2's factor; a negative factor flips the fp8 sign bits of
+// the staged Q). PV stays on m16n8k16 with V dequantized to f16. sm_80
+// dequantizes Q and K to f16 too.
+// CHECK-LABEL: gpu.func @flash_fp8
+// CHECK-NOT: m16n8k32
+// CHECK: gpu.return
+// ADA-LABEL: gpu.func @flash_fp8
+// ADA: nvgpu.device_async_copy {{.*}}, 8, %{{.*}} : memref<?x16x128xf8E4M3FN> to memref<128x272xf8E4M3FN, #gpu.address_space<workgroup>>
+// ADA: arith.mulf
+// ADA: arith.cmpf olt
+// ADA: arith.xori {{.*}} : vector<8xi16>
+// ADA: nvgpu.device_async_copy {{.*}}, 8, %{{.*}} : memref<?x16x128xf8E4M3FN> to memref<32x272xf8E4M3FN, #gpu.address_space<workgroup>>
+// ADA: llvm.inline_asm "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32
+// ADA: nvvm.mma.sync {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32)
+// ADA: gpu.return
+func.func @flash_fp8(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x16x128xf8E4M3FN>,
+    %v: memref<?x16x128xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32,
+    %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>,
+    %o: memref<?x16x128xbf16>) {
+  attn.flash q(%q : memref<?x16x128xf8E4M3FN>) k(%k : memref<?x16x128xf8E4M3FN>)
+      v(%v : memref<?x16x128xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>)
+      cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>)
+      k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>)
+      out(%o : memref<?x16x128xbf16>) {causal}
   return
 }

@@ -5,6 +5,7 @@ or serialized wgmma (ptxas C7518). Prints one line per failure, then
 "checked N kernels, M failed"; exits 1 when any failed.
 
 usage: nvvm_resource_sweep.py ATTN_OPT PTXAS [-j JOBS]
+       nvvm_resource_sweep.py --print CASE   (the MLIR of one case)
 """
 import concurrent.futures
 import os
@@ -59,15 +60,18 @@ def prefix(D, cache="bf16", hq=32, hk=8, page=16):
             f"  return\n}}\n")
 
 
-def unified(D, cache="bf16", hq=32, hk=8, page=16, segments=0):
+def unified(D, cache="bf16", hq=32, hk=8, page=16, segments=0, q8=False):
     t = "bf16"
-    q = memref("?", hq, D, t=t)
+    q = memref("?", hq, D, t=cache if q8 else t)
     kc = memref("?", page, hk, D, t=cache)
     args = scales = ""
+    if q8:
+        args = ", %qd: memref<1xf32>"
+        scales = " q_descale(%qd : memref<1xf32>)"
     if cache != t:
-        args = ", %ks: memref<1xf32>, %vs: memref<1xf32>"
-        scales = (" k_descale(%ks : memref<1xf32>)"
-                  " v_descale(%vs : memref<1xf32>)")
+        args += ", %ks: memref<1xf32>, %vs: memref<1xf32>"
+        scales += (" k_descale(%ks : memref<1xf32>)"
+                   " v_descale(%vs : memref<1xf32>)")
     if segments:
         o = memref("?", hq, segments, D, t="f32")
         stat = memref("?", hq, segments, t="f32")
@@ -75,7 +79,8 @@ def unified(D, cache="bf16", hq=32, hk=8, page=16, segments=0):
         use = (f"out(%o : {o}) segment_max(%m : {stat}) "
                f"segment_sum(%l : {stat}) {{num_segments = {segments} : i64}}")
     else:
-        outs, use = f"%o: {q}", f"out(%o : {q})"
+        o = memref("?", hq, D, t=t)
+        outs, use = f"%o: {o}", f"out(%o : {o})"
     return (f"func.func @kernel(%q: {q}, %kc: {kc}, %vc: {kc}, "
             f"%bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, "
             f"%s: f32{args}, {outs}) {{\n"
@@ -112,6 +117,8 @@ def cases():
         yield f"unified D={D}", unified(D)
     for D in (128, 256):
         yield f"unified D={D} fp8 cache", unified(D, cache="f8E4M3FN")
+    yield "unified D=128 fp8 q", unified(128, cache="f8E4M3FN", q8=True)
+    yield "flash D=64 fp8 e5m2", flash(64, t="f8E5M2")
     yield "unified D=128 split-KV", unified(128, segments=16)
     for D, block in ((64, 64), (128, 64), (128, 16)):
         yield f"blocksparse D={D} block {block}", blocksparse(D, block)
@@ -143,9 +150,14 @@ def check(attn_opt, ptxas, name, text, chip):
 
 
 def main():
+    if sys.argv[1] == "--print":
+        sys.stdout.write(dict(cases())[sys.argv[2]])
+        return
     attn_opt, ptxas = sys.argv[1], sys.argv[2]
     jobs = int(sys.argv[sys.argv.index("-j") + 1]) if "-j" in sys.argv else 2
-    work = [(n, t, c) for n, t in cases() for c in ("sm_80", "sm_90a")]
+    # sm_89 differs from sm_80 only for fp8 (its MMA shape, pair cvt).
+    work = [(n, t, c) for n, t in cases()
+            for c in ("sm_80", "sm_89", "sm_90a") if c != "sm_89" or "fp8" in n]
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         results = list(pool.map(lambda w: check(attn_opt, ptxas, *w), work))
     failures = [r for r in results if r]

@@ -129,6 +129,27 @@ def test_fp8_qkv_and_fp8_out():
     check(f64(o8) * 0.01, ref, "f8E4M3FN", "fp8 out")
 
 
+@pytest.mark.parametrize("d", [64, 96, 80])
+def test_fp8_products_under_other_schedules(d):
+    """fp8 q and k under schedules that run on mma.sync (not warpgroups) on a
+    GPU: on sm_89 and up their stored values multiply on the fp8 MMA shape
+    (heads of a multiple of 32; 80 converts to f16), the scales applied to
+    the dot products. A negative q scale flips the staged signs."""
+    rng = np.random.default_rng(12)
+    q, k, v, cq, ck = make(rng, [16, 45], [30, 45], 8, 2, d, "f32")
+    scales = (-0.02, 0.03, 0.02, 1.0 / 448)
+    f8 = F8["f8E4M3FN"]
+    q8, k8, v8 = [np.clip(x / s, -448, 448).astype(f8)
+                  for x, s in zip((q, k, v), scales[:3])]
+    ref = reference(*[f64(x8) * s for x8, s in zip((q8, k8, v8), scales)],
+                    cq, ck, 0.125, True)
+    for sched in [None, (32, 32, 4, 4), (16, 64, 4)]:
+        o = np.full(q.shape, np.nan, np.float32)
+        ops.flash(q8, k8, v8, cq, ck, o, scale=0.125, causal=True,
+                  fp8_scales=scales, schedule=sched)
+        check(o, ref, "f8E4M3FN", f"fp8 flash, schedule {sched}")
+
+
 def test_strided_query_view():
     """q sliced out of a fused QKV buffer: a non-unit token stride."""
     rng = np.random.default_rng(5)

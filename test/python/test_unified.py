@@ -83,16 +83,18 @@ def test_pages_and_fp8_cache(block_size, fp8):
 
 
 @pytest.mark.parametrize("feature", ["softcap", "window1", "window50", "alibi",
-                                     "sinks", "fp8_out", "fp8_q"])
+                                     "sinks", "fp8_out", "fp8_q",
+                                     "fp8_q_softcap"])
 def test_features(feature):
     rng = np.random.default_rng(11)
     q, kc, vc, cu, su, table = make(rng, hq=8, hk=2, d=64, block_size=16,
-                                    dtype="f32", fp8="f8E4M3FN" if feature == "fp8_q" else None,
-                                    q_fp8=feature == "fp8_q", **MIXED)
+                                    dtype="f32",
+                                    fp8="f8E4M3FN" if feature.startswith("fp8_q") else None,
+                                    q_fp8=feature.startswith("fp8_q"), **MIXED)
     kw, rkw = {}, {}
     window = (-1, -1)
     softcap = 0
-    if feature == "softcap":
+    if feature.endswith("softcap"):
         softcap = rkw["softcap"] = 3.0
     if feature.startswith("window"):
         w = int(feature[6:])
@@ -102,7 +104,7 @@ def test_features(feature):
     if feature == "sinks":
         kw["sinks"] = rkw["sinks"] = rng.standard_normal(8).astype(np.float32)
     qd = kd = vd = None
-    if feature == "fp8_q":
+    if feature.startswith("fp8_q"):
         qd, kd, vd = 0.5, 0.25, 2.0
         rkw.update(q_scale=qd, k_scale=kd, v_scale=vd)
     out_dtype = np.float32

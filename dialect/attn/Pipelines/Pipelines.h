@@ -29,8 +29,10 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
       llvm::cl::desc("NVIDIA target: sm_80, sm_86, sm_89, sm_90 or sm_90a"),
       llvm::cl::init("sm_80")};
   PassOptions::Option<std::string> features{
-      *this, "features", llvm::cl::desc("PTX features (PTX ISA version)"),
-      llvm::cl::init("+ptx80")};
+      *this, "features",
+      llvm::cl::desc("PTX features (PTX ISA version); by default +ptx84 for "
+                     "sm_89 and up (fp8 mma.sync), +ptx80 below"),
+      llvm::cl::init("")};
   PassOptions::Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu-module-to-binary embeds: isa (PTX text), bin "

@@ -19,9 +19,30 @@ using namespace mlir::attn::warp;
 
 namespace mlir::attn::warp {
 
+void WarpAttentionBuilder::chooseScoreOperands(const ProgramRows &rows,
+                                               ArrayRef<KvWalk> walks) {
+  auto isFp8 = [](Type t) {
+    return isa_and_nonnull<Float8E4M3FNType, Float8E5M2Type>(t);
+  };
+  qType = cast<MemRefType>(q.getType()).getElementType();
+  qk8 = chip.fp8 && !g.wgmma && g.dPad % 32 == 0 && isFp8(qType) &&
+        !walks.empty();
+  for (const KvWalk &walk : walks)
+    qk8 = qk8 && isFp8(walk.keyType) && walk.keyType == walks[0].keyType &&
+          walk.keyScale == walks[0].keyScale;
+  if (!qk8)
+    return;
+  kType = walks[0].keyType;
+  Value qScale = rows.qScale, kScale = walks[0].keyScale;
+  dotScale = qScale && kScale ? e.mulF(qScale, kScale)
+             : qScale         ? qScale
+                              : kScale;
+}
+
 void WarpAttentionBuilder::emit(const ProgramRows &rows,
                                 ArrayRef<KvWalk> walks) {
   setUpThreads();
+  chooseScoreOperands(rows, walks);
   if (g.wgmma) {
     // The shared window address of the dynamic shared memory, rounded up
     // to the swizzle atoms' 1024 bytes (launches reserve kAlignSlack).
@@ -44,7 +65,7 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
   }
 
   // The query tile: row r is token r / pack, head headBase + r % pack.
-  stage(qS, g.mRows, g.dPad, [&](Value r) {
+  stage(qk8 ? bytesOf(qS, qType) : qS, g.mRows, g.dPad, [&](Value r) {
     Value tok = math.tokenOf(r);
     StagedRow s;
     s.valid = e.lt(tok, rows.numTokens);
@@ -53,7 +74,7 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
     Value head = math.headOf(rows, r);
     s.mem = q;
     s.at = [=](Value d) { return SmallVector<Value>{qRow, head, d}; };
-    s.scale = rows.qScale;
+    s.scale = qk8 ? Value() : rows.qScale;
     s.chunks = true;
     return s;
   });
@@ -66,7 +87,7 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
   if (!g.wgmma && g.mFrags * g.dPad <= 128 && !(g.mFrags > 1 && g.bn >= 64)) {
     for (int64_t m = 0; m < g.mFrags; ++m) {
       SmallVector<SmallVector<Value>> frags;
-      for (int64_t kk = 0; kk < g.dPad / 16; ++kk)
+      for (int64_t kk = 0; kk < qkSteps(); ++kk)
         frags.push_back(queryFragment(m, kk));
       qFrags.push_back(std::move(frags));
     }
@@ -97,6 +118,8 @@ void WarpAttentionBuilder::foldScoreFactor() {
   // negating the staged Q, which is exact. A zero factor becomes the
   // smallest normal float, so that masked -inf scores stay -inf, not NaN.
   Value factor = math.linearScoreFactor();
+  if (dotScale)
+    factor = e.mulF(factor, dotScale);
   Value negative = e.cmpF(arith::CmpFPredicate::OLT, factor, e.f32(0.0));
   e.ifThen(negative, [&] {
     // Every element of the view (padding included) is negated.
@@ -109,7 +132,21 @@ void WarpAttentionBuilder::foldScoreFactor() {
               e.divU(c, e.idx(chunksPerRow)),
               e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8))};
           Value x = vector::LoadOp::create(b, vecType, qS.mem, at);
-          vector::StoreOp::create(b, arith::NegFOp::create(b, x), qS.mem, at);
+          Value negated;
+          if (qk8) {
+            // Pairs of fp8: flip both sign bits.
+            auto bits = VectorType::get({8}, b.getI16Type());
+            Value signs = arith::ConstantOp::create(
+                b, DenseElementsAttr::get(bits, b.getI16IntegerAttr(
+                                                    int16_t(0x8080))));
+            negated = vector::BitCastOp::create(
+                b, vecType,
+                arith::XOrIOp::create(
+                    b, vector::BitCastOp::create(b, bits, x), signs));
+          } else {
+            negated = arith::NegFOp::create(b, x);
+          }
+          vector::StoreOp::create(b, negated, qS.mem, at);
         });
     if (g.wgmma)
       wgmma::fenceProxyAsync(b);
@@ -254,7 +291,7 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
                              bool masked) {
   // S = Q K^T: B operand tiles are 8 keys x 16 dims, read from K's rows;
   // each is read once per warp and used by all its M fragments.
-  int64_t nTiles = g.nTiles(), kSteps = g.dPad / 16;
+  int64_t nTiles = g.nTiles(), kSteps = qkSteps();
   Acc zero = {e.f32(0.0), e.f32(0.0), e.f32(0.0), e.f32(0.0)};
   SmallVector<Acc> s(g.mFrags * nTiles, zero); // [m * nTiles + j]
   Value lane8 = e.remU(lane, e.idx(8));
@@ -283,9 +320,12 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
           cur.k.mem, row, e.add(e.idx(kk * 16), laneCol), pair ? 4 : 2, false);
       for (int64_t m = 0; m < g.mFrags; ++m) {
         Acc &acc = s[m * nTiles + j];
-        acc = mma(qa[0][m], {kb[0], kb[1]}, acc);
+        auto product = [&](ArrayRef<Value> a, ArrayRef<Value> bRegs) {
+          return qk8 ? mmaFp8(a, bRegs, acc) : mma(a, bRegs, acc);
+        };
+        acc = product(qa[0][m], {kb[0], kb[1]});
         if (pair)
-          acc = mma(qa[1][m], {kb[2], kb[3]}, acc);
+          acc = product(qa[1][m], {kb[2], kb[3]});
       }
     }
   }
@@ -404,6 +444,8 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(const ProgramRows &rows,
         Value row = rowOf(m, i / 2), col = colOf(firstTile + j, i);
         Value key = e.add(n0, col);
         Value &x = out[pIndex(m, j, i, nTiles)];
+        if (dotScale && !foldedFactor)
+          dot = e.mulF(dot, dotScale);
         Value scored = foldedFactor ? dot : math.score(rows, row, key, dot);
         if (!masked) {
           x = scored;

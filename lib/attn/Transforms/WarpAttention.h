@@ -3,7 +3,9 @@
 // The NVVM ProgramTarget: one thread block per program of the tiled grid, in
 // the style of FlashAttention-2. Each warp owns a slab of one or two 16-row
 // MMA fragments of the M tile (ScheduleAttr::warps); QK and PV run on
-// mma.sync m16n8k16 (f16/bf16) fed by ldmatrix from shared memory, each
+// mma.sync m16n8k16 (f16/bf16; QK of fp8 Q and K on m16n8k32 from sm_89,
+// the scales applied to the dot products) fed by ldmatrix from shared
+// memory, each
 // K/V fragment read once per warp; K/V (and Q) tiles are staged with 16-byte
 // cp.async where the source rows are contiguous and of the compute type
 // (key-major V caches transposed), and through registers (gather, fp8

@@ -66,6 +66,40 @@ WarpAttentionBuilder::Acc WarpAttentionBuilder::mma(ArrayRef<Value> a,
   return out;
 }
 
+WarpAttentionBuilder::Acc WarpAttentionBuilder::mmaFp8(ArrayRef<Value> a,
+                                                       ArrayRef<Value> bRegs,
+                                                       const Acc &c) {
+  auto name = [](Type t) {
+    return isa<Float8E4M3FNType>(t) ? std::string("e4m3") : "e5m2";
+  };
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  auto asInt = [&](Value pair) -> Value {
+    if (pair.getType() == i32)
+      return pair;
+    return vector::ExtractOp::create(
+        b, vector::BitCastOp::create(b, VectorType::get({1}, i32), pair), 0);
+  };
+  SmallVector<Value> operands;
+  for (Value v : a)
+    operands.push_back(asInt(v));
+  for (Value v : bRegs)
+    operands.push_back(asInt(v));
+  operands.append(c.begin(), c.end());
+  std::string text = "mma.sync.aligned.m16n8k32.row.col.f32." + name(qType) +
+                     "." + name(kType) +
+                     ".f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, "
+                     "{$10, $11, $12, $13};";
+  auto resType =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  Value res = inlinePtx(b, resType, operands, text,
+                        "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3",
+                        /*sideEffects=*/false);
+  Acc out;
+  for (int64_t i = 0; i < 4; ++i)
+    out[i] = LLVM::ExtractValueOp::create(b, res, i);
+  return out;
+}
+
 SmallVector<Value> WarpAttentionBuilder::queryFragment(int64_t m,
                                                        int64_t kStep) {
   if (m < static_cast<int64_t>(qFrags.size()))

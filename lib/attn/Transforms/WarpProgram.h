@@ -122,11 +122,20 @@ private:
   void pinLaneCoordinates(bool staging = false);
   void unpinLaneCoordinates();
   Value pinned(Value index);
-  /// A [numRows, rowStride] view of shared memory from element `offset`.
+  /// A [numRows, rowStride] view of shared memory from element `offset`
+  /// (elements of the compute type), of elements `elem` (default: ct).
   Value view(int64_t offset, int64_t numRows, int64_t rowStride) {
     return view(e.idx(offset), numRows, rowStride);
   }
-  Value view(Value offset, int64_t numRows, int64_t rowStride);
+  Value view(Value offset, int64_t numRows, int64_t rowStride,
+             Type elem = {});
+  /// The plain tile `t` as raw fp8 (`elem`): the same bytes, twice the
+  /// columns. (qk8: its compute-type view then holds pairs.)
+  SharedTile bytesOf(const SharedTile &t, Type elem);
+  /// k steps of the QK product: 16 dims per m16n8k16, 32 per fp8 m16n8k32.
+  int64_t qkSteps() const { return g.dPad / (qk8 ? 32 : 16); }
+  /// Decides qk8 and dotScale for the program's walks.
+  void chooseScoreOperands(const ProgramRows &rows, ArrayRef<KvWalk> walks);
   /// The [rows, cols] tile at element `offset`: swizzled for wgmma, else
   /// with row stride `stride`.
   SharedTile tile(Value offset, int64_t rows, int64_t cols, int64_t stride);
@@ -212,6 +221,9 @@ private:
   Value operandReg(Value pair);
   Value pack(Value lo, Value hi);
   Acc mma(ArrayRef<Value> a, ArrayRef<Value> bRegs, const Acc &c);
+  /// mma.sync.m16n8k32 of fp8 Q and K (qk8): the fragments of 32 fp8
+  /// values have the bytes of m16n8k16's of 16 pairs.
+  Acc mmaFp8(ArrayRef<Value> a, ArrayRef<Value> bRegs, const Acc &c);
   SmallVector<Value> queryFragment(int64_t m, int64_t kStep);
   Value quadReduce(Value x, bool isMax);
   /// quadReduce of each value, the shuffles of all values interleaved.
@@ -251,6 +263,13 @@ private:
   Type ct;
   int64_t threads;
   NvidiaChip chip;
+  /// fp8 Q and K multiply as stored, on mma.sync's fp8 shape (sm_89+, not
+  /// warpgroups): their tiles hold the raw bytes (ldmatrix reads them as
+  /// pairs), and dotScale (q scale times k scale, null for 1) scales the
+  /// dot products instead of the staged elements.
+  bool qk8 = false;
+  Value dotScale;
+  Type qType, kType; // element types of Q and K when qk8
 
   Value tid, lane, warp, quadRow, quadCol, warpRow0;
   /// wgmma: bytes from the dynamic shared memory to the 1024-byte aligned

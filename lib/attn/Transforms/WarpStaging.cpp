@@ -88,10 +88,10 @@ void WarpAttentionBuilder::unpinLaneCoordinates() {
 }
 
 Value WarpAttentionBuilder::view(Value offset, int64_t numRows,
-                                 int64_t rowStride) {
+                                 int64_t rowStride, Type elem) {
   auto space =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  auto type = MemRefType::get({numRows, rowStride}, ct,
+  auto type = MemRefType::get({numRows, rowStride}, elem ? elem : ct,
                               MemRefLayoutAttrInterface(), space);
   Value bytes = e.mul(offset, e.idx(ct.getIntOrFloatBitWidth() / 8));
   if (alignPad)
@@ -109,6 +109,13 @@ SharedTile WarpAttentionBuilder::tile(Value offset, int64_t rows, int64_t cols,
               ? view(offset, cols / wgmma::kAtomCols * rows, wgmma::kAtomCols)
               : view(offset, rows, stride);
   return t;
+}
+
+SharedTile WarpAttentionBuilder::bytesOf(const SharedTile &t, Type elem) {
+  assert(!t.swizzled && "raw fp8 tiles are plain");
+  SharedTile raw = t;
+  raw.mem = view(t.offset, t.rows, 2 * g.stride, elem);
+  return raw;
 }
 
 SmallVector<Value> WarpAttentionBuilder::tileAt(const SharedTile &t, Value r,
@@ -130,10 +137,13 @@ Value WarpAttentionBuilder::tileAddress(const SharedTile &t, int64_t bytes) {
 void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
                                  int64_t rowElems,
                                  llvm::function_ref<StagedRow(Value)> source) {
-  // Chunks of 8 elements (16 bytes), spread over the block's threads.
+  // Chunks of 8 elements (16 bytes, or 8 of raw fp8), spread over the
+  // block's threads.
   int64_t chunksPerRow = rowElems / 8, total = numRows * chunksPerRow;
   int64_t iters = (total + threads - 1) / threads;
-  auto vecType = VectorType::get({8}, ct);
+  Type dt = cast<MemRefType>(dst.mem.getType()).getElementType();
+  bool rawFp8 = isa<Float8E4M3FNType, Float8E5M2Type>(dt);
+  auto vecType = VectorType::get({8}, dt);
 
   struct Chunk {
     Value r, x0;
@@ -155,13 +165,13 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
     Type srcElem = srcType.getElementType();
     bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(srcElem);
     if (k.src.chunks && (k.src.limit || shape.headDim % 8 == 0) &&
-        ((!k.src.scale && srcElem == ct) || fp8)) {
+        ((!k.src.scale && srcElem == dt) || fp8)) {
       SmallVector<int64_t> strides;
       int64_t offset;
       bool unit = succeeded(srcType.getStridesAndOffset(strides, offset)) &&
                   strides.back() == 1;
-      k.vector = unit && !fp8;
-      k.widen = unit && fp8;
+      k.vector = unit && srcElem == dt;
+      k.widen = unit && fp8 && !k.vector;
     }
     if (k.vector || k.widen) {
       k.whole = e.andI(k.src.valid, e.le(e.add(k.x0, e.idx(8)), k.limit));
@@ -179,6 +189,27 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
     for (int64_t j = 0; j < 8; ++j) {
       Value x = e.add(k.x0, e.idx(j));
       Value ok = e.andI(k.src.valid, e.lt(x, k.limit));
+      if (rawFp8) {
+        // The stored byte itself (0 outside the row).
+        elems.push_back(e.ifElse(
+            ok, {dt},
+            [&] {
+              SmallVector<Value> at;
+              if (k.src.chunks) {
+                at = base;
+                at.back() = e.add(at.back(), e.idx(j));
+              } else {
+                at = k.src.at(x);
+              }
+              return SmallVector<Value>{
+                  memref::LoadOp::create(b, k.src.mem, at)};
+            },
+            [&] {
+              return SmallVector<Value>{arith::ConstantOp::create(
+                  b, dt, b.getFloatAttr(dt, 0.0))};
+            })[0]);
+        continue;
+      }
       Value v = e.ifElse(
           ok, {b.getF32Type()},
           [&] {
@@ -245,6 +276,8 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
     Value vec = vector::FromElementsOp::create(b, vecType, elems);
     vector::StoreOp::create(b, vec, dst.mem, tileAt(dst, k.r, k.x0));
   };
+  // (cp.async bypasses L1 only for 16-byte copies.)
+  UnitAttr bypassL1 = rawFp8 ? UnitAttr() : b.getUnitAttr();
   auto issue = [&](const Chunk &k) {
     if (k.widen)
       return e.ifThenElse(
@@ -259,7 +292,7 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
       Value n = e.select(k.whole, e.idx(8), e.idx(0));
       nvgpu::DeviceAsyncCopyOp::create(b, tokenType, dst.mem,
                                        tileAt(dst, k.r, k.x0), k.src.mem, k.at,
-                                       b.getIndexAttr(8), n, b.getUnitAttr());
+                                       b.getIndexAttr(8), n, bypassL1);
       return;
     }
     // 16 bytes straight from global memory into shared memory, or the
@@ -269,7 +302,7 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
     b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
     nvgpu::DeviceAsyncCopyOp::create(
         b, tokenType, dst.mem, tileAt(dst, k.r, k.x0), k.src.mem, k.at,
-        b.getIndexAttr(8), Value(), b.getUnitAttr());
+        b.getIndexAttr(8), Value(), bypassL1);
     b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
     gather(k);
   };
@@ -329,7 +362,8 @@ void WarpAttentionBuilder::stageKeys(const KvWalk &walk, const SharedTile &dst,
   // A null nValid is a full tile: no clamps, so the addresses stay affine
   // in n0.
   Value lastKey = nValid ? e.add(n0, e.sub(nValid, e.idx(1))) : Value();
-  stage(dst, g.bn, g.dPad, [&](Value r) {
+  bool raw = isK && qk8;
+  stage(raw ? bytesOf(dst, kType) : dst, g.bn, g.dPad, [&](Value r) {
     // Never locate past the range.
     Value key = nValid ? e.min(e.add(n0, r), lastKey) : e.add(n0, r);
     KeyRow kr = walk.locate(e, key);
@@ -337,7 +371,7 @@ void WarpAttentionBuilder::stageKeys(const KvWalk &walk, const SharedTile &dst,
     s.valid = nValid ? e.lt(r, nValid) : e.boolean(true);
     s.mem = isK ? kr.k : kr.v;
     s.at = isK ? kr.kAt : kr.vAt;
-    s.scale = isK ? kr.kScale : kr.vScale;
+    s.scale = raw ? Value() : isK ? kr.kScale : kr.vScale;
     s.chunks = isK ? kr.kChunks : kr.vChunks;
     return s;
   });
