@@ -110,8 +110,9 @@ def cases():
     yield "flash D=128 fp8", flash(128, t="f8E4M3FN")
     for D in (64, 96, 128, 256):
         yield f"prefix D={D}", prefix(D)
-    for D in (128, 256):
+    for D in (96, 128, 256):
         yield f"prefix D={D} fp8 cache", prefix(D, cache="f8E4M3FN")
+    yield "prefix D=128 fp8 e5m2 cache", prefix(128, cache="f8E5M2")
     yield "prefix D=128 page 32", prefix(128, page=32)
     for D in (64, 80, 96, 112, 128, 256):
         yield f"unified D={D}", unified(D)

@@ -106,9 +106,9 @@ func.func @flash_d256(%q: memref<?x4x256xbf16>, %k: memref<?x4x256xbf16>, %v: me
 // NVVM-LABEL: func.func @prefix_fp8_cache
 // NVVM: schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>
 // sm_90a: one 16-row fragment per warp leaves the registers that
-// dequantization needs, so fp8 caches take the warpgroup tile (64 keys).
+// dequantization needs, so fp8 caches take the warpgroup tile (128 keys).
 // HOPPER-LABEL: func.func @prefix_fp8_cache
-// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 8>
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8>
 func.func @prefix_fp8_cache(
     %q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
     %k_cache: memref<?x8x16x16x8xf8E4M3FN>, %v_cache: memref<?x8x128x16xf8E4M3FN>,

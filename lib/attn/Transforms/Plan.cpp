@@ -111,13 +111,13 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
       keys = 16;
   }
   // The warpgroup programs walk 128-key tiles; 64 for heads over 128,
-  // whose O takes twice the registers, for heads of 64, whose MMAs are
+  // whose O takes twice the registers, and for heads of 64, whose MMAs are
   // short next to the softmax (64-key tiles measured 3-6% faster there on
-  // H100 and H200), and for dequantizing caches (their staging spilled at
-  // 128).
+  // H100 and H200). Dequantizing (fp8) caches take 128 too: 14% faster
+  // than 64 for prefix prefill on H200.
   if (warpgroups && blockQ * pack >= 128) {
     warps = 8;
-    keys = headDim > 64 && headDim <= 128 && !converted ? 128 : 64;
+    keys = headDim > 64 && headDim <= 128 ? 128 : 64;
   }
   // Otherwise each warp holds a [16 x D] accumulator: halve the KV tile for
   // large heads so that S and O fit together, and quarter it when the
