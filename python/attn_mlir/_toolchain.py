@@ -73,12 +73,34 @@ def _run(cmd, what):
                            f"{proc.stderr[-4000:]}")
 
 
+PLAN_ENV = "ATTN_MLIR_CPU_PLAN"
+
+
+def cpu_plan():
+    """(target, chip) whose default tile schedules the CPU kernels run:
+    ATTN_MLIR_CPU_PLAN=rocdl:gfx942 (or nvvm:sm_90a, ...) runs another
+    target's tile sizes through the CPU program, checking that target's
+    schedule logic against the references without its hardware. Default
+    ("cpu", "")."""
+    spec = os.environ.get(PLAN_ENV, "")
+    if not spec:
+        return "cpu", ""
+    target, _, chip = spec.partition(":")
+    if target not in ("cpu", "nvvm", "rocdl"):
+        raise ValueError(f"{PLAN_ENV}={spec!r}: expected TARGET[:CHIP] with "
+                         "TARGET cpu, nvvm or rocdl")
+    return target, chip
+
+
 def _build(mlir_text, out_so):
+    target, chip = cpu_plan()
     with tempfile.TemporaryDirectory(prefix="attn_mlir_") as tmp:
         tmp = Path(tmp)
         src = tmp / "kernel.mlir"
         src.write_text(mlir_text)
-        _run([attn_opt(), str(src), "--attn-lower-to-cpu-pipeline",
+        _run([attn_opt(), str(src),
+              f"--attn-lower-to-cpu-pipeline=plan-target={target} "
+              f"plan-chip={chip}",
               "-o", str(tmp / "kernel.llvm.mlir")], "attn-opt")
         _run([_llvm_tool("mlir-translate"), "--mlir-to-llvmir",
               str(tmp / "kernel.llvm.mlir"), "-o", str(tmp / "kernel.ll")],
@@ -95,7 +117,8 @@ def _build(mlir_text, out_so):
 
 def load_kernel(mlir_text, func_name):
     """Returns the C-interface entry of `func_name`, compiling if needed."""
-    key = hashlib.sha256((_compiler_fingerprint() + mlir_text).encode()).hexdigest()[:32]
+    key = hashlib.sha256((_compiler_fingerprint() + ":".join(cpu_plan()) +
+                          mlir_text).encode()).hexdigest()[:32]
     d = cache_dir()
     so = d / f"{key}.so"
     if not so.exists():

@@ -1,9 +1,37 @@
 // RUN: attn-opt %s --attn-plan | FileCheck %s
 // RUN: attn-opt %s --attn-plan=target=nvvm | FileCheck %s --check-prefix=NVVM
 // RUN: attn-opt %s --attn-plan="target=nvvm chip=sm_90a" | FileCheck %s --check-prefix=HOPPER
+// RUN: attn-opt %s --attn-plan="target=rocdl chip=gfx942" | FileCheck %s --check-prefix=CDNA
+// RUN: attn-opt %s --attn-plan="target=rocdl chip=gfx90a" | FileCheck %s --check-prefix=CDNA
+// RUN: attn-opt %s --attn-plan="target=rocdl chip=gfx1100" | FileCheck %s --check-prefix=RDNA
 // RUN: not attn-opt %s --attn-plan=target=tpu 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not attn-opt %s --attn-plan=target=rocdl 2>&1 | FileCheck %s --check-prefix=BADCHIP
 
 // BAD: attn-plan: unknown target 'tpu' (expected cpu, nvvm or rocdl)
+// BADCHIP: attn-plan: unknown rocdl chip '' (expected gfx90a, gfx942 or gfx1100)
+
+// rocdl: 4 waves; CDNA prefill tiles have 128 rows (a 32x32 MFMA tile per
+// wave), RDNA3's and decode-shaped ones 64 (16 rows per wave); the KV tile
+// is the largest of 64, 32, 16 keys with Q, K and V in 48 of the 64 KB of
+// LDS.
+// CDNA-LABEL: func.func @flash_gqa4
+// CDNA: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 4>
+// RDNA-LABEL: func.func @flash_gqa4
+// RDNA: schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4, warps = 4>
+// CDNA-LABEL: func.func @unified_mqa
+// CDNA: schedule = #attn.schedule<block_q = 2, block_n = 64, heads_per_program = 32, warps = 4>
+// RDNA-LABEL: func.func @unified_mqa
+// RDNA: schedule = #attn.schedule<block_q = 2, block_n = 64, heads_per_program = 32, warps = 4>
+// Heads of 256: 64 rows and 16-key tiles (32 KB of Q, 16 of K and V).
+// CDNA-LABEL: func.func @flash_d256
+// CDNA: schedule = #attn.schedule<block_q = 64, block_n = 16, heads_per_program = 1, warps = 4>
+// RDNA-LABEL: func.func @flash_d256
+// RDNA: schedule = #attn.schedule<block_q = 64, block_n = 16, heads_per_program = 1, warps = 4>
+// Heads of 128 on CDNA take 128 rows, which leave room for 32-key tiles.
+// CDNA-LABEL: func.func @prefix_fp8_cache
+// CDNA: schedule = #attn.schedule<block_q = 32, block_n = 32, heads_per_program = 4, warps = 4>
+// RDNA-LABEL: func.func @prefix_fp8_cache
+// RDNA: schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4, warps = 4>
 
 // GQA packing: the 4 query heads of a KV head share a program; the CPU M
 // tile has 16 rows, so 4 tokens per program.

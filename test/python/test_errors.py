@@ -138,6 +138,18 @@ ptxas info    : Used 168 registers, used 1 barriers, 1 bytes smem
         "registers": 168, "wgmma_serialized": True}}
 
 
+def test_cpu_plan_env(monkeypatch):
+    # ATTN_MLIR_CPU_PLAN picks whose tile schedules the CPU kernels run.
+    from attn_mlir import _toolchain
+    monkeypatch.setenv("ATTN_MLIR_CPU_PLAN", "rocdl:gfx942")
+    assert _toolchain.cpu_plan() == ("rocdl", "gfx942")
+    monkeypatch.setenv("ATTN_MLIR_CPU_PLAN", "tpu:v5")
+    with pytest.raises(ValueError, match="ATTN_MLIR_CPU_PLAN='tpu:v5': expected"):
+        _toolchain.cpu_plan()
+    monkeypatch.delenv("ATTN_MLIR_CPU_PLAN")
+    assert _toolchain.cpu_plan() == ("cpu", "")
+
+
 def test_spill_warning():
     # A kernel that spills (only pinned schedules may) is reported with its
     # op and schedule; a clean one is not.

@@ -16,6 +16,16 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("Give every function a C-callable _mlir_ciface_ wrapper "
                      "(what the Python runtime calls)"),
       llvm::cl::init(true)};
+  PassOptions::Option<std::string> planTarget{
+      *this, "plan-target",
+      llvm::cl::desc("Whose default tile schedules to run (cpu, nvvm or "
+                     "rocdl): the CPU program runs any target's tile sizes, "
+                     "so that target's schedule logic is checked here"),
+      llvm::cl::init("cpu")};
+  PassOptions::Option<std::string> planChip{
+      *this, "plan-chip",
+      llvm::cl::desc("Chip of plan-target (e.g. sm_90a, gfx942)"),
+      llvm::cl::init("")};
 };
 
 /// attn ops -> tiled loops (CPU schedule) -> LLVM dialect for the host.

@@ -13,13 +13,16 @@ def AttnPlan : Pass<"attn-plan"> {
     query tokens per program, the KV tile size, and how many query heads of
     one KV head share a program (GQA packing: they share each KV tile load).
     Schedules already present are kept, so a user or an autotuner can pin
-    them.
+    them. For `rocdl`, `warps` counts waves, and `chip` (gfx90a, gfx942:
+    wave64 MFMA; gfx1100: wave32 WMMA) is required; Q, K and V tiles are
+    sized for the 64 KB of LDS.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
            "Target whose defaults to use: cpu, nvvm or rocdl">,
     Option<"chip", "chip", "std::string", /*default=*/"\"\"",
-           "GPU chip (e.g. sm_90a: warpgroup-sized prefill tiles)">,
+           "GPU chip (sm_90a: warpgroup-sized prefill tiles; gfx90a, "
+           "gfx942 or gfx1100 for rocdl)">,
   ];
 }
 

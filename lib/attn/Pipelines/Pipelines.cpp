@@ -31,7 +31,8 @@ using namespace mlir::attn;
 void mlir::attn::buildLowerToCpuPipeline(OpPassManager &pm,
                                          const CpuPipelineOptions &options) {
   // attn -> tiled loops with the CPU schedule.
-  pm.addPass(createAttnPlan(AttnPlanOptions{"cpu"}));
+  pm.addPass(
+      createAttnPlan(AttnPlanOptions{options.planTarget, options.planChip}));
   pm.addPass(createConvertAttnToSCF());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

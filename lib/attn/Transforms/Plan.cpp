@@ -28,6 +28,38 @@ std::optional<TargetTiles> tilesFor(StringRef target) {
   return std::nullopt;
 }
 
+/// AMD matrix-core families: CDNA (wave64 MFMA) and RDNA3 (wave32 WMMA).
+enum class AmdFamily { cdna, rdna3 };
+
+std::optional<AmdFamily> amdFamily(StringRef chip) {
+  if (chip == "gfx90a" || chip == "gfx942")
+    return AmdFamily::cdna;
+  if (chip == "gfx1100")
+    return AmdFamily::rdna3;
+  return std::nullopt;
+}
+
+/// ROCDL programs: `waves` waves of 32 (MFMA 32x32) or 16 (MFMA 16x16, WMMA
+/// 16x16) query rows; Q and one K and V tile live in LDS, whose 64 KB
+/// budget leaves 16 KB to the compiler and the reductions here, so the KV
+/// tile is the largest of 64, 32 and 16 keys that fits in 48 KB.
+struct AmdTiles {
+  int64_t rows, keys, waves;
+};
+
+AmdTiles amdTiles(AmdFamily family, bool prefill, int64_t headDim) {
+  int64_t dPad = (headDim + 15) / 16 * 16;
+  // CDNA prefill: 4 waves of 32 rows (one 32x32 MFMA tile each); heads
+  // over 128 take 64 rows (16 per wave) so that Q fits next to K and V.
+  // Decode-shaped programs and RDNA3: 4 waves of 16 rows.
+  int64_t rows = family == AmdFamily::cdna && prefill && dPad <= 128 ? 128 : 64;
+  constexpr int64_t kBudget = 48 * 1024, kElemBytes = 2;
+  int64_t keys = 64;
+  while (keys > 16 && (rows + 2 * keys) * dPad * kElemBytes > kBudget)
+    keys /= 2;
+  return {rows, keys, 4};
+}
+
 int64_t groupOf(Value q, Value kv, unsigned kvHeadDim) {
   return cast<MemRefType>(q.getType()).getDimSize(1) /
          cast<MemRefType>(kv.getType()).getDimSize(kvHeadDim);
@@ -64,6 +96,16 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   if (pack == 0)
     pack = group;
   int64_t headDim = cast<MemRefType>(op->getOperand(0).getType()).getDimSize(2);
+  if (target == "rocdl") {
+    std::optional<AmdFamily> family = amdFamily(chip);
+    if (!family)
+      return failure();
+    AmdTiles t = amdTiles(*family, !isa<UnifiedOp>(op), headDim);
+    int64_t blockQ = std::max<int64_t>(1, t.rows / pack);
+    if (qBlockLimit)
+      blockQ = std::gcd(blockQ, qBlockLimit);
+    return ScheduleAttr::get(op->getContext(), blockQ, t.keys, pack, t.waves);
+  }
   int64_t rows = tiles->rows;
   // Prefill-shaped GPU programs take 128-row M tiles: with 4 warps of 32
   // rows each K/V fragment read from shared memory feeds two MMAs (as in
@@ -145,6 +187,12 @@ struct AttnPlanPass : public mlir::attn::impl::AttnPlanBase<AttnPlanPass> {
     if (!tilesFor(target)) {
       getOperation()->emitError() << "attn-plan: unknown target '" << target
                                   << "' (expected cpu, nvvm or rocdl)";
+      return signalPassFailure();
+    }
+    if (target == "rocdl" && !amdFamily(chip)) {
+      getOperation()->emitError()
+          << "attn-plan: unknown rocdl chip '" << chip
+          << "' (expected gfx90a, gfx942 or gfx1100)";
       return signalPassFailure();
     }
     getOperation()->walk([&](Operation *op) {
