@@ -29,7 +29,7 @@ for plan in rocdl:gfx942 rocdl:gfx1100 nvvm:sm_90a; do
   echo "== pytest under the $plan tile schedules"
   xml="$BUILD_DIR/pytest-results-${plan/:/-}.xml"
   ATTN_MLIR_CPU_PLAN="$plan" python3 -m pytest -q -p no:cacheprovider \
-    --junitxml "$xml" "$ROOT/test/python" --deselect "$ROOT/test/python/test_errors.py"
+    --junitxml "$xml" "$ROOT/test/python" --ignore "$ROOT/test/python/test_errors.py"
   [ $? -eq 0 ] || py_rc=1
   plan_xmls+=("$xml")
 done
