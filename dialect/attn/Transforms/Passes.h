@@ -22,6 +22,17 @@ namespace mlir::attn {
 #define GEN_PASS_REGISTRATION
 #include "attn/Transforms/Passes.h.inc"
 
+/// What an NVIDIA chip offers the warp programs (convert-attn-to-gpu) and
+/// the PTX they need (attn-lower-to-nvvm-pipeline).
+struct NvidiaChip {
+  bool wgmma = false; // warpgroup MMAs (sm_90a)
+  bool fp8 = false;   // fp8 mma.sync shapes, cvt of fp8 pairs (sm_89 and up)
+  /// From a chip name: sm_XY[a].
+  static NvidiaChip parse(StringRef chip);
+  /// The PTX ISA feature the programs need: fp8 mma.sync needs 8.4.
+  StringRef ptxFeatures() const { return fp8 ? "+ptx84" : "+ptx80"; }
+};
+
 /// The pattern lowering every attn op (the four kernels and merge_states) to
 /// an scf.parallel grid of tiled online-softmax loop programs.
 void populateAttnToSCFPatterns(RewritePatternSet &patterns);

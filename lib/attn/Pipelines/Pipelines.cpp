@@ -75,15 +75,8 @@ void mlir::attn::buildLowerToNvvmPipeline(OpPassManager &pm,
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
   target.features = options.features;
-  if (target.features.empty()) {
-    // fp8 mma.sync (sm_89 and up) needs PTX ISA 8.4.
-    unsigned sm = 0;
-    StringRef digits = StringRef(options.chip).drop_front(3).take_while(
-        [](char c) { return llvm::isDigit(c); });
-    bool fp8 = StringRef(options.chip).starts_with("sm_") &&
-               !digits.getAsInteger(10, sm) && sm >= 89;
-    target.features = fp8 ? "+ptx84" : "+ptx80";
-  }
+  if (target.features.empty())
+    target.features = NvidiaChip::parse(options.chip).ptxFeatures().str();
   target.optLevel = options.optLevel;
   pm.addPass(createGpuNVVMAttachTarget(target));
   GpuModuleToBinaryPassOptions binary;

@@ -116,6 +116,7 @@ struct ConvertAttnToGPUPass
     std::string name = func ? func.getSymName().str() : "attn_kernel";
 
     // Resources of the program.
+    NvidiaChip nvidia = NvidiaChip::parse(chip);
     Type computeType;
     WarpLaunch launch{128, 0};
     if (Value q = queryOf(op)) {
@@ -130,7 +131,7 @@ struct ConvertAttnToGPUPass
       launch = warpLaunchFor(TileShape{s.getBlockQ(), s.getBlockN(),
                                        s.getHeadsPerProgram(), headDimOf(op),
                                        s.getWarps()},
-                             computeType, NvidiaChip::parse(chip));
+                             computeType, nvidia);
     }
     FailureOr<SmallVector<GridExtent>> grid = kernelGrid(op);
     if (failed(grid))
@@ -169,7 +170,7 @@ struct ConvertAttnToGPUPass
           .getResult(0);
     });
     WarpProgramTarget programs(entry, shared, computeType, launch.threads,
-                               NvidiaChip::parse(chip));
+                               nvidia);
     if (failed(emitAttnOp(e, programs, clone)))
       return op->emitOpError("convert-attn-to-gpu: op was not lowered");
     clone->erase();

@@ -24,6 +24,7 @@
 #define ATTN_LIB_TRANSFORMS_WARPATTENTION_H
 
 #include "TiledAttention.h"
+#include "attn/Transforms/Passes.h"
 
 namespace mlir::attn {
 
@@ -32,14 +33,6 @@ struct WarpLaunch {
   int64_t threads;
   int64_t sharedBytes;
   bool wgmma; // warpgroup MMAs (sm_90a)
-};
-
-/// What an NVIDIA chip offers the warp programs.
-struct NvidiaChip {
-  bool wgmma = false; // warpgroup MMAs (sm_90a)
-  bool fp8 = false;   // fp8 mma.sync shapes, cvt of fp8 pairs (sm_89 and up)
-  /// From a chip name: sm_XY[a].
-  static NvidiaChip parse(StringRef chip);
 };
 
 /// The compute (tensor-core operand) type for query type `qType`: f16 and

@@ -31,13 +31,18 @@ SmallVector<Value> WarpAttentionBuilder::ldmatrix(Value tile, Value row,
   return regs;
 }
 
+/// A pair of 16-bit values (or four fp8) as the i32 register holding it.
+static Value asI32(ImplicitLocOpBuilder &b, Value pair) {
+  Type i32 = b.getI32Type();
+  if (pair.getType() == i32)
+    return pair;
+  return vector::ExtractOp::create(
+      b, vector::BitCastOp::create(b, VectorType::get({1}, i32), pair), 0);
+}
+
 Value WarpAttentionBuilder::operandReg(Value pair) {
   // mma.sync takes f16 pairs as vector<2xf16> and bf16 pairs as i32.
-  if (ct.isF16())
-    return pair;
-  Value asInt =
-      vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()), pair);
-  return vector::ExtractOp::create(b, asInt, 0);
+  return ct.isF16() ? pair : asI32(b, pair);
 }
 
 Value WarpAttentionBuilder::pack(Value lo, Value hi) {
@@ -72,18 +77,10 @@ WarpAttentionBuilder::Acc WarpAttentionBuilder::mmaFp8(ArrayRef<Value> a,
   auto name = [](Type t) {
     return isa<Float8E4M3FNType>(t) ? std::string("e4m3") : "e5m2";
   };
-  Type i32 = b.getI32Type(), f32 = b.getF32Type();
-  auto asInt = [&](Value pair) -> Value {
-    if (pair.getType() == i32)
-      return pair;
-    return vector::ExtractOp::create(
-        b, vector::BitCastOp::create(b, VectorType::get({1}, i32), pair), 0);
-  };
+  Type f32 = b.getF32Type();
   SmallVector<Value> operands;
-  for (Value v : a)
-    operands.push_back(asInt(v));
-  for (Value v : bRegs)
-    operands.push_back(asInt(v));
+  for (Value v : llvm::concat<const Value>(a, bRegs))
+    operands.push_back(asI32(b, v));
   operands.append(c.begin(), c.end());
   std::string text = "mma.sync.aligned.m16n8k32.row.col.f32." + name(qType) +
                      "." + name(kType) +

@@ -68,8 +68,9 @@ struct Geometry {
 /// 1024-byte boundary (the descriptors' base offset is 0).
 constexpr int64_t kAlignSlack = wgmma::kGroupBytes;
 
-/// The geometry of a program with tile shape `s`; `hopper` allows wgmma.
-Geometry geometryOf(const TileShape &s, bool hopper);
+/// The geometry of a program with tile shape `s`; `wgmma` allows warpgroup
+/// MMAs (NvidiaChip::wgmma).
+Geometry geometryOf(const TileShape &s, bool wgmma);
 
 /// One row of a tile being staged in shared memory: element x of the row is
 /// `mem[at(x)] * scale`, for x < limit (the head dim when null); the rest

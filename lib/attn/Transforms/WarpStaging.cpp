@@ -21,7 +21,7 @@ using namespace mlir::attn;
 
 namespace mlir::attn::warp {
 
-Geometry geometryOf(const TileShape &s, bool hopper) {
+Geometry geometryOf(const TileShape &s, bool wgmma) {
   Geometry g;
   int64_t rows16 = roundUp(s.rows(), 16);
   g.warps = s.warps > 0 ? s.warps : rows16 / 16;
@@ -37,7 +37,7 @@ Geometry geometryOf(const TileShape &s, bool hopper) {
   g.stages = g.mRows >= 128 ? 2 : 1;
   // Whole warpgroups of one fragment per warp on the double-buffered walk,
   // and tiles of whole swizzle atoms (N of an MMA is at most 256).
-  g.wgmma = hopper && g.warps % 4 == 0 && g.mFrags == 1 && g.stages == 2 &&
+  g.wgmma = wgmma && g.warps % 4 == 0 && g.mFrags == 1 && g.stages == 2 &&
             g.dPad % wgmma::kAtomCols == 0 && g.bn % wgmma::kAtomCols == 0 &&
             g.dPad <= 256 && g.bn <= 256;
   if (g.wgmma) {
@@ -185,33 +185,15 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
     SmallVector<Value> base;
     if (k.src.chunks)
       base = k.at.empty() ? k.src.at(k.x0) : k.at;
+    // Raw fp8 tiles take the stored byte itself; others the dequantized
+    // value in the compute type. 0 outside the row.
+    Type loaded = rawFp8 ? dt : b.getF32Type();
     SmallVector<Value> elems;
     for (int64_t j = 0; j < 8; ++j) {
       Value x = e.add(k.x0, e.idx(j));
       Value ok = e.andI(k.src.valid, e.lt(x, k.limit));
-      if (rawFp8) {
-        // The stored byte itself (0 outside the row).
-        elems.push_back(e.ifElse(
-            ok, {dt},
-            [&] {
-              SmallVector<Value> at;
-              if (k.src.chunks) {
-                at = base;
-                at.back() = e.add(at.back(), e.idx(j));
-              } else {
-                at = k.src.at(x);
-              }
-              return SmallVector<Value>{
-                  memref::LoadOp::create(b, k.src.mem, at)};
-            },
-            [&] {
-              return SmallVector<Value>{arith::ConstantOp::create(
-                  b, dt, b.getFloatAttr(dt, 0.0))};
-            })[0]);
-        continue;
-      }
       Value v = e.ifElse(
-          ok, {b.getF32Type()},
+          ok, {loaded},
           [&] {
             SmallVector<Value> at;
             if (k.src.chunks) {
@@ -220,10 +202,16 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
             } else {
               at = k.src.at(x);
             }
+            if (rawFp8)
+              return SmallVector<Value>{
+                  memref::LoadOp::create(b, k.src.mem, at)};
             return SmallVector<Value>{e.load32(k.src.mem, at, k.src.scale)};
           },
-          [&] { return SmallVector<Value>{e.f32(0.0)}; })[0];
-      elems.push_back(arith::TruncFOp::create(b, ct, v));
+          [&] {
+            return SmallVector<Value>{arith::ConstantOp::create(
+                b, loaded, b.getFloatAttr(loaded, 0.0))};
+          })[0];
+      elems.push_back(rawFp8 ? v : arith::TruncFOp::create(b, ct, v));
     }
     Value vec = vector::FromElementsOp::create(b, vecType, elems);
     vector::StoreOp::create(b, vec, dst.mem, tileAt(dst, k.r, k.x0));
