@@ -35,3 +35,9 @@ _ptxas = next((p for p in ("/usr/local/cuda/bin/ptxas", _shutil.which("ptxas"))
 if _ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", _ptxas))
+
+# The GPU backends built in (CMake ATTN_ENABLE_NVVM / ATTN_ENABLE_ROCDL).
+if config.attn_enable_nvvm:
+    config.available_features.add("nvvm-backend")
+if config.attn_enable_rocdl:
+    config.available_features.add("rocdl-backend")

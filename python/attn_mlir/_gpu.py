@@ -50,6 +50,39 @@ def chip_for_capability(major, minor):
     return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
 
 
+def chip_for_hip_device(props):
+    """The ROCDL chip of a ROCm device (torch's gcnArchName, e.g.
+    'gfx942:sramecc+:xnack-' -> 'gfx942')."""
+    return props.gcnArchName.split(":")[0]
+
+
+def is_amd(chip):
+    return chip.startswith("gfx")
+
+
+def parse_amdgpu_resources(isa):
+    """{kernel: {"registers", "stack_bytes", "spill_stores", "spill_loads"}}
+    (as parse_resource_report) from the AMDGPU metadata of an assembly
+    listing: scratch is the private segment, spills are VGPR spills (4
+    bytes each)."""
+    out = {}
+    i = isa.find("amdhsa.kernels:")
+    if i < 0:
+        return out
+    # Kernel entries are "  - ." at indentation 2; their fields at 4.
+    for entry in re.split(r"\n  - ", isa[i:])[1:]:
+        fields = dict(re.findall(r"^\s{0,4}\.?(\w+):\s+(\S+)", "." + entry,
+                                 re.M))
+        if "name" not in fields:
+            continue
+        spills = int(fields.get("vgpr_spill_count", 0))
+        out[fields["name"]] = {
+            "registers": int(fields.get("vgpr_count", 0)),
+            "stack_bytes": int(fields.get("private_segment_fixed_size", 0)),
+            "spill_stores": 4 * spills, "spill_loads": 4 * spills}
+    return out
+
+
 def bundle_key(mlir_text, chip):
     return hashlib.sha256(f"{chip}\n{mlir_text}".encode()).hexdigest()[:24]
 
@@ -151,42 +184,63 @@ def warn_on_spills(resources, mlir_text, chip):
                 SpillWarning, stacklevel=3)
 
 
+def _lower(tmp, chip, options, out_name):
+    """Runs the chip's attn-opt pipeline on tmp/kernel.mlir."""
+    pipeline = ("attn-lower-to-rocdl-pipeline" if is_amd(chip)
+                else "attn-lower-to-nvvm-pipeline")
+    cmd = [attn_opt(), str(tmp / "kernel.mlir"),
+           f"--{pipeline}=chip={chip} {options}", "-o", str(tmp / out_name)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CompileError(f"attn-opt failed ({' '.join(cmd)}):\n"
+                           f"{proc.stderr[-4000:]}")
+    return (tmp / out_name).read_text()
+
+
 def compile_bundle(mlir_text, chip, dest):
-    """Compiles one specialization into the bundle directory `dest`."""
+    """Compiles one specialization into the bundle directory `dest`: PTX
+    (and a cubin where ptxas is) for NVIDIA chips, an HSACO code object for
+    AMD ones (gfx90a, gfx942, gfx1100)."""
     dest = Path(dest)
     with tempfile.TemporaryDirectory(prefix="attn_mlir_gpu_") as tmp:
         tmp = Path(tmp)
         (tmp / "kernel.mlir").write_text(mlir_text)
-        cmd = [attn_opt(), str(tmp / "kernel.mlir"),
-               f"--attn-lower-to-nvvm-pipeline=chip={chip} format=isa",
-               "-o", str(tmp / "kernel.gpu.mlir")]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise CompileError(f"attn-opt failed ({' '.join(cmd)}):\n"
-                               f"{proc.stderr[-4000:]}")
-        out = (tmp / "kernel.gpu.mlir").read_text()
+        out = _lower(tmp, chip, "format=isa", "kernel.gpu.mlir")
         manifest = json.loads(_string_attr(out, r"attn\.manifest = "))
-        ptx = _string_attr(out, r"#gpu\.object<.*?assembly = ")
-        if manifest is None or ptx is None:
-            raise CompileError("attn-opt produced no kernel manifest or PTX")
+        isa = _string_attr(out, r"#gpu\.object<.*?assembly = ")
+        if manifest is None or isa is None:
+            raise CompileError("attn-opt produced no kernel manifest or ISA")
         staging = Path(tempfile.mkdtemp(prefix=dest.name + ".", dir=dest.parent))
         try:
-            (staging / "kernel.ptx").write_text(ptx)
             record = {"chip": chip, "key": dest.name, "kernels": manifest,
                       "binary": "kernel.ptx", "mlir": mlir_text,
                       "compiler": compiler_fingerprint()}
-            ptxas = _ptxas()
-            if ptxas:
-                proc = subprocess.run(
-                    [ptxas, f"-arch={chip}", "-v", "-O3",
-                     str(staging / "kernel.ptx"), "-o",
-                     str(staging / "kernel.cubin")],
-                    capture_output=True, text=True)
-                if proc.returncode != 0:
-                    raise CompileError(f"ptxas failed:\n{proc.stderr[-4000:]}")
-                record["binary"] = "kernel.cubin"
-                record["resources"] = parse_resource_report(proc.stderr)
+            if is_amd(chip):
+                (staging / "kernel.s").write_text(isa)
+                binary = _string_attr(
+                    _lower(tmp, chip, "format=bin", "kernel.bin.mlir"),
+                    r"#gpu\.object<.*?bin = ")
+                if binary is None:
+                    raise CompileError("attn-opt produced no code object")
+                (staging / "kernel.hsaco").write_bytes(binary.encode("latin-1"))
+                record["binary"] = "kernel.hsaco"
+                record["resources"] = parse_amdgpu_resources(isa)
                 warn_on_spills(record["resources"], mlir_text, chip)
+            else:
+                (staging / "kernel.ptx").write_text(isa)
+                ptxas = _ptxas()
+                if ptxas:
+                    proc = subprocess.run(
+                        [ptxas, f"-arch={chip}", "-v", "-O3",
+                         str(staging / "kernel.ptx"), "-o",
+                         str(staging / "kernel.cubin")],
+                        capture_output=True, text=True)
+                    if proc.returncode != 0:
+                        raise CompileError(
+                            f"ptxas failed:\n{proc.stderr[-4000:]}")
+                    record["binary"] = "kernel.cubin"
+                    record["resources"] = parse_resource_report(proc.stderr)
+                    warn_on_spills(record["resources"], mlir_text, chip)
             (staging / "manifest.json").write_text(json.dumps(record, indent=1))
             os.replace(staging, dest)
         finally:

@@ -174,19 +174,25 @@ class _Call:
         import torch
         from . import _gpu
         dev = self.device
+        # ROCm torch runs the ROCDL kernels (HSACO) through the HIP module
+        # API; that path is the CUDA one with other entry points and has not
+        # run on AMD hardware (docs/runtime.md).
+        backend = 1 if torch.version.hip else 0
         kernels = _GPU_KERNELS.get((text, dev.index))
         if kernels is None:
-            if torch.version.hip:
-                raise NotImplementedError(
-                    "ROCm tensors: the ROCDL backend is not built yet")
-            chip = _gpu.chip_for_capability(
-                *torch.cuda.get_device_capability(dev))
-            kernels = _gpu.load_bundle(_gpu.bundle_for(text, chip), dev.index)
+            if backend:
+                chip = _gpu.chip_for_hip_device(
+                    torch.cuda.get_device_properties(dev))
+            else:
+                chip = _gpu.chip_for_capability(
+                    *torch.cuda.get_device_capability(dev))
+            kernels = _gpu.load_bundle(_gpu.bundle_for(text, chip), dev.index,
+                                       backend)
             _GPU_KERNELS[(text, dev.index)] = kernels
         stream = _current_stream(torch, dev)
         for kernel in kernels:
             args = [self.params[p["arg"]][3] for p in kernel.record["params"]]
-            _gpu.launch(kernel, args, stream)
+            _gpu.launch(kernel, args, stream, backend)
 
 
 def prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,

@@ -1,3 +1,4 @@
+// REQUIRES: nvvm-backend
 // RUN: attn-opt %s --split-input-file --attn-plan=target=nvvm --convert-attn-to-gpu --verify-diagnostics | FileCheck %s
 // RUN: attn-opt %s --split-input-file --attn-plan="target=nvvm chip=sm_90a" --convert-attn-to-gpu=chip=sm_90a --verify-diagnostics | FileCheck %s --check-prefix=HOPPER
 // RUN: attn-opt %s --split-input-file --attn-plan="target=nvvm chip=sm_89" --convert-attn-to-gpu=chip=sm_89 --verify-diagnostics | FileCheck %s --check-prefix=ADA

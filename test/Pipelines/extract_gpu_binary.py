@@ -1,5 +1,6 @@
-"""Prints the PTX (or the kernel manifest, with --manifest) that
-attn-lower-to-nvvm-pipeline embedded in its output (read from stdin)."""
+"""Prints the PTX or AMDGPU assembly (or the kernel manifest, with
+--manifest) that attn-lower-to-nvvm-pipeline or attn-lower-to-rocdl-pipeline
+(format=isa) embedded in its output (read from stdin)."""
 import re
 import sys
 
@@ -9,7 +10,7 @@ def extract(text, manifest=False):
                else r'#gpu\.object<.*?assembly = "((?:[^"\\]|\\.)*)"')
     m = re.search(pattern, text, re.S)
     if not m:
-        sys.exit("no embedded " + ("manifest" if manifest else "PTX"))
+        sys.exit("no embedded " + ("manifest" if manifest else "assembly"))
     return re.sub(r'\\([0-9A-Fa-f]{2}|\\|")',
                   lambda x: x.group(1) if x.group(1) in ('\\', '"')
                   else chr(int(x.group(1), 16)), m.group(1))

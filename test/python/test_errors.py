@@ -1,6 +1,8 @@
 """Bad arguments raise ValueError naming the argument, before any kernel."""
 
+import json
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -189,3 +191,31 @@ def test_gpu_chunk_alignment():
     with pytest.raises(ValueError, match="v_cache: GPU kernels read its rows in 8-byte"):
         check_pointer_alignment(View("v_cache", 0x1004, (4, 2, 64, 16),
                                      (2048, 1024, 16, 1), "f8E4M3FN", None), 8)
+
+
+def test_rocdl_bundle(tmp_path):
+    # The AMD half of the runtime path, up to the code object a ROCm device
+    # would load (no AMD GPU here): an HSACO (AMDGPU ELF) per specialization,
+    # its manifest, and resources without scratch.
+    from attn_mlir import _gpu
+    text = (Path(__file__).parents[2] / "examples" / "flash.mlir").read_text()
+    bundle = _gpu.compile_bundle(text, "gfx942", tmp_path / "b")
+    record = json.loads((bundle / "manifest.json").read_text())
+    assert record["binary"] == "kernel.hsaco"
+    elf = (bundle / "kernel.hsaco").read_bytes()
+    assert elf[:4] == b"\x7fELF"
+    assert int.from_bytes(elf[18:20], "little") == 224  # EM_AMDGPU
+    assert [k["name"] for k in record["kernels"]] == ["varlen_causal_flash"]
+    res = record["resources"]["varlen_causal_flash"]
+    assert res["stack_bytes"] == 0 and res["spill_stores"] == 0
+    assert res["registers"] > 0
+    assert "v_mfma_f32_16x16x16_bf16" in (bundle / "kernel.s").read_text()
+
+
+def test_hip_chip_name():
+    from attn_mlir import _gpu
+
+    class Props:
+        gcnArchName = "gfx942:sramecc+:xnack-"
+    assert _gpu.chip_for_hip_device(Props()) == "gfx942"
+    assert _gpu.is_amd("gfx1100") and not _gpu.is_amd("sm_90a")

@@ -14,6 +14,7 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVM/ROCDL/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
@@ -26,9 +27,15 @@ int main(int argc, char **argv) {
   registry.insert<mlir::attn::AttnDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
-  // gpu-module-to-binary: LLVM IR translation and the NVPTX serializer.
+  // gpu-module-to-binary: LLVM IR translation and the NVPTX and AMDGPU
+  // serializers of the backends built in.
   mlir::registerAllToLLVMIRTranslations(registry);
+#ifdef ATTN_ENABLE_NVVM
   mlir::NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+#endif
+#ifdef ATTN_ENABLE_ROCDL
+  mlir::ROCDL::registerROCDLTargetInterfaceExternalModels(registry);
+#endif
 
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "attn-mlir optimizer driver\n", registry));

@@ -58,6 +58,35 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
 void buildLowerToNvvmPipeline(OpPassManager &pm,
                               const NvvmPipelineOptions &options);
 
+/// Options of `attn-lower-to-rocdl-pipeline`.
+struct RocdlPipelineOptions : public PassPipelineOptions<RocdlPipelineOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip",
+      llvm::cl::desc("AMD target: gfx90a or gfx942 (CDNA, wave64 MFMA) or "
+                     "gfx1100 (RDNA3, wave32 WMMA)"),
+      llvm::cl::init("gfx942")};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("What gpu-module-to-binary embeds: isa (AMDGPU "
+                     "assembly) or bin (an HSACO code object, linked with "
+                     "ld.lld)"),
+      llvm::cl::init("bin")};
+  PassOptions::Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("Directory with llvm/bin/ld.lld for format=bin; by "
+                     "default the one configured at build time"),
+      llvm::cl::init("")};
+  PassOptions::Option<int> optLevel{
+      *this, "opt-level", llvm::cl::desc("LLVM optimization level (0-3)"),
+      llvm::cl::init(3)};
+};
+
+/// attn ops -> gpu.module kernels (MFMA/WMMA wave programs) -> ROCDL ->
+/// AMDGPU assembly or an HSACO code object in a gpu.binary; the host keeps
+/// gpu.launch_func ops. Uses no ROCm device library.
+void buildLowerToRocdlPipeline(OpPassManager &pm,
+                               const RocdlPipelineOptions &options);
+
 /// Registers every attn pipeline with the pass registry.
 void registerAttnPipelines();
 

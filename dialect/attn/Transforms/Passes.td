@@ -60,24 +60,30 @@ def ConvertAttnToGPU : Pass<"convert-attn-to-gpu", "::mlir::ModuleOp"> {
     the accumulator fragments. With `chip=sm_90a`, programs of whole
     warpgroups (8 warps of one 16-row fragment, 64-column tiles) run QK and
     PV on wgmma.mma_async from 128-byte swizzled shared tiles, P from
-    registers. The module gets `gpu.container_module` and
+    registers. For `rocdl` (chip gfx90a, gfx942: wave64 MFMA; gfx1100:
+    wave32 WMMA), waves of 16x16x16 matrix instructions compute S^T = K Q^T
+    and O^T = V^T P^T from LDS tiles, so each lane owns one query row, and
+    exp2 is v_exp_f32 (no device library). The module gets
+    `gpu.container_module` and
     an `attn.manifest` string: one JSON record per kernel with its name,
     parameter ABI, grid formula, threads and dynamic shared memory, which
     the runtime reads.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"nvvm\"",
-           "GPU target: nvvm">,
+           "GPU target: nvvm or rocdl (each present when built in)">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_80\"",
-           "NVIDIA chip: sm_90a runs programs of whole warpgroups on "
-           "wgmma.mma_async">,
+           "Chip: sm_80 .. sm_90a for nvvm (sm_90a runs programs of whole "
+           "warpgroups on wgmma.mma_async); gfx90a, gfx942 or gfx1100 for "
+           "rocdl">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
     "::mlir::gpu::GPUDialect", "::mlir::nvgpu::NVGPUDialect",
     "::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect",
-    "::mlir::vector::VectorDialect"
+    "::mlir::vector::VectorDialect", "::mlir::amdgpu::AMDGPUDialect",
+    "::mlir::ROCDL::ROCDLDialect"
   ];
 }
 

@@ -11,7 +11,7 @@
 
 #include "KernelLowering.h"
 #include "Schedule.h"
-#include "WarpAttention.h"
+#include "GpuTarget.h"
 #include "attn/IR/AttnOps.h"
 #include "attn/Transforms/Passes.h"
 
@@ -78,9 +78,10 @@ struct ConvertAttnToGPUPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (target != "nvvm") {
-      module.emitError() << "convert-attn-to-gpu: unknown target '" << target
-                         << "' (expected nvvm)";
+    std::string error;
+    std::unique_ptr<GpuTarget> gpuTarget = createGpuTarget(target, chip, error);
+    if (!gpuTarget) {
+      module.emitError() << "convert-attn-to-gpu: " << error;
       return signalPassFailure();
     }
     SmallVector<Operation *> ops;
@@ -101,7 +102,7 @@ struct ConvertAttnToGPUPass
     std::string manifest = "[";
     for (Operation *op : ops) {
       std::string record;
-      if (failed(outline(op, kernels, symbols, record)))
+      if (failed(outline(op, *gpuTarget, kernels, symbols, record)))
         return signalPassFailure();
       manifest += (manifest.size() > 1 ? ",\n " : "") + record;
     }
@@ -109,29 +110,36 @@ struct ConvertAttnToGPUPass
     module->setAttr("attn.manifest", StringAttr::get(&getContext(), manifest));
   }
 
-  LogicalResult outline(Operation *op, gpu::GPUModuleOp kernels,
+  LogicalResult outline(Operation *op, const GpuTarget &gpuTarget,
+                        gpu::GPUModuleOp kernels,
                         SymbolTable &symbols, std::string &record) {
     MLIRContext *ctx = op->getContext();
     auto func = op->getParentOfType<func::FuncOp>();
     std::string name = func ? func.getSymName().str() : "attn_kernel";
 
     // Resources of the program.
-    NvidiaChip nvidia = NvidiaChip::parse(chip);
     Type computeType;
-    WarpLaunch launch{128, 0};
+    KernelLaunch launch;
     if (Value q = queryOf(op)) {
       Type qType = cast<MemRefType>(q.getType()).getElementType();
-      FailureOr<Type> ct = warpComputeType(qType);
+      FailureOr<Type> ct = gpuTarget.computeType(qType);
       if (failed(ct))
         return op->emitOpError("convert-attn-to-gpu: query type ")
                << qType << " has no tensor-core path on " << target
                << " (f16, bf16 and fp8 do; use the CPU pipeline for f32)";
       computeType = *ct;
       ScheduleAttr s = scheduleOrDefault(op);
-      launch = warpLaunchFor(TileShape{s.getBlockQ(), s.getBlockN(),
-                                       s.getHeadsPerProgram(), headDimOf(op),
-                                       s.getWarps()},
-                             computeType, nvidia);
+      launch = gpuTarget.launchFor(TileShape{s.getBlockQ(), s.getBlockN(),
+                                              s.getHeadsPerProgram(),
+                                              headDimOf(op), s.getWarps()},
+                                    computeType);
+      if (launch.threads > 1024 ||
+          launch.sharedBytes > gpuTarget.maxSharedBytes())
+        return op->emitOpError("convert-attn-to-gpu: the schedule ")
+               << s << " needs " << launch.threads << " threads and "
+               << launch.sharedBytes << " bytes of shared memory; " << target
+               << " allows 1024 and " << gpuTarget.maxSharedBytes()
+               << " (pick smaller block_q, block_n or warps)";
     }
     FailureOr<SmallVector<GridExtent>> grid = kernelGrid(op);
     if (failed(grid))
@@ -161,17 +169,12 @@ struct ConvertAttnToGPUPass
     mapping.map(op->getOperands(), entry->getArguments());
     Operation *clone = b.clone(*op, mapping);
     LoopEmitter e(b);
-    e.setExp2([](ImplicitLocOpBuilder &ib, Value x) -> Value {
-      // ex2.approx: one MUFU instruction; exp2(-inf) = +0.
-      return LLVM::CallIntrinsicOp::create(ib, ib.getF32Type(),
-                                           ib.getStringAttr(
-                                               "llvm.nvvm.ex2.approx.ftz.f"),
-                                           ValueRange{x})
-          .getResult(0);
+    e.setExp2([&](ImplicitLocOpBuilder &ib, Value x) {
+      return gpuTarget.exp2(ib, x);
     });
-    WarpProgramTarget programs(entry, shared, computeType, launch.threads,
-                               nvidia);
-    if (failed(emitAttnOp(e, programs, clone)))
+    std::unique_ptr<ProgramTarget> programs =
+        gpuTarget.programs(entry, shared, computeType, launch);
+    if (failed(emitAttnOp(e, *programs, clone)))
       return op->emitOpError("convert-attn-to-gpu: op was not lowered");
     clone->erase();
     gpu::ReturnOp::create(b);

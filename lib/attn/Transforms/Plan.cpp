@@ -39,8 +39,8 @@ std::optional<AmdFamily> amdFamily(StringRef chip) {
   return std::nullopt;
 }
 
-/// ROCDL programs: `waves` waves of 32 (MFMA 32x32) or 16 (MFMA 16x16, WMMA
-/// 16x16) query rows; Q and one K and V tile live in LDS, whose 64 KB
+/// ROCDL programs: `waves` waves of 32 or 16 query rows (two or one 16-row
+/// fragments of 16x16x16 MFMA or WMMA); Q and one K and V tile live in LDS, whose 64 KB
 /// budget leaves 16 KB to the compiler and the reductions here, so the KV
 /// tile is the largest of 64, 32 and 16 keys that fits in 48 KB.
 struct AmdTiles {
@@ -49,7 +49,7 @@ struct AmdTiles {
 
 AmdTiles amdTiles(AmdFamily family, bool prefill, int64_t headDim) {
   int64_t dPad = (headDim + 15) / 16 * 16;
-  // CDNA prefill: 4 waves of 32 rows (one 32x32 MFMA tile each); heads
+  // CDNA prefill: 4 waves of 32 rows (two 16x16 MFMA fragments); heads
   // over 128 take 64 rows (16 per wave) so that Q fits next to K and V.
   // Decode-shaped programs and RDNA3: 4 waves of 16 rows.
   int64_t rows = family == AmdFamily::cdna && prefill && dPad <= 128 ? 128 : 64;

@@ -605,53 +605,14 @@ void WarpAttentionBuilder::epilogue(const ProgramRows &rows) {
 
 } // namespace mlir::attn::warp
 
-FailureOr<Type> mlir::attn::warpComputeType(Type qType) {
-  if (qType.isF16() || qType.isBF16())
-    return qType;
-  if (isa<Float8E4M3FNType, Float8E5M2Type>(qType))
-    return Float16Type::get(qType.getContext());
-  return failure();
-}
-
-mlir::attn::NvidiaChip mlir::attn::NvidiaChip::parse(StringRef chip) {
-  NvidiaChip c;
-  unsigned sm = 0;
-  if (chip.consume_front("sm_")) {
-    bool archSpecific = chip.consume_back("a");
-    if (chip.getAsInteger(10, sm))
-      sm = 0;
-    c.wgmma = sm == 90 && archSpecific;
-  }
-  c.fp8 = sm >= 89;
-  return c;
-}
-
-WarpLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct,
-                                     NvidiaChip chip) {
+KernelLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct,
+                                       NvidiaChip chip) {
   Geometry g = geometryOf(shape, chip.wgmma);
   int64_t bytes = (g.mRows * g.stride + g.stages * g.kvElems()) *
                   ct.getIntOrFloatBitWidth() / 8;
   if (g.wgmma)
     bytes += kAlignSlack;
-  return {g.warps * kLanes, bytes, g.wgmma};
-}
-
-void WarpProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
-                             llvm::function_ref<void(ValueRange)> body) {
-  // The launch grid is exactly `ubs` (the host computes the same extents).
-  ImplicitLocOpBuilder &b = e.builder();
-  SmallVector<Value> ids;
-  gpu::Dimension dims[] = {gpu::Dimension::x, gpu::Dimension::y,
-                           gpu::Dimension::z};
-  for (size_t i = 0; i < ubs.size(); ++i)
-    ids.push_back(gpu::BlockIdOp::create(b, dims[i]));
-  // Blocks start in x order: walking the query tiles backwards starts the
-  // longest causal programs (the last tiles of each sequence) first, so the
-  // short ones fill the tail.
-  ids[0] = arith::SubIOp::create(
-      b, arith::SubIOp::create(b, ubs[0], arith::ConstantIndexOp::create(b, 1)),
-      ids[0]);
-  body(ids);
+  return {g.warps * kLanes, bytes};
 }
 
 void WarpProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
@@ -664,8 +625,39 @@ void WarpProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
       .emit(rows, walks);
 }
 
-void WarpProgramTarget::spread(LoopEmitter &e, Value lo, Value hi,
-                               llvm::function_ref<void(Value)> body) {
-  Value tid = gpu::ThreadIdOp::create(e.builder(), gpu::Dimension::x);
-  e.forLoop(e.add(lo, tid), hi, e.idx(threads), body);
+namespace {
+/// The NVVM backend: warps of mma.sync / wgmma.
+class NvvmTarget : public GpuTarget {
+public:
+  explicit NvvmTarget(StringRef chip) : chip(NvidiaChip::parse(chip)) {}
+  FailureOr<Type> computeType(Type qType) const override {
+    return gpuComputeType(qType);
+  }
+  /// sm_90's 227 KB (launches on smaller chips fail at run time, where the
+  /// runtime names the kernel).
+  int64_t maxSharedBytes() const override { return 227 * 1024; }
+  KernelLaunch launchFor(const TileShape &shape, Type ct) const override {
+    return warpLaunchFor(shape, ct, chip);
+  }
+  Value exp2(ImplicitLocOpBuilder &b, Value x) const override {
+    // ex2.approx: one MUFU instruction; exp2(-inf) = +0.
+    return LLVM::CallIntrinsicOp::create(
+               b, b.getF32Type(), b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
+               ValueRange{x})
+        .getResult(0);
+  }
+  std::unique_ptr<ProgramTarget>
+  programs(Block *entry, Value shared, Type ct,
+           const KernelLaunch &launch) const override {
+    return std::make_unique<WarpProgramTarget>(entry, shared, ct,
+                                               launch.threads, chip);
+  }
+
+private:
+  NvidiaChip chip;
+};
+} // namespace
+
+std::unique_ptr<GpuTarget> mlir::attn::createNvvmTarget(StringRef chip) {
+  return std::make_unique<NvvmTarget>(chip);
 }

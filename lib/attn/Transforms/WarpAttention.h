@@ -23,51 +23,35 @@
 #ifndef ATTN_LIB_TRANSFORMS_WARPATTENTION_H
 #define ATTN_LIB_TRANSFORMS_WARPATTENTION_H
 
-#include "TiledAttention.h"
+#include "GpuTarget.h"
 #include "attn/Transforms/Passes.h"
 
 namespace mlir::attn {
 
-/// Launch resources of one GPU program.
-struct WarpLaunch {
-  int64_t threads;
-  int64_t sharedBytes;
-  bool wgmma; // warpgroup MMAs (sm_90a)
-};
-
-/// The compute (tensor-core operand) type for query type `qType`: f16 and
-/// bf16 as they are, fp8 as f16 (exact); failure otherwise.
-FailureOr<Type> warpComputeType(Type qType);
-
 /// Threads and shared memory of the program of an attention op with tile
 /// shape `shape` and compute type `ct` on `chip` (whose warpgroup MMAs
 /// programs of whole warpgroups and swizzle atoms use).
-WarpLaunch warpLaunchFor(const TileShape &shape, Type ct, NvidiaChip chip);
+KernelLaunch warpLaunchFor(const TileShape &shape, Type ct, NvidiaChip chip);
 
-class WarpProgramTarget : public ProgramTarget {
+class WarpProgramTarget : public GpuProgramTarget {
 public:
   /// `entry` is the kernel's entry block (where per-thread state arrays are
   /// allocated so LLVM promotes them to registers); `shared` the kernel's
   /// dynamic shared memory (memref<?xi8, workgroup>).
   WarpProgramTarget(Block *entry, Value shared, Type computeType,
                     int64_t threads, NvidiaChip chip)
-      : entry(entry), shared(shared), computeType(computeType),
-        threads(threads), chip(chip) {}
+      : GpuProgramTarget(threads), entry(entry), shared(shared),
+        computeType(computeType), chip(chip) {}
 
-  void grid(LoopEmitter &e, ArrayRef<Value> ubs,
-            llvm::function_ref<void(ValueRange)> body) override;
   void emitProgram(LoopEmitter &e, const TileShape &shape,
                    const AttentionFeatures &f, const AttentionOutput &o,
                    Value q, const ProgramRows &rows,
                    ArrayRef<KvWalk> walks) override;
-  void spread(LoopEmitter &e, Value lo, Value hi,
-              llvm::function_ref<void(Value)> body) override;
 
 private:
   Block *entry;
   Value shared;
   Type computeType;
-  int64_t threads;
   NvidiaChip chip;
 };
 

@@ -25,6 +25,7 @@
 #ifndef ATTN_LIB_TRANSFORMS_WARPPROGRAM_H
 #define ATTN_LIB_TRANSFORMS_WARPPROGRAM_H
 
+#include "GpuStaging.h"
 #include "WarpAttention.h"
 #include "Wgmma.h"
 
@@ -71,19 +72,6 @@ constexpr int64_t kAlignSlack = wgmma::kGroupBytes;
 /// The geometry of a program with tile shape `s`; `wgmma` allows warpgroup
 /// MMAs (NvidiaChip::wgmma).
 Geometry geometryOf(const TileShape &s, bool wgmma);
-
-/// One row of a tile being staged in shared memory: element x of the row is
-/// `mem[at(x)] * scale`, for x < limit (the head dim when null); the rest
-/// of the row, and all of it when !valid, is zero.
-struct StagedRow {
-  Value valid;
-  Value mem;
-  std::function<SmallVector<Value>(Value)> at;
-  Value scale;         // dequantization, or null
-  bool chunks = false; // elements x0 .. x0 + 7 (x0 a multiple of 8) are
-                       // adjacent, x0's indices first (KeyRow::kChunks)
-  Value limit;         // run-time row length, or null
-};
 
 /// A [rows, cols] tile of the compute type in shared memory: row-major with
 /// a padded stride (read by ldmatrix), or in 128-byte swizzled atoms of 64

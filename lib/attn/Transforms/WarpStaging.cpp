@@ -7,7 +7,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Fp8Codec.h"
 #include "WarpProgram.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -137,103 +136,29 @@ Value WarpAttentionBuilder::tileAddress(const SharedTile &t, int64_t bytes) {
 void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
                                  int64_t rowElems,
                                  llvm::function_ref<StagedRow(Value)> source) {
-  // Chunks of 8 elements (16 bytes, or 8 of raw fp8), spread over the
-  // block's threads.
-  int64_t chunksPerRow = rowElems / 8, total = numRows * chunksPerRow;
-  int64_t iters = (total + threads - 1) / threads;
-  Type dt = cast<MemRefType>(dst.mem.getType()).getElementType();
-  bool rawFp8 = isa<Float8E4M3FNType, Float8E5M2Type>(dt);
-  auto vecType = VectorType::get({8}, dt);
-
-  struct Chunk {
-    Value r, x0;
-    StagedRow src;
-    Value limit;
-    bool vector;           // whether the chunk may be one 16-byte copy
-    bool widen;            // or one 8-byte load of fp8, decoded in registers
-    Value whole;           // it may, at run time: all 8 elements exist
-    SmallVector<Value> at; // source indices of element x0
+  TileStager::Hooks hooks;
+  // Whole chunks: 16 bytes (8 of raw fp8) with cp.async, which bypasses L1
+  // only for 16-byte copies.
+  hooks.copyChunk = [&](Value dstMem, ValueRange dstAt, Value src,
+                        ValueRange srcAt, Value count) {
+    Type dt = cast<MemRefType>(dstMem.getType()).getElementType();
+    UnitAttr bypassL1 =
+        isa<Float8E4M3FNType, Float8E5M2Type>(dt) ? UnitAttr() : b.getUnitAttr();
+    auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+    nvgpu::DeviceAsyncCopyOp::create(b, tokenType, dstMem, dstAt, src, srcAt,
+                                     b.getIndexAttr(8), count, bypassL1);
   };
-  auto prepare = [&](Value c) {
-    Chunk k;
-    k.r = e.divU(c, e.idx(chunksPerRow));
-    k.x0 = e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8));
-    k.src = source(k.r);
-    k.limit = k.src.limit ? k.src.limit : e.idx(shape.headDim);
-    auto srcType = cast<MemRefType>(k.src.mem.getType());
-    k.vector = k.widen = false;
-    Type srcElem = srcType.getElementType();
-    bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(srcElem);
-    if (k.src.chunks && (k.src.limit || shape.headDim % 8 == 0) &&
-        ((!k.src.scale && srcElem == dt) || fp8)) {
-      SmallVector<int64_t> strides;
-      int64_t offset;
-      bool unit = succeeded(srcType.getStridesAndOffset(strides, offset)) &&
-                  strides.back() == 1;
-      k.vector = unit && srcElem == dt;
-      k.widen = unit && fp8 && !k.vector;
-    }
-    if (k.vector || k.widen) {
-      k.whole = e.andI(k.src.valid, e.le(e.add(k.x0, e.idx(8)), k.limit));
-      k.at = k.src.at(k.x0);
-    }
-    return k;
-  };
-  // Element by element (fp8 decode, scales, strided sources, ragged ends).
-  auto gather = [&](const Chunk &k) {
-    // Elements of a chunk source are adjacent: one address computation.
-    SmallVector<Value> base;
-    if (k.src.chunks)
-      base = k.at.empty() ? k.src.at(k.x0) : k.at;
-    // Raw fp8 tiles take the stored byte itself; others the dequantized
-    // value in the compute type. 0 outside the row.
-    Type loaded = rawFp8 ? dt : b.getF32Type();
-    SmallVector<Value> elems;
-    for (int64_t j = 0; j < 8; ++j) {
-      Value x = e.add(k.x0, e.idx(j));
-      Value ok = e.andI(k.src.valid, e.lt(x, k.limit));
-      Value v = e.ifElse(
-          ok, {loaded},
-          [&] {
-            SmallVector<Value> at;
-            if (k.src.chunks) {
-              at = base;
-              at.back() = e.add(at.back(), e.idx(j));
-            } else {
-              at = k.src.at(x);
-            }
-            if (rawFp8)
-              return SmallVector<Value>{
-                  memref::LoadOp::create(b, k.src.mem, at)};
-            return SmallVector<Value>{e.load32(k.src.mem, at, k.src.scale)};
-          },
-          [&] {
-            return SmallVector<Value>{arith::ConstantOp::create(
-                b, loaded, b.getFloatAttr(loaded, 0.0))};
-          })[0];
-      elems.push_back(rawFp8 ? v : arith::TruncFOp::create(b, ct, v));
-    }
-    Value vec = vector::FromElementsOp::create(b, vecType, elems);
-    vector::StoreOp::create(b, vec, dst.mem, tileAt(dst, k.r, k.x0));
-  };
-  // A whole fp8 chunk: one 8-byte load, decoded exactly (Fp8Codec) and
-  // scaled in registers, stored as 16 bytes.
-  auto widen = [&](const Chunk &k) {
-    Type srcElem = cast<MemRefType>(k.src.mem.getType()).getElementType();
-    // (Chunks are 8-byte aligned: operands are 16-byte aligned with row
-    // strides of whole chunks, which the runtime checks.)
-    Value raw = vector::LoadOp::create(b, VectorType::get({8}, srcElem),
-                                       k.src.mem, k.at, /*nontemporal=*/false,
-                                       llvm::MaybeAlign(8));
-    SmallVector<Value> decoded; // f32, exact
-    if (chip.fp8) {
-      // Pairs through the hardware conversion (exact: every fp8 value is
-      // an f16).
+  if (chip.fp8) {
+    // Pairs through the hardware conversion (exact: every fp8 value is an
+    // f16).
+    hooks.decodeFp8 = [&](Value raw) {
+      Type srcElem = cast<VectorType>(raw.getType()).getElementType();
       Value pairs = vector::BitCastOp::create(
           b, VectorType::get({4}, b.getI16Type()), raw);
       std::string cvt = isa<Float8E4M3FNType>(srcElem)
                             ? "cvt.rn.f16x2.e4m3x2 $0, $1;"
                             : "cvt.rn.f16x2.e5m2x2 $0, $1;";
+      SmallVector<Value> decoded;
       for (int64_t j = 0; j < 4; ++j) {
         Value h2 = inlinePtx(b, b.getI32Type(),
                              ValueRange{vector::ExtractOp::create(b, pairs, j)},
@@ -248,68 +173,12 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
               b, b.getF32Type(),
               Value(vector::ExtractOp::create(b, halves, i))));
       }
-    } else {
-      Value bits =
-          arith::BitcastOp::create(b, VectorType::get({8}, b.getI8Type()), raw);
-      for (int64_t j = 0; j < 8; ++j)
-        decoded.push_back(
-            emitFp8ToF32(b, srcElem, vector::ExtractOp::create(b, bits, j)));
-    }
-    SmallVector<Value> elems;
-    for (Value v : decoded) {
-      if (k.src.scale)
-        v = e.mulF(v, k.src.scale);
-      elems.push_back(arith::TruncFOp::create(b, ct, v));
-    }
-    Value vec = vector::FromElementsOp::create(b, vecType, elems);
-    vector::StoreOp::create(b, vec, dst.mem, tileAt(dst, k.r, k.x0));
-  };
-  // (cp.async bypasses L1 only for 16-byte copies.)
-  UnitAttr bypassL1 = rawFp8 ? UnitAttr() : b.getUnitAttr();
-  auto issue = [&](const Chunk &k) {
-    if (k.widen)
-      return e.ifThenElse(
-          k.whole, [&] { widen(k); }, [&] { gather(k); });
-    if (!k.vector)
-      return gather(k);
-    auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
-    if (!k.src.limit) {
-      // Rows of whole chunks: a chunk is either all there or all zero. A
-      // copy of 0 source bytes zero-fills, so no branch splits the walk's
-      // basic block (the source index is in range either way).
-      Value n = e.select(k.whole, e.idx(8), e.idx(0));
-      nvgpu::DeviceAsyncCopyOp::create(b, tokenType, dst.mem,
-                                       tileAt(dst, k.r, k.x0), k.src.mem, k.at,
-                                       b.getIndexAttr(8), n, bypassL1);
-      return;
-    }
-    // 16 bytes straight from global memory into shared memory, or the
-    // ragged end element by element.
-    auto ifOp = scf::IfOp::create(b, k.whole, /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    nvgpu::DeviceAsyncCopyOp::create(
-        b, tokenType, dst.mem, tileAt(dst, k.r, k.x0), k.src.mem, k.at,
-        b.getIndexAttr(8), Value(), bypassL1);
-    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-    gather(k);
-  };
-
-  if (total % threads == 0 && iters <= 32) {
-    // Unrolled, with every chunk's address (block-table reads included)
-    // computed before the first copy: the reads overlap instead of each
-    // waiting behind the previous copy.
-    SmallVector<Chunk> chunks;
-    for (int64_t it = 0; it < iters; ++it)
-      chunks.push_back(prepare(e.add(tid, e.idx(it * threads))));
-    for (const Chunk &k : chunks)
-      issue(k);
-    return;
+      return decoded;
+    };
   }
-  e.forLoop(0, iters, [&](Value it) {
-    Value c = e.add(tid, e.mul(it, e.idx(threads)));
-    e.ifThen(e.lt(c, e.idx(total)), [&] { issue(prepare(c)); });
-  });
+  TileStager(e, tid, threads, shape.headDim, ct, std::move(hooks))
+      .stage(dst.mem, [&](Value r, Value x0) { return tileAt(dst, r, x0); },
+             numRows, rowElems, source);
 }
 
 Value WarpAttentionBuilder::commitGroup() {

@@ -1,0 +1,75 @@
+//===- GpuTarget.cpp - the GPU backends and their shared grid -------------===//
+
+#include "GpuTarget.h"
+#include "attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+mlir::attn::NvidiaChip mlir::attn::NvidiaChip::parse(StringRef chip) {
+  NvidiaChip c;
+  unsigned sm = 0;
+  if (chip.consume_front("sm_")) {
+    bool archSpecific = chip.consume_back("a");
+    if (chip.getAsInteger(10, sm))
+      sm = 0;
+    c.wgmma = sm == 90 && archSpecific;
+  }
+  c.fp8 = sm >= 89;
+  return c;
+}
+
+FailureOr<Type> mlir::attn::gpuComputeType(Type qType) {
+  if (qType.isF16() || qType.isBF16())
+    return qType;
+  if (isa<Float8E4M3FNType, Float8E5M2Type>(qType))
+    return Float16Type::get(qType.getContext());
+  return failure();
+}
+
+void GpuProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
+                            llvm::function_ref<void(ValueRange)> body) {
+  // The launch grid is exactly `ubs` (the host computes the same extents).
+  ImplicitLocOpBuilder &b = e.builder();
+  SmallVector<Value> ids;
+  gpu::Dimension dims[] = {gpu::Dimension::x, gpu::Dimension::y,
+                           gpu::Dimension::z};
+  for (size_t i = 0; i < ubs.size(); ++i)
+    ids.push_back(gpu::BlockIdOp::create(b, dims[i]));
+  // Blocks start in x order: walking the query tiles backwards starts the
+  // longest causal programs (the last tiles of each sequence) first, so the
+  // short ones fill the tail.
+  ids[0] = arith::SubIOp::create(
+      b, arith::SubIOp::create(b, ubs[0], arith::ConstantIndexOp::create(b, 1)),
+      ids[0]);
+  body(ids);
+}
+
+void GpuProgramTarget::spread(LoopEmitter &e, Value lo, Value hi,
+                              llvm::function_ref<void(Value)> body) {
+  Value tid = gpu::ThreadIdOp::create(e.builder(), gpu::Dimension::x);
+  e.forLoop(e.add(lo, tid), hi, e.idx(threads), body);
+}
+
+std::unique_ptr<GpuTarget> mlir::attn::createGpuTarget(StringRef target,
+                                                       StringRef chip,
+                                                       std::string &error) {
+#ifdef ATTN_ENABLE_NVVM
+  if (target == "nvvm")
+    return createNvvmTarget(chip);
+#endif
+#ifdef ATTN_ENABLE_ROCDL
+  if (target == "rocdl")
+    return createRocdlTarget(chip, error);
+#endif
+  if (target == "nvvm" || target == "rocdl")
+    error = ("target '" + target +
+             "' is not built into this attn-mlir (configure with "
+             "-DATTN_ENABLE_" + target.upper() + "=ON)")
+                .str();
+  else
+    error = ("unknown target '" + target + "' (expected nvvm or rocdl)").str();
+  return nullptr;
+}

@@ -1,0 +1,89 @@
+//===- GpuTarget.h - what a GPU backend provides ----------------*- C++ -*-===//
+//
+// convert-attn-to-gpu is written once for every GPU: it outlines each attn
+// op into a gpu.func, lowers it through the shared op lowerings
+// (KernelLowering.h) and launches it over the op's grid. What differs
+// between NVIDIA and AMD is this small interface, in the manner of Triton's
+// TargetInfo: the tensor-core compute type, the launch resources of a
+// program, the hardware exp2, and the program builder (warps of mma.sync /
+// wgmma on NVVM, waves of MFMA / WMMA on ROCDL). The grid mapping, KV walks,
+// masks and score math are common (LowerKernelOps.cpp, AttentionMath); the
+// staging of global rows into shared memory is common too (GpuStaging.h).
+//
+// Each backend is compiled in only when its CMake option is on
+// (ATTN_ENABLE_NVVM, ATTN_ENABLE_ROCDL).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_TRANSFORMS_GPUTARGET_H
+#define ATTN_LIB_TRANSFORMS_GPUTARGET_H
+
+#include "TiledAttention.h"
+
+#include <memory>
+
+namespace mlir::attn {
+
+/// Launch resources of one GPU program (a thread block / workgroup).
+struct KernelLaunch {
+  int64_t threads = 128;
+  int64_t sharedBytes = 0;
+};
+
+/// The shared part of every GPU ProgramTarget: the launch grid is exactly
+/// the op's grid (block ids), and element-wise work is spread over the
+/// block's threads.
+class GpuProgramTarget : public ProgramTarget {
+public:
+  explicit GpuProgramTarget(int64_t threads) : threads(threads) {}
+  void grid(LoopEmitter &e, ArrayRef<Value> ubs,
+            llvm::function_ref<void(ValueRange)> body) override;
+  void spread(LoopEmitter &e, Value lo, Value hi,
+              llvm::function_ref<void(Value)> body) override;
+
+protected:
+  int64_t threads;
+};
+
+/// The matrix-core operand type for query type `qType`: f16 and bf16 as
+/// they are, fp8 as f16 (exact); failure otherwise.
+FailureOr<Type> gpuComputeType(Type qType);
+
+/// One GPU backend, for one chip.
+class GpuTarget {
+public:
+  virtual ~GpuTarget() = default;
+  /// The tensor-core operand type for query type `qType`; failure when the
+  /// target has no matrix-core path for it.
+  virtual FailureOr<Type> computeType(Type qType) const = 0;
+  /// Threads and dynamic shared memory of a program of tile shape `shape`.
+  virtual KernelLaunch launchFor(const TileShape &shape, Type ct) const = 0;
+  /// The most dynamic shared memory (LDS) one program may use.
+  virtual int64_t maxSharedBytes() const = 0;
+  /// exp2 through the hardware instruction (no device library).
+  virtual Value exp2(ImplicitLocOpBuilder &b, Value x) const = 0;
+  /// The program builder of one kernel: `entry` is its entry block (where
+  /// per-thread state is allocated), `shared` its dynamic shared memory
+  /// (memref<?xi8, workgroup>, null when the launch needs none).
+  virtual std::unique_ptr<ProgramTarget>
+  programs(Block *entry, Value shared, Type ct,
+           const KernelLaunch &launch) const = 0;
+};
+
+/// The backend `target` (nvvm, rocdl) for `chip`; null, with `error` set,
+/// for an unknown target, one not built in, or an unknown chip.
+std::unique_ptr<GpuTarget> createGpuTarget(StringRef target, StringRef chip,
+                                           std::string &error);
+
+#ifdef ATTN_ENABLE_NVVM
+std::unique_ptr<GpuTarget> createNvvmTarget(StringRef chip);
+#endif
+#ifdef ATTN_ENABLE_ROCDL
+/// Null (with `error`) for a chip other than gfx90a, gfx942, gfx1100.
+std::unique_ptr<GpuTarget> createRocdlTarget(StringRef chip,
+                                             std::string &error);
+#endif
+
+} // namespace mlir::attn
+
+#endif // ATTN_LIB_TRANSFORMS_GPUTARGET_H

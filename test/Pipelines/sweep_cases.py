@@ -1,0 +1,111 @@
+"""The kernels the resource sweeps compile: every attn kernel op over head
+dims 24-256, bf16/f16/fp8 inputs, fp8 caches, page sizes, split-KV and
+block-sparse layouts, as MLIR text (written here, not through attn_mlir, so
+that the sweeps need no Python runtime)."""
+
+
+def memref(*dims, t):
+    return "memref<" + "x".join(str(d) for d in dims) + "x" + t + ">"
+
+
+def flash(D, t="bf16", causal=True, hq=16, hk=16):
+    q, kv = memref("?", hq, D, t=t), memref("?", hk, D, t=t)
+    out = memref("?", hq, D, t="bf16" if t.startswith("f8") else t)
+    scales = ""
+    args = ""
+    if t.startswith("f8"):
+        args = (", %qs: memref<1xf32>, %ks: memref<1xf32>, "
+                "%vs: memref<1xf32>, %ps: memref<1xf32>")
+        scales = (" q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>)"
+                  " v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>)")
+    return (f"func.func @kernel(%q: {q}, %k: {kv}, %v: {kv}, "
+            f"%cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32{args}, "
+            f"%o: {out}) {{\n"
+            f"  attn.flash q(%q : {q}) k(%k : {kv}) v(%v : {kv}) "
+            f"cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>)"
+            f" scale(%s){scales} out(%o : {out})"
+            f"{' {causal}' if causal else ''}\n  return\n}}\n")
+
+
+def prefix(D, cache="bf16", hq=32, hk=8, page=16):
+    t = "bf16"
+    q, kv = memref("?", hq, D, t=t), memref("?", hk, D, t=t)
+    kc = memref("?", hk, D // 8, page, 8, t=cache)
+    vc = memref("?", hk, D, page, t=cache)
+    args = scales = ""
+    if cache != t:
+        args = ", %ks: memref<1xf32>, %vs: memref<1xf32>"
+        scales = " k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>)"
+    return (f"func.func @kernel(%q: {q}, %k: {kv}, %v: {kv}, %kc: {kc}, "
+            f"%vc: {vc}, %bt: memref<?x?xi32>, %qs: memref<?xi32>, "
+            f"%sl: memref<?xi32>, %s: f32{args}, %o: {q}) {{\n"
+            f"  attn.prefix_prefill q(%q : {q}) k(%k : {kv}) v(%v : {kv}) "
+            f"k_cache(%kc : {kc}) v_cache(%vc : {vc}) "
+            f"block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>)"
+            f" seq_lens(%sl : memref<?xi32>) scale(%s){scales} out(%o : {q})\n"
+            f"  return\n}}\n")
+
+
+def unified(D, cache="bf16", hq=32, hk=8, page=16, segments=0, q8=False):
+    t = "bf16"
+    q = memref("?", hq, D, t=cache if q8 else t)
+    kc = memref("?", page, hk, D, t=cache)
+    args = scales = ""
+    if q8:
+        args = ", %qd: memref<1xf32>"
+        scales = " q_descale(%qd : memref<1xf32>)"
+    if cache != t:
+        args += ", %ks: memref<1xf32>, %vs: memref<1xf32>"
+        scales += (" k_descale(%ks : memref<1xf32>)"
+                   " v_descale(%vs : memref<1xf32>)")
+    if segments:
+        o = memref("?", hq, segments, D, t="f32")
+        stat = memref("?", hq, segments, t="f32")
+        outs = f"%o: {o}, %m: {stat}, %l: {stat}"
+        use = (f"out(%o : {o}) segment_max(%m : {stat}) "
+               f"segment_sum(%l : {stat}) {{num_segments = {segments} : i64}}")
+    else:
+        o = memref("?", hq, D, t=t)
+        outs, use = f"%o: {o}", f"out(%o : {o})"
+    return (f"func.func @kernel(%q: {q}, %kc: {kc}, %vc: {kc}, "
+            f"%bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, "
+            f"%s: f32{args}, {outs}) {{\n"
+            f"  attn.unified q(%q : {q}) k_cache(%kc : {kc}) v_cache(%vc : {kc}) "
+            f"block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>)"
+            f" seqused_k(%su : memref<?xi32>) scale(%s){scales} {use}\n"
+            f"  return\n}}\n")
+
+
+def blocksparse(D, block=64, hq=32, hk=8):
+    q, kv = memref("?", hq, D, t="bf16"), memref("?", hk, D, t="bf16")
+    csr = f"memref<{hq}x?xi32>"
+    return (f"func.func @kernel(%q: {q}, %k: {kv}, %v: {kv}, "
+            f"%cq: memref<?xi32>, %ck: memref<?xi32>, %crow: {csr}, "
+            f"%col: {csr}, %s: f32, %o: {q}) {{\n"
+            f"  attn.blocksparse q(%q : {q}) k(%k : {kv}) v(%v : {kv}) "
+            f"cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>)"
+            f" crow(%crow : {csr}) col(%col : {csr}) scale(%s) out(%o : {q})"
+            f" {{block_size = {block} : i64}}\n  return\n}}\n")
+
+
+def cases():
+    for D in (64, 80, 96, 128, 256):
+        yield f"flash D={D} causal", flash(D)
+    yield "flash D=112 f16", flash(112, t="f16", causal=False)
+    yield "flash D=24 GQA", flash(24, hq=8, hk=2)
+    yield "flash D=128 fp8", flash(128, t="f8E4M3FN")
+    for D in (64, 96, 128, 256):
+        yield f"prefix D={D}", prefix(D)
+    for D in (96, 128, 256):
+        yield f"prefix D={D} fp8 cache", prefix(D, cache="f8E4M3FN")
+    yield "prefix D=128 fp8 e5m2 cache", prefix(128, cache="f8E5M2")
+    yield "prefix D=128 page 32", prefix(128, page=32)
+    for D in (64, 80, 96, 112, 128, 256):
+        yield f"unified D={D}", unified(D)
+    for D in (128, 256):
+        yield f"unified D={D} fp8 cache", unified(D, cache="f8E4M3FN")
+    yield "unified D=128 fp8 q", unified(128, cache="f8E4M3FN", q8=True)
+    yield "flash D=64 fp8 e5m2", flash(64, t="f8E5M2")
+    yield "unified D=128 split-KV", unified(128, segments=16)
+    for D, block in ((64, 64), (128, 64), (128, 16)):
+        yield f"blocksparse D={D} block {block}", blocksparse(D, block)
