@@ -178,3 +178,33 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
     e.ifThen(e.lt(c, e.idx(total)), [&] { issue(prepare(c)); });
   });
 }
+
+StagedRow KvTileRows::key(Value r, bool isK, bool scaled) const {
+  Value k = nValid ? e.min(e.add(n0, r), lastKey) : e.add(n0, r);
+  KeyRow kr = walk.locate(e, k);
+  StagedRow s;
+  s.valid = nValid ? e.lt(r, nValid) : e.boolean(true);
+  s.mem = isK ? kr.k : kr.v;
+  s.at = isK ? kr.kAt : kr.vAt;
+  s.scale = !scaled ? Value() : isK ? kr.kScale : kr.vScale;
+  s.chunks = isK ? kr.kChunks : kr.vChunks;
+  return s;
+}
+
+StagedRow KvTileRows::valueColumn(Value d) const {
+  StagedRow s;
+  s.valid = e.lt(d, e.idx(headDim));
+  KeyRow first = walk.locate(e, n0);
+  s.mem = first.v;
+  s.scale = first.vScale;
+  // (Copies: the row outlives this helper.)
+  LoopEmitter *em = &e;
+  const KvWalk *w = &walk;
+  Value start = n0, last = lastKey;
+  s.at = [=](Value x) {
+    return w->locate(*em, em->min(em->add(start, x), last)).vAt(d);
+  };
+  s.chunks = true;
+  s.limit = nValid;
+  return s;
+}

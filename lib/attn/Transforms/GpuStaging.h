@@ -14,7 +14,7 @@
 #ifndef ATTN_LIB_TRANSFORMS_GPUSTAGING_H
 #define ATTN_LIB_TRANSFORMS_GPUSTAGING_H
 
-#include "LoopEmitter.h"
+#include "TiledAttention.h"
 
 #include <functional>
 
@@ -31,6 +31,32 @@ struct StagedRow {
   bool chunks = false; // elements x0 .. x0 + 7 (x0 a multiple of 8) are
                        // adjacent, x0's indices first (KeyRow::kChunks)
   Value limit;         // run-time row length, or null
+};
+
+/// The rows a program stages for KV tile [n0, n0 + nValid) of a walk (a
+/// null nValid is a full tile: no clamps, so addresses stay affine in n0).
+/// Keys are never located past the range; rows past nValid are zero (their
+/// keys are masked, and a zero V row keeps p = 0 columns from multiplying
+/// garbage).
+class KvTileRows {
+public:
+  KvTileRows(LoopEmitter &e, const KvWalk &walk, Value n0, Value nValid,
+             int64_t headDim)
+      : e(e), walk(walk), n0(n0), nValid(nValid), headDim(headDim),
+        lastKey(nValid ? e.add(n0, e.sub(nValid, e.idx(1))) : Value()) {}
+  /// Row r of K (isK) or V; `scaled` false leaves out the dequantization
+  /// scale (tiles of raw fp8).
+  StagedRow key(Value r, bool isK, bool scaled = true) const;
+  /// Row d of V^T on a key-major walk: elements are keys, 8-key chunks of
+  /// one page (n0 is a multiple of 8, KvWalk::valueKeyMajor; nValid set).
+  StagedRow valueColumn(Value d) const;
+
+private:
+  LoopEmitter &e;
+  const KvWalk &walk;
+  Value n0, nValid;
+  int64_t headDim;
+  Value lastKey;
 };
 
 class TileStager {

@@ -214,45 +214,17 @@ void WarpAttentionBuilder::stageValues(const KvWalk &walk, const KvBuffers &buf,
 
 void WarpAttentionBuilder::stageKeys(const KvWalk &walk, const SharedTile &dst,
                                      Value n0, Value nValid, bool isK) {
-  // Rows past nValid are zero (their keys are masked, and a zero V row keeps
-  // p = 0 columns from multiplying garbage).
-  // A null nValid is a full tile: no clamps, so the addresses stay affine
-  // in n0.
-  Value lastKey = nValid ? e.add(n0, e.sub(nValid, e.idx(1))) : Value();
+  KvTileRows tile(e, walk, n0, nValid, shape.headDim);
   bool raw = isK && qk8;
-  stage(raw ? bytesOf(dst, kType) : dst, g.bn, g.dPad, [&](Value r) {
-    // Never locate past the range.
-    Value key = nValid ? e.min(e.add(n0, r), lastKey) : e.add(n0, r);
-    KeyRow kr = walk.locate(e, key);
-    StagedRow s;
-    s.valid = nValid ? e.lt(r, nValid) : e.boolean(true);
-    s.mem = isK ? kr.k : kr.v;
-    s.at = isK ? kr.kAt : kr.vAt;
-    s.scale = raw ? Value() : isK ? kr.kScale : kr.vScale;
-    s.chunks = isK ? kr.kChunks : kr.vChunks;
-    return s;
-  });
+  stage(raw ? bytesOf(dst, kType) : dst, g.bn, g.dPad,
+        [&](Value r) { return tile.key(r, isK, /*scaled=*/!raw); });
 }
 
 void WarpAttentionBuilder::stageValuesTransposed(const KvWalk &walk,
                                                  const SharedTile &dst,
                                                  Value n0, Value nValid) {
-  // n0 is a multiple of 8 (KvWalk::valueKeyMajor), so every 8-key chunk
-  // lies in one page.
-  Value lastKey = e.add(n0, e.sub(nValid, e.idx(1)));
-  stage(dst, g.dPad, g.bn, [&](Value d) {
-    StagedRow s;
-    s.valid = e.lt(d, e.idx(shape.headDim));
-    KeyRow first = walk.locate(e, n0);
-    s.mem = first.v;
-    s.scale = first.vScale;
-    s.at = [&, d](Value x) {
-      return walk.locate(e, e.min(e.add(n0, x), lastKey)).vAt(d);
-    };
-    s.chunks = true;
-    s.limit = nValid;
-    return s;
-  });
+  KvTileRows tile(e, walk, n0, nValid, shape.headDim);
+  stage(dst, g.dPad, g.bn, [&](Value d) { return tile.valueColumn(d); });
 }
 
 } // namespace mlir::attn::warp

@@ -103,45 +103,21 @@ TileStager WaveAttentionBuilder::stager() {
 
 void WaveAttentionBuilder::stageTile(const KvWalk &walk, Value n0,
                                      Value nValid) {
-  // Rows past nValid are zero (their keys are masked, and a zero V row keeps
-  // p = 0 columns from multiplying garbage); never locate past the range.
-  Value lastKey = e.add(n0, e.sub(nValid, e.idx(1)));
-  auto keyRow = [&](Value r, bool isK) {
-    KeyRow kr = walk.locate(e, e.min(e.add(n0, r), lastKey));
-    StagedRow s;
-    s.valid = e.lt(r, nValid);
-    s.mem = isK ? kr.k : kr.v;
-    s.at = isK ? kr.kAt : kr.vAt;
-    s.scale = isK ? kr.kScale : kr.vScale;
-    s.chunks = isK ? kr.kChunks : kr.vChunks;
-    return s;
-  };
+  KvTileRows tile(e, walk, n0, nValid, shape.headDim);
   TileStager st = stager();
   auto plain = [](Value r, Value x) { return SmallVector<Value>{r, x}; };
-  st.stage(kS, plain, g.bn, g.dPad, [&](Value r) { return keyRow(r, true); });
+  st.stage(kS, plain, g.bn, g.dPad,
+           [&](Value r) { return tile.key(r, /*isK=*/true); });
   if (!walk.valueKeyMajor) {
     // Key rows of V, stored transposed: V^T is PV's A operand.
     st.stage(
         vtS, [](Value r, Value x) { return SmallVector<Value>{x, r}; }, g.bn,
-        g.dPad, [&](Value r) { return keyRow(r, false); },
+        g.dPad, [&](Value r) { return tile.key(r, /*isK=*/false); },
         /*transposed=*/true);
     return;
   }
-  // Key-major caches: rows of V^T are 8-key chunks of one page (n0 is a
-  // multiple of 8, KvWalk::valueKeyMajor).
-  st.stage(vtS, plain, g.dPad, g.bn, [&](Value d) {
-    StagedRow s;
-    s.valid = e.lt(d, e.idx(shape.headDim));
-    KeyRow first = walk.locate(e, n0);
-    s.mem = first.v;
-    s.scale = first.vScale;
-    s.at = [&, d](Value x) {
-      return walk.locate(e, e.min(e.add(n0, x), lastKey)).vAt(d);
-    };
-    s.chunks = true;
-    s.limit = nValid;
-    return s;
-  });
+  st.stage(vtS, plain, g.dPad, g.bn,
+           [&](Value d) { return tile.valueColumn(d); });
 }
 
 Value WaveAttentionBuilder::operand(Value tile, Value row, int64_t col0) {
