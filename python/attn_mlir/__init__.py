@@ -6,5 +6,6 @@ by attn-opt on first use per specialization and cached on disk.
 """
 
 from . import ops, vllm  # noqa: F401
+from ._toolchain import CacheWarning  # noqa: F401
 
-__all__ = ["ops", "vllm"]
+__all__ = ["CacheWarning", "ops", "vllm"]

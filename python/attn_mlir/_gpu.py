@@ -13,6 +13,12 @@ prepared: record the specializations with ATTN_MLIR_RECORD=file.jsonl (plus
 ATTN_MLIR_DRY_RUN=1 to skip execution) on a machine with attn-opt, then
 `python -m attn_mlir.aot --chip sm_90a --record file.jsonl --out DIR`.
 
+The manifest records the binary's size and sha256 and a sha256 of itself;
+a bundle is checked against them before its binary goes to the driver. A
+damaged one is compiled again where attn-opt is (with a CacheWarning), and
+is an error that names it elsewhere; so is one whose manifest records no
+hashes (made before they existed).
+
 Launches go through the C runtime (lib/attn/Runtime/GpuRuntime.cpp), which
 opens the CUDA driver with dlopen; they run on the current torch stream,
 with no synchronization and no allocation.
@@ -33,7 +39,7 @@ from pathlib import Path
 
 from . import _toolchain
 from ._abi import View
-from ._toolchain import CompileError, _REPO, attn_opt, cache_dir
+from ._toolchain import CacheWarning, CompileError, _REPO, attn_opt, cache_dir
 
 _F32, _F32_BITS = struct.Struct("<f"), struct.Struct("<I")
 
@@ -42,6 +48,11 @@ BUNDLES_ENV = "ATTN_MLIR_BUNDLES"
 
 class MissingKernelError(RuntimeError):
     """No bundle for a specialization, and no compiler to make one."""
+
+
+class DamagedBundleError(MissingKernelError):
+    """A bundle's files do not match the hashes its manifest records (or it
+    records none), where it is not compiled again."""
 
 
 def chip_for_capability(major, minor):
@@ -197,10 +208,19 @@ def _lower(tmp, chip, options, out_name):
     return (tmp / out_name).read_text()
 
 
+def _write_synced(path, data):
+    with open(path, "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def compile_bundle(mlir_text, chip, dest):
     """Compiles one specialization into the bundle directory `dest`: PTX
     (and a cubin where ptxas is) for NVIDIA chips, an HSACO code object for
-    AMD ones (gfx90a, gfx942, gfx1100)."""
+    AMD ones (gfx90a, gfx942, gfx1100). The bundle is written and fsynced in
+    a staging directory and renamed to `dest` (which must not exist), so
+    readers see all of it or none."""
     dest = Path(dest)
     with tempfile.TemporaryDirectory(prefix="attn_mlir_gpu_") as tmp:
         tmp = Path(tmp)
@@ -216,18 +236,19 @@ def compile_bundle(mlir_text, chip, dest):
                       "binary": "kernel.ptx", "mlir": mlir_text,
                       "compiler": compiler_fingerprint()}
             if is_amd(chip):
-                (staging / "kernel.s").write_text(isa)
+                _write_synced(staging / "kernel.s", isa)
                 binary = _string_attr(
                     _lower(tmp, chip, "format=bin", "kernel.bin.mlir"),
                     r"#gpu\.object<.*?bin = ")
                 if binary is None:
                     raise CompileError("attn-opt produced no code object")
-                (staging / "kernel.hsaco").write_bytes(binary.encode("latin-1"))
+                _write_synced(staging / "kernel.hsaco",
+                              binary.encode("latin-1"))
                 record["binary"] = "kernel.hsaco"
                 record["resources"] = parse_amdgpu_resources(isa)
                 warn_on_spills(record["resources"], mlir_text, chip)
             else:
-                (staging / "kernel.ptx").write_text(isa)
+                _write_synced(staging / "kernel.ptx", isa)
                 ptxas = _ptxas()
                 if ptxas:
                     proc = subprocess.run(
@@ -238,11 +259,18 @@ def compile_bundle(mlir_text, chip, dest):
                     if proc.returncode != 0:
                         raise CompileError(
                             f"ptxas failed:\n{proc.stderr[-4000:]}")
+                    _toolchain.fsync_file(staging / "kernel.cubin")
                     record["binary"] = "kernel.cubin"
                     record["resources"] = parse_resource_report(proc.stderr)
                     warn_on_spills(record["resources"], mlir_text, chip)
-            (staging / "manifest.json").write_text(json.dumps(record, indent=1))
+            size, digest = _toolchain.file_digest(staging / record["binary"])
+            record.update(binary_size=size, binary_sha256=digest)
+            record["manifest_sha256"] = _manifest_digest(record)
+            _write_synced(staging / "manifest.json",
+                          json.dumps(record, indent=1))
+            _toolchain.fsync_dir(staging)
             os.replace(staging, dest)
+            _toolchain.fsync_dir(dest.parent)
         finally:
             if staging.exists():
                 shutil.rmtree(staging)
@@ -262,11 +290,96 @@ def compiler_fingerprint():
     return _toolchain._compiler_fingerprint() if _can_compile() else None
 
 
+# --- checking ----------------------------------------------------------------
+
+def _manifest_digest(record):
+    """sha256 of a manifest's contents, less the field that records it."""
+    body = {k: v for k, v in record.items() if k != "manifest_sha256"}
+    text = json.dumps(body, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class _BadBundle(Exception):
+    """Why a bundle cannot be used. `stale`: it is not damaged but records
+    no hashes (made by an attn_mlir from before they existed); `chip`: the
+    manifest's, where it could be read."""
+
+    def __init__(self, reason, stale=False, chip=None):
+        super().__init__(reason)
+        self.stale, self.chip = stale, chip
+
+
+def _verified(bundle_dir):
+    """(manifest, binary bytes) of a bundle whose manifest and binary match
+    the sha256s (and size) the manifest records; raises _BadBundle."""
+    bundle_dir = Path(bundle_dir)
+    try:
+        record = json.loads((bundle_dir / "manifest.json").read_bytes())
+    except FileNotFoundError:
+        raise _BadBundle("manifest.json is missing") from None
+    except (OSError, ValueError) as e:
+        raise _BadBundle(f"manifest.json is unreadable ({e})") from None
+    if not isinstance(record, dict):
+        raise _BadBundle("manifest.json is not a JSON object")
+    chip = record.get("chip") if isinstance(record.get("chip"), str) else None
+    if not all(k in record for k in ("binary_size", "binary_sha256",
+                                     "manifest_sha256")):
+        raise _BadBundle("manifest.json records no hashes of the bundle "
+                         "(made by an older attn_mlir), so it cannot be "
+                         "verified", stale=True, chip=chip)
+    if _manifest_digest(record) != record["manifest_sha256"]:
+        raise _BadBundle("manifest.json does not match the sha256 it "
+                         "records (changed after it was written)")
+    name = record.get("binary")
+    try:
+        data = (bundle_dir / name).read_bytes()
+    except FileNotFoundError:
+        raise _BadBundle(f"its binary {name} is missing", chip=chip) from None
+    except (OSError, TypeError) as e:
+        raise _BadBundle(f"its binary {name} is unreadable ({e})",
+                         chip=chip) from None
+    if len(data) != record["binary_size"]:
+        raise _BadBundle(f"its binary {name} has {len(data)} bytes, "
+                         f"manifest.json records {record['binary_size']}",
+                         chip=chip)
+    if hashlib.sha256(data).hexdigest() != record["binary_sha256"]:
+        raise _BadBundle(f"the sha256 of its binary {name} differs from the "
+                         f"one manifest.json records", chip=chip)
+    return record, data
+
+
+def bundle_problem(bundle_dir):
+    """Why a bundle must not be used as it is (None: its files match the
+    hashes of its manifest)."""
+    try:
+        _verified(bundle_dir)
+    except _BadBundle as e:
+        return str(e)
+    return None
+
+
+def _unusable(bundle_dir, problem, chip=None):
+    """The error for a bundle that fails its check and is not compiled
+    again (`problem`: the _BadBundle)."""
+    what = "cannot be verified" if problem.stale else "is damaged"
+    chip = chip or problem.chip or "CHIP"
+    fix = (f"attn-opt is not available here to compile it again: regenerate "
+           f"it on a machine with attn-opt (`python -m attn_mlir.aot --chip "
+           f"{chip} --record spec.jsonl --out DIR`) and replace the directory"
+           if not _can_compile() else
+           f"Delete it (its next use compiles it again) or regenerate it "
+           f"with `python -m attn_mlir.aot --chip {chip} --record spec.jsonl "
+           f"--out DIR`")
+    return DamagedBundleError(f"GPU bundle {bundle_dir} {what}: {problem}. "
+                              f"{fix}.")
+
+
 def is_current(bundle_dir):
-    """Whether a bundle was made by this machine's attn-opt. Bundle names
-    depend only on chip and MLIR text, so a rebuilt compiler would otherwise
-    keep serving kernels of the old one; without attn-opt (the GPU machine)
-    every bundle found is used as it is."""
+    """Whether a bundle was made by this machine's attn-opt, by an attn_mlir
+    that records hashes. Bundle names depend only on chip and MLIR text, so
+    a rebuilt compiler would otherwise keep serving kernels of the old one;
+    without attn-opt (the GPU machine) every bundle found is used as it is
+    (after its hashes are checked)."""
     current = compiler_fingerprint()
     if current is None:
         return True
@@ -274,17 +387,32 @@ def is_current(bundle_dir):
         record = json.loads((Path(bundle_dir) / "manifest.json").read_text())
     except (OSError, ValueError):
         return False
-    return record.get("compiler") == current
+    return (isinstance(record, dict) and record.get("compiler") == current
+            and "binary_sha256" in record)
 
 
 def bundle_for(mlir_text, chip):
-    """The bundle directory of a specialization: found (and made by this
-    machine's compiler, if it has one), or compiled here."""
-    found = find_bundle(mlir_text, chip)
-    if found and is_current(found):
-        return found
+    """The bundle directory of a specialization: found (intact, and made by
+    this machine's compiler if it has one), or compiled here. A damaged
+    bundle is compiled again with a CacheWarning where attn-opt is, and
+    raises DamagedBundleError elsewhere."""
     key = bundle_key(mlir_text, chip)
-    if not _can_compile():
+    root = cache_dir() / "gpu"
+    can_compile = _can_compile()
+    found = find_bundle(mlir_text, chip)
+    if found is not None:
+        try:
+            _verified(found)
+            if is_current(found):
+                return found
+        except _BadBundle as e:
+            if not can_compile:
+                raise _unusable(found, e, chip) from None
+            if found != root / key and not e.stale:
+                warnings.warn(f"attn_mlir: ignoring the GPU bundle {found}: "
+                              f"{e}; compiling the kernel into the cache",
+                              CacheWarning, stacklevel=2)
+    if not can_compile:
         raise MissingKernelError(
             f"no GPU kernel for {_describe(mlir_text)} on {chip} (bundle "
             f"{key}), and attn-opt is not available here to compile it. On a "
@@ -292,14 +420,25 @@ def bundle_for(mlir_text, chip):
             f"ATTN_MLIR_RECORD=spec.jsonl ATTN_MLIR_DRY_RUN=1, then "
             f"`python -m attn_mlir.aot --chip {chip} --record spec.jsonl "
             f"--out DIR`, and set {BUNDLES_ENV}=DIR here.")
-    root = cache_dir() / "gpu"
     root.mkdir(parents=True, exist_ok=True)
+    bundle = root / key
     with open(root / f"{key}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not is_current(root / key):
-            shutil.rmtree(root / key, ignore_errors=True)
-            compile_bundle(mlir_text, chip, root / key)
-    return root / key
+        # Checked (again) under the lock: another process may have compiled
+        # it meanwhile.
+        if bundle.exists():
+            try:
+                _verified(bundle)
+                if is_current(bundle):
+                    return bundle
+            except _BadBundle as e:
+                if not e.stale:
+                    warnings.warn(f"attn_mlir cache: discarding the GPU "
+                                  f"bundle {bundle}: {e}; compiling it again",
+                                  CacheWarning, stacklevel=2)
+            shutil.rmtree(bundle, ignore_errors=True)
+        compile_bundle(mlir_text, chip, bundle)
+    return bundle
 
 
 # --- launching ---------------------------------------------------------------
@@ -307,29 +446,38 @@ def bundle_for(mlir_text, chip):
 _runtime = None
 
 
+def _cached_runtime():
+    """The runtime library built from source into the cache (it needs only
+    a C++ compiler and libdl), checked against its sidecar like the kernel
+    libraries (_toolchain.cached_file)."""
+    src = _REPO / "lib" / "attn" / "Runtime" / "GpuRuntime.cpp"
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
+
+    def build(out):
+        cxx = os.environ.get("CXX", "c++")
+        proc = subprocess.run([cxx, "-O2", "-shared", "-fPIC", str(src),
+                               "-o", str(out), "-ldl"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise CompileError(f"building the GPU runtime failed:\n"
+                               f"{proc.stderr[-2000:]}")
+
+    return _toolchain.cached_file(
+        cache_dir() / f"libattn_gpu_runtime-{digest}.so", build,
+        "GPU runtime library")
+
+
 def runtime():
-    """The C runtime library, built from source into the cache if the CMake
-    build is not there (it needs only a C++ compiler and libdl)."""
+    """The C runtime library: $ATTN_MLIR_RUNTIME, the CMake build's, or one
+    built into the cache."""
     global _runtime
     if _runtime is not None:
         return _runtime
-    src = _REPO / "lib" / "attn" / "Runtime" / "GpuRuntime.cpp"
     candidates = [os.environ.get("ATTN_MLIR_RUNTIME"),
                   _REPO / "build" / "lib" / "libattn_gpu_runtime.so"]
     path = next((Path(c) for c in candidates if c and Path(c).is_file()), None)
     if path is None:
-        digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
-        path = cache_dir() / f"libattn_gpu_runtime-{digest}.so"
-        if not path.exists():
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            cxx = os.environ.get("CXX", "c++")
-            proc = subprocess.run([cxx, "-O2", "-shared", "-fPIC", str(src),
-                                   "-o", str(tmp), "-ldl"],
-                                  capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise CompileError(f"building the GPU runtime failed:\n"
-                                   f"{proc.stderr[-2000:]}")
-            os.replace(tmp, path)
+        path = _cached_runtime()
     lib = ctypes.CDLL(str(path))
     vp, ci, cu = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint
     lib.attn_rt_load.argtypes = [ci, ci, vp, ctypes.c_char_p, ci,
@@ -384,12 +532,16 @@ _kernels = {}
 
 
 def load_bundle(bundle, device_index, backend=0):
-    """The kernels of a bundle on a device: [Kernel] in manifest order."""
+    """The kernels of a bundle on a device: [Kernel] in manifest order. The
+    bytes handed to the driver are the ones checked against the manifest's
+    hashes (a damaged image can crash the driver rather than fail)."""
     cache_key = (str(bundle), device_index)
     if cache_key in _kernels:
         return _kernels[cache_key]
-    manifest = json.loads((Path(bundle) / "manifest.json").read_text())
-    data = (Path(bundle) / manifest["binary"]).read_bytes()
+    try:
+        manifest, data = _verified(bundle)
+    except _BadBundle as e:
+        raise _unusable(bundle, e) from None
     if manifest["binary"].endswith(".ptx"):
         data += b"\0"
     image = ctypes.create_string_buffer(data, len(data))

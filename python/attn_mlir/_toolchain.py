@@ -5,6 +5,12 @@ the system C compiler links a shared library. Libraries are cached by a hash
 of the MLIR text and of the attn-opt binary, under $ATTN_MLIR_CACHE (default
 ~/.cache/attn_mlir); a file lock per entry keeps concurrent processes from
 compiling the same kernel twice or reading a half-written one.
+
+A cache entry is never trusted as it is: `{key}.so` has a sidecar
+`{key}.json` with its size and sha256, both written atomically and fsynced,
+and a library is checked against it before its first dlopen in a process
+(dlopen of a truncated library dies of SIGBUS, not an exception). A missing,
+damaged or unverifiable entry is discarded with a CacheWarning and rebuilt.
 """
 
 import ctypes
@@ -12,8 +18,10 @@ import fcntl
 import hashlib
 import os
 import shutil
+import json
 import subprocess
 import tempfile
+import warnings
 from pathlib import Path
 
 _REPO = Path(__file__).resolve().parents[2]
@@ -22,6 +30,11 @@ _LLVM_BIN = Path(os.environ.get("ATTN_MLIR_LLVM_BIN", "/usr/lib/llvm-22/bin"))
 
 class CompileError(RuntimeError):
     """attn-opt or the LLVM toolchain rejected a kernel."""
+
+
+class CacheWarning(UserWarning):
+    """A damaged cache entry (library or GPU bundle) was discarded and is
+    being rebuilt."""
 
 
 def _find(tool, candidates):
@@ -115,29 +128,138 @@ def _build(mlir_text, out_so):
              "linking")
 
 
+# --- cache entries that are checked before use -------------------------------
+
+def file_digest(path):
+    """(size, sha256 hex) of a file's contents."""
+    h, size = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+            size += len(chunk)
+    return size, h.hexdigest()
+
+
+def fsync_dir(d):
+    """Makes the renames and creations in directory `d` durable."""
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_durably(path, data):
+    """Writes bytes or text to `path` through a temporary file, fsync and
+    rename: readers see the old contents or all of the new ones."""
+    path = Path(path)
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    fsync_dir(path.parent)
+
+
+def sidecar(path):
+    """The sidecar of a cache entry: `{name}.json` beside `{name}.so`."""
+    return Path(path).with_suffix(".json")
+
+
+def entry_problem(path):
+    """Why the cache entry `path` must not be used (None: it matches the
+    size and sha256 its sidecar recorded when it was written)."""
+    path, meta = Path(path), sidecar(path)
+    if not path.exists():
+        return f"{path.name} is missing"
+    try:
+        record = json.loads(meta.read_text())
+        size, digest = int(record["size"]), str(record["sha256"])
+    except FileNotFoundError:
+        return (f"its sidecar {meta.name} is missing (written by an older "
+                f"attn_mlir, or lost)")
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        return f"its sidecar {meta.name} is unreadable ({type(e).__name__})"
+    try:
+        actual = path.stat().st_size
+        if actual != size:
+            return f"it has {actual} bytes, its sidecar records {size}"
+        if file_digest(path)[1] != digest:
+            return "its sha256 differs from the one its sidecar records"
+    except OSError as e:   # removed or unreadable since the check above
+        return f"it cannot be read ({e.strerror or e})"
+    return None
+
+
+def discard_entry(path):
+    for p in (Path(path), sidecar(path)):
+        p.unlink(missing_ok=True)
+
+
+def cached_file(path, build, what):
+    """Returns `path`, a cache entry that `build(staging_path)` makes, after
+    checking it against its sidecar. A missing entry is built; a damaged
+    one (truncated, empty, changed bytes, no or a broken sidecar) is
+    discarded with a CacheWarning naming it and the problem, then built
+    again. `what` names the entry in messages ("kernel library", ...)."""
+    path = Path(path)
+    if entry_problem(path) is None:
+        return path
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        # Checked again under the lock: another process may have (re)built
+        # the entry while this one waited, or have been half-way through
+        # writing it when this one first looked.
+        problem = entry_problem(path)
+        if problem is None:
+            return path
+        if path.exists() or sidecar(path).exists():
+            warnings.warn(f"attn_mlir cache: discarding the {what} {path}: "
+                          f"{problem}; rebuilding it", CacheWarning,
+                          stacklevel=3)
+        discard_entry(path)
+        staging = path.with_name(f"{path.name}.tmp{os.getpid()}")
+        try:
+            build(staging)
+            fsync_file(staging)
+            size, digest = file_digest(staging)
+            # Sidecar first: a crash before the rename below leaves a
+            # sidecar without a library, which the check rejects.
+            write_durably(sidecar(path), json.dumps(
+                {"file": path.name, "size": size, "sha256": digest}))
+            os.replace(staging, path)
+            fsync_dir(path.parent)
+        finally:
+            if staging.exists():
+                staging.unlink()
+    return path
+
+
 def load_kernel(mlir_text, func_name):
     """Returns the C-interface entry of `func_name`, compiling if needed."""
     key = hashlib.sha256((_compiler_fingerprint() + ":".join(cpu_plan()) +
                           mlir_text).encode()).hexdigest()[:32]
-    d = cache_dir()
-    so = d / f"{key}.so"
-    if not so.exists():
-        with open(d / f"{key}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not so.exists():
-                # Build beside the entry, then rename: readers never see a
-                # partial library.
-                staging = d / f"{key}.so.tmp{os.getpid()}"
-                try:
-                    _build(mlir_text, staging)
-                    os.replace(staging, so)
-                finally:
-                    if staging.exists():
-                        staging.unlink()
+    so = cache_dir() / f"{key}.so"
     lib = _loaded.get(so)
     if lib is None:
+        # Checked once per process: later calls reuse the handle.
+        cached_file(so, lambda out: _build(mlir_text, out), "kernel library")
         lib = _loaded[so] = ctypes.CDLL(str(so))
     return getattr(lib, f"_mlir_ciface_{func_name}")
 
 
+# Path of a library -> its ctypes handle, checked and opened in this process.
 _loaded = {}

@@ -8,13 +8,17 @@
     ATTN_MLIR_BUNDLES=bundles/ python my_script.py
 
 Specializations that have no kernel for the chip (f32 queries on NVVM, say)
-are reported and skipped; the exit status is 1 if any failed.
+are reported and skipped; the exit status is 1 if any failed. Bundles
+already in --out are kept if this attn-opt made them and they match their
+manifest's hashes; others (older, or damaged: with a warning) are compiled
+again.
 """
 
 import argparse
 import json
 import shutil
 import sys
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -28,8 +32,14 @@ def compile_all(texts, chip, out, jobs=2):
     def one(text):
         dest = out / _gpu.bundle_key(text, chip)
         if _gpu.is_current(dest):
-            return None
-        shutil.rmtree(dest, ignore_errors=True)  # made by another compiler
+            problem = _gpu.bundle_problem(dest)
+            if problem is None:
+                return None
+            warnings.warn(f"attn_mlir.aot: discarding the damaged bundle "
+                          f"{dest}: {problem}; compiling it again",
+                          _gpu.CacheWarning)
+        # Made by another compiler, without hashes, or damaged.
+        shutil.rmtree(dest, ignore_errors=True)
         try:
             _gpu.compile_bundle(text, chip, dest)
             return None
