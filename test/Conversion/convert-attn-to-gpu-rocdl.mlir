@@ -106,10 +106,24 @@ func.func @f32(%q: memref<?x2x64xf32>, %k: memref<?x2x64xf32>, %v: memref<?x2x64
 // A pinned schedule whose tiles do not fit in the 64 KB of LDS.
 func.func @too_big(%q: memref<?x8x256xbf16>, %k: memref<?x2x256xbf16>, %v: memref<?x2x256xbf16>,
                    %cq: memref<?xi32>, %ck: memref<?xi32>, %scale: f32, %o: memref<?x8x256xbf16>) {
-  // expected-error @+1 {{272384 bytes of shared memory; rocdl allows 1024 and 65536}}
+  // expected-error @+1 {{304128 bytes of shared memory; rocdl allows 1024 and 65536}}
   attn.flash q(%q : memref<?x8x256xbf16>) k(%k : memref<?x2x256xbf16>) v(%v : memref<?x2x256xbf16>)
       cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%scale)
       out(%o : memref<?x8x256xbf16>)
-      {schedule = #attn.schedule<block_q = 256, block_n = 128, heads_per_program = 1, warps = 4>}
+      {schedule = #attn.schedule<block_q = 64, block_n = 256, heads_per_program = 1, warps = 4>}
+  return
+}
+
+// -----
+
+// A pinned M tile of 1024 rows on 4 waves: 16 unrolled fragments per wave
+// (once minutes of compile time) is beyond the body budget.
+func.func @body_beyond_budget(%q: memref<?x8x16xbf16>, %k: memref<?x2x16xbf16>, %v: memref<?x2x16xbf16>,
+                   %cq: memref<?xi32>, %ck: memref<?xi32>, %scale: f32, %o: memref<?x8x16xbf16>) {
+  // expected-error @+1 {{unrolls 256 rows per warp}}
+  attn.flash q(%q : memref<?x8x16xbf16>) k(%k : memref<?x2x16xbf16>) v(%v : memref<?x2x16xbf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%scale)
+      out(%o : memref<?x8x16xbf16>)
+      {schedule = #attn.schedule<block_q = 1024, block_n = 64, heads_per_program = 1, warps = 4>}
   return
 }

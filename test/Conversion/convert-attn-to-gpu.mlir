@@ -135,6 +135,32 @@ func.func @f32(%q: memref<?x2x64xf32>, %k: memref<?x2x64xf32>, %v: memref<?x2x64
 
 // -----
 
+// Pinned schedules beyond the launch limits or the unrolled-body budget get
+// a diagnostic that names the limit, never an abort or minutes of compile.
+func.func @body_beyond_budget(%q: memref<?x8x128xf16>, %k: memref<?x2x128xf16>, %v: memref<?x2x128xf16>,
+               %cq: memref<?xi32>, %ck: memref<?xi32>, %scale: f32, %o: memref<?x8x128xf16>) {
+  // expected-error @+1 {{unrolls 128 rows per warp with 768 f32 accumulators per lane; the budget is 64 rows and 256 accumulators}}
+  attn.flash q(%q : memref<?x8x128xf16>) k(%k : memref<?x2x128xf16>) v(%v : memref<?x2x128xf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%scale)
+      out(%o : memref<?x8x128xf16>)
+      {schedule = #attn.schedule<block_q = 1024, block_n = 64, heads_per_program = 1, warps = 8>}
+  return
+}
+
+// -----
+
+func.func @threads_beyond_limit(%q: memref<?x8x128xf16>, %k: memref<?x2x128xf16>, %v: memref<?x2x128xf16>,
+               %cq: memref<?xi32>, %ck: memref<?xi32>, %scale: f32, %o: memref<?x8x128xf16>) {
+  // expected-error @+1 {{needs 4096 threads}}
+  attn.flash q(%q : memref<?x8x128xf16>) k(%k : memref<?x2x128xf16>) v(%v : memref<?x2x128xf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%scale)
+      out(%o : memref<?x8x128xf16>)
+      {schedule = #attn.schedule<block_q = 2048, block_n = 16, heads_per_program = 1>}
+  return
+}
+
+// -----
+
 // A [D, page]-major V cache is staged transposed with 16-byte copies and
 // read with plain ldmatrix in the cache walk; the new tokens' V
 // ([tokens, heads, D]) is read with ldmatrix.trans. 128-row tiles are

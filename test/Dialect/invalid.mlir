@@ -340,7 +340,7 @@ func.func @case41(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: 
 // -----
 
 func.func @case42(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %s: f32) {
-  // expected-error @+1 {{attribute 'num_segments' must be at least 1, got 0}}
+  // expected-error @+1 {{attribute 'num_segments' must be in [1, 4096], got 0}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) {num_segments = 0 : i64}
   return
 }
@@ -500,7 +500,7 @@ func.func @case61(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memre
 // -----
 
 func.func @case62(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x?xi32>, %col: memref<16x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
-  // expected-error @+1 {{attribute 'block_size' must be positive, got 0}}
+  // expected-error @+1 {{attribute 'block_size' must be in [1, 65536], got 0}}
   attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x?xi32>) col(%col : memref<16x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 0 : i64}
   return
 }
@@ -508,7 +508,7 @@ func.func @case62(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memre
 // -----
 
 func.func @case63(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x?xi32>, %col: memref<16x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
-  // expected-error @+1 {{attribute 'q_block_size' must be positive, got -16}}
+  // expected-error @+1 {{attribute 'q_block_size' must be in [1, 65536], got -16}}
   attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x?xi32>) col(%col : memref<16x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64, q_block_size = -16 : i64}
   return
 }
@@ -638,5 +638,138 @@ func.func @schedule_straddles_layout_rows(%q: memref<?x16x128xbf16>, %k: memref<
 func.func @schedule_packs_per_head_layouts(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x?xi32>, %col: memref<16x?xi32>, %s: f32, %o: memref<?x16x128xbf16>) {
   // expected-error @+1 {{attribute 'schedule' must use heads_per_program = 1 with a per-head layout}}
   attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x?xi32>) col(%col : memref<16x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64, schedule = #attn.schedule<block_q = 4, block_n = 32, heads_per_program = 4>}
+  return
+}
+
+// -----
+
+// Generic-form and bytecode ops carry their own operandSegmentSizes: a
+// required operand left empty or given two values is a diagnostic, never a
+// crash in the accessors.
+func.func @prefix_prefill_required_operand_empty(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  // expected-error @+1 {{operand 'out' requires exactly 1 value, but 'operandSegmentSizes' gives it 0}}
+  "attn.prefix_prefill"(%q, %k, %v, %kc, %vc, %bt, %qs, %sl, %s, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0>}> : (memref<?x32x128xbf16>, memref<?x8x128xbf16>, memref<?x8x128xbf16>, memref<?x8x16x16x8xbf16>, memref<?x8x128x16xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?xi32>, f32, memref<?x32x128xbf16>) -> ()
+  return
+}
+
+// -----
+
+func.func @prefix_prefill_required_operand_doubled(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  // expected-error @+1 {{operand 'q' requires exactly 1 value, but 'operandSegmentSizes' gives it 2}}
+  "attn.prefix_prefill"(%q, %k, %v, %kc, %vc, %bt, %qs, %sl, %s, %o) <{operandSegmentSizes = array<i32: 2, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1>}> : (memref<?x32x128xbf16>, memref<?x8x128xbf16>, memref<?x8x128xbf16>, memref<?x8x16x16x8xbf16>, memref<?x8x128x16xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?xi32>, f32, memref<?x32x128xbf16>) -> ()
+  return
+}
+
+// -----
+
+func.func @unified_required_operand_empty(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  // expected-error @+1 {{operand 'scale' requires exactly 1 value, but 'operandSegmentSizes' gives it 0}}
+  "attn.unified"(%q, %kc, %vc, %bt, %cu, %su, %s, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0>}> : (memref<?x32x128xbf16>, memref<?x16x8x128xbf16>, memref<?x16x8x128xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?xi32>, f32, memref<?x32x128xbf16>) -> ()
+  return
+}
+
+// -----
+
+func.func @flash_required_operand_doubled(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
+  // expected-error @+1 {{operand 'cu_seqlens_q' requires exactly 1 value, but 'operandSegmentSizes' gives it 2}}
+  "attn.flash"(%q, %k, %v, %cq, %ck, %s, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1>}> : (memref<?x16x128xf16>, memref<?x16x128xf16>, memref<?x16x128xf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x16x128xf16>) -> ()
+  return
+}
+
+// -----
+
+func.func @merge_states_required_operand_empty(%acc: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %l: memref<?x32x16xf32>, %o: memref<?x32x128xf16>) {
+  // expected-error @+1 {{operand 'partial' requires exactly 1 value, but 'operandSegmentSizes' gives it 0}}
+  "attn.merge_states"(%acc, %m, %l, %o) <{operandSegmentSizes = array<i32: 0, 1, 1, 1, 0, 0, 1>}> : (memref<?x32x16x128xf32>, memref<?x32x16xf32>, memref<?x32x16xf32>, memref<?x32x128xf16>) -> ()
+  return
+}
+
+// -----
+
+// Every size has an upper bound (attn/IR/AttnLimits.h), so no lowering
+// forms a product that overflows or a program no target can hold.
+func.func @head_dim_above_limit(%q: memref<?x16x2048xf16>, %k: memref<?x16x2048xf16>, %v: memref<?x16x2048xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x2048xf16>) {
+  // expected-error @+1 {{operand 'q' dimension 2 (head_dim = 2048) must be at most 1024}}
+  attn.flash q(%q : memref<?x16x2048xf16>) k(%k : memref<?x16x2048xf16>) v(%v : memref<?x16x2048xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x2048xf16>)
+  return
+}
+
+// -----
+
+func.func @head_dim_near_int64_max(%q: memref<?x16x9223372036854775807xf16>, %k: memref<?x16x9223372036854775807xf16>, %v: memref<?x16x9223372036854775807xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x9223372036854775807xf16>) {
+  // expected-error @+1 {{operand 'q' dimension 2 (head_dim = 9223372036854775807) must be at most 1024}}
+  attn.flash q(%q : memref<?x16x9223372036854775807xf16>) k(%k : memref<?x16x9223372036854775807xf16>) v(%v : memref<?x16x9223372036854775807xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x9223372036854775807xf16>)
+  return
+}
+
+// -----
+
+func.func @query_heads_above_limit(%q: memref<?x8192x64xf16>, %k: memref<?x8192x64xf16>, %v: memref<?x8192x64xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x8192x64xf16>) {
+  // expected-error @+1 {{operand 'q' dimension 1 (q_heads = 8192) must be at most 4096}}
+  attn.flash q(%q : memref<?x8192x64xf16>) k(%k : memref<?x8192x64xf16>) v(%v : memref<?x8192x64xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x8192x64xf16>)
+  return
+}
+
+// -----
+
+func.func @page_size_above_limit(%q: memref<?x32x128xbf16>, %kc: memref<?x131072x8x128xbf16>, %vc: memref<?x131072x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  // expected-error @+1 {{operand 'k_cache' dimension 1 (block_size = 131072) must be at most 65536}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x131072x8x128xbf16>) v_cache(%vc : memref<?x131072x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
+  return
+}
+
+// -----
+
+func.func @sliding_window_above_limit(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  // expected-error @+1 {{attribute 'sliding_window' must be at most 2147483647 (positions are 32-bit; omit it to disable the window), got 9223372036854775807}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {sliding_window = 9223372036854775807 : i64}
+  return
+}
+
+// -----
+
+func.func @num_segments_above_limit(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x5000x128xf32>, %m: memref<?x32x5000xf32>, %l: memref<?x32x5000xf32>, %s: f32) {
+  // expected-error @+1 {{attribute 'num_segments' must be in [1, 4096], got 5000}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x5000x128xf32>) segment_max(%m : memref<?x32x5000xf32>) segment_sum(%l : memref<?x32x5000xf32>) {num_segments = 5000 : i64}
+  return
+}
+
+// -----
+
+func.func @schedule_tile_above_limit(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
+  // expected-error @+1 {{attribute 'schedule' needs block_q and block_n of at most 4096}}
+  attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 2147483648, block_n = 64, heads_per_program = 1>}
+  return
+}
+
+// -----
+
+func.func @schedule_rows_above_limit(%q: memref<?x16x128xf16>, %k: memref<?x2x128xf16>, %v: memref<?x2x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
+  // expected-error @+1 {{attribute 'schedule' tiles 4096 x 8 rows (block_q x heads_per_program) per program; at most 4096 are allowed}}
+  attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x2x128xf16>) v(%v : memref<?x2x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 4096, block_n = 64, heads_per_program = 8>}
+  return
+}
+
+// -----
+
+func.func @schedule_heads_near_int64_max(%q: memref<?x16x128xf16>, %k: memref<?x2x128xf16>, %v: memref<?x2x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
+  // expected-error @+1 {{attribute 'schedule' tiles 4 x 9223372036854775807 rows}}
+  attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x2x128xf16>) v(%v : memref<?x2x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 4, block_n = 64, heads_per_program = 9223372036854775807>}
+  return
+}
+
+// -----
+
+func.func @blocksparse_block_size_above_limit(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x?xi32>, %col: memref<16x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
+  // expected-error @+1 {{attribute 'block_size' must be in [1, 65536], got 4294967296}}
+  attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x?xi32>) col(%col : memref<16x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 4294967296 : i64}
+  return
+}
+
+// -----
+
+func.func @merge_states_head_dim_above_limit(%acc: memref<?x32x16x4096xf32>, %m: memref<?x32x16xf32>, %l: memref<?x32x16xf32>, %o: memref<?x32x4096xf16>) {
+  // expected-error @+1 {{operand 'partial' dimension 3 (head_dim = 4096) must be at most 1024}}
+  attn.merge_states partial(%acc : memref<?x32x16x4096xf32>) segment_max(%m : memref<?x32x16xf32>) segment_sum(%l : memref<?x32x16xf32>) out(%o : memref<?x32x4096xf16>)
   return
 }

@@ -7,6 +7,7 @@
 
 #include "attn/IR/AttnOps.h"
 #include "OperandChecks.h"
+#include "attn/IR/AttnLimits.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -14,6 +15,7 @@
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::detail;
+using namespace mlir::attn::limits;
 
 #define GET_OP_CLASSES
 #include "attn/IR/AttnOps.cpp.inc"
@@ -48,10 +50,10 @@ LogicalResult verifyHeads(OperandChecker &c, MemRefType q, StringRef qName,
                           MemRefType kv, StringRef kvName,
                           ArrayRef<StringRef> kvDims, unsigned kvHeadDim,
                           unsigned kvDDim) {
-  if (failed(c.staticDim(q, qName, kQDims, 1)) ||
-      failed(c.staticDim(q, qName, kQDims, 2)) ||
-      failed(c.staticDim(kv, kvName, kvDims, kvHeadDim)) ||
-      failed(c.staticDim(kv, kvName, kvDims, kvDDim)))
+  if (failed(c.staticDim(q, qName, kQDims, 1, kMaxHeads)) ||
+      failed(c.staticDim(q, qName, kQDims, 2, kMaxHeadDim)) ||
+      failed(c.staticDim(kv, kvName, kvDims, kvHeadDim, kMaxHeads)) ||
+      failed(c.staticDim(kv, kvName, kvDims, kvDDim, kMaxHeadDim)))
     return failure();
   int64_t qHeads = q.getDimSize(1), kvHeads = kv.getDimSize(kvHeadDim);
   if (qHeads % kvHeads != 0)
@@ -82,6 +84,11 @@ LogicalResult verifyWindow(Operation *op, IntegerAttr window) {
     return op->emitOpError() << "attribute 'sliding_window' must be positive "
                                 "(omit it to disable the window), got "
                              << window.getInt();
+  if (window && window.getInt() > kMaxSlidingWindow)
+    return op->emitOpError()
+           << "attribute 'sliding_window' must be at most " << kMaxSlidingWindow
+           << " (positions are 32-bit; omit it to disable the window), got "
+           << window.getInt();
   return success();
 }
 
@@ -155,11 +162,22 @@ LogicalResult verifySchedule(Operation *op, ScheduleAttr schedule,
            << "attribute 'schedule' needs positive block_q, block_n and "
               "heads_per_program, got "
            << schedule;
-  if (schedule.getWarps() < 0 || schedule.getWarps() > 32)
+  if (schedule.getBlockQ() > kMaxTile || schedule.getBlockN() > kMaxTile)
+    return op->emitOpError() << "attribute 'schedule' needs block_q and "
+                                "block_n of at most "
+                             << kMaxTile << ", got " << schedule;
+  // Both factors are at most kMaxTile here: no overflow.
+  if (schedule.getHeadsPerProgram() > kMaxHeads ||
+      schedule.getBlockQ() * schedule.getHeadsPerProgram() > kMaxProgramRows)
     return op->emitOpError()
-           << "attribute 'schedule' needs 0 to 32 warps (0: one per 16 rows), "
-              "got "
-           << schedule.getWarps();
+           << "attribute 'schedule' tiles " << schedule.getBlockQ() << " x "
+           << schedule.getHeadsPerProgram()
+           << " rows (block_q x heads_per_program) per program; at most "
+           << kMaxProgramRows << " are allowed";
+  if (schedule.getWarps() < 0 || schedule.getWarps() > kMaxWarps)
+    return op->emitOpError()
+           << "attribute 'schedule' needs 0 to " << kMaxWarps
+           << " warps (0: one per 16 rows), got " << schedule.getWarps();
   if (group % schedule.getHeadsPerProgram() != 0)
     return op->emitOpError()
            << "attribute 'schedule' packs " << schedule.getHeadsPerProgram()
@@ -195,6 +213,12 @@ int64_t PrefixPrefillOp::getKeySplit() {
 }
 
 LogicalResult PrefixPrefillOp::verify() {
+  if (failed(verifyOperandSegments(
+          *this, getProperties().operandSegmentSizes,
+          {"q", "k", "v", "k_cache", "v_cache", "block_table", "query_start",
+           "seq_lens", "scale", "k_scale?", "v_scale?", "alibi_slopes?",
+           "sinks?", "out_scale?", "out"})))
+    return failure();
   OperandChecker c(*this);
   MemRefType q = c.memref(getQ(), "q", kQDims, kHalfOrFloat);
   MemRefType k = c.memref(getK(), "k", kKvDims, kHalfOrFloat);
@@ -217,12 +241,14 @@ LogicalResult PrefixPrefillOp::verify() {
                            kHalfOrFloat | kFp8);
   if (!kc || !vc)
     return failure();
-  for (unsigned d : {1u, 2u, 3u, 4u})
-    if (failed(c.staticDim(kc, "k_cache", kSplitKCacheDims, d)))
-      return failure();
-  for (unsigned d : {1u, 2u, 3u})
-    if (failed(c.staticDim(vc, "v_cache", kSplitVCacheDims, d)))
-      return failure();
+  if (failed(c.staticDim(kc, "k_cache", kSplitKCacheDims, 1, kMaxHeads)) ||
+      failed(c.staticDim(kc, "k_cache", kSplitKCacheDims, 2, kMaxHeadDim)) ||
+      failed(c.staticDim(kc, "k_cache", kSplitKCacheDims, 3, kMaxBlockSize)) ||
+      failed(c.staticDim(kc, "k_cache", kSplitKCacheDims, 4, kMaxHeadDim)) ||
+      failed(c.staticDim(vc, "v_cache", kSplitVCacheDims, 1, kMaxHeads)) ||
+      failed(c.staticDim(vc, "v_cache", kSplitVCacheDims, 2, kMaxHeadDim)) ||
+      failed(c.staticDim(vc, "v_cache", kSplitVCacheDims, 3, kMaxBlockSize)))
+    return failure();
   if (failed(c.dimEquals(kc, "k_cache", kSplitKCacheDims, 1, kvHeads,
                          "the KV heads of 'k'")) ||
       failed(c.dimEquals(vc, "v_cache", kSplitVCacheDims, 1, kvHeads,
@@ -281,6 +307,13 @@ int64_t UnifiedOp::getBlockSize() {
 }
 
 LogicalResult UnifiedOp::verify() {
+  if (failed(verifyOperandSegments(
+          *this, getProperties().operandSegmentSizes,
+          {"q", "k_cache", "v_cache", "block_table", "cu_seqlens_q",
+           "seqused_k", "scale", "softcap?", "q_descale?", "k_descale?",
+           "v_descale?", "alibi_slopes?", "sinks?", "out_scale?", "out",
+           "segment_max?", "segment_sum?"})))
+    return failure();
   OperandChecker c(*this);
   MemRefType q = c.memref(getQ(), "q", kQDims, kHalfOrFloat | kFp8);
   MemRefType kc =
@@ -289,7 +322,7 @@ LogicalResult UnifiedOp::verify() {
       c.memref(getVCache(), "v_cache", kNhdCacheDims, kHalfOrFloat | kFp8);
   if (!q || !kc || !vc)
     return failure();
-  if (failed(c.staticDim(kc, "k_cache", kNhdCacheDims, 1)) ||
+  if (failed(c.staticDim(kc, "k_cache", kNhdCacheDims, 1, kMaxBlockSize)) ||
       failed(verifyHeads(c, q, "q", kc, "k_cache", kNhdCacheDims, 2, 3)) ||
       failed(c.sameShape(kc, "k_cache", vc, "v_cache", kNhdCacheDims)) ||
       failed(c.sameElem(kc, "k_cache", vc, "v_cache")))
@@ -330,9 +363,9 @@ LogicalResult UnifiedOp::verify() {
 
   // Split-KV form: partial accumulators and statistics, all f32.
   int64_t segments = getNumSegmentsAttr().getInt();
-  if (segments < 1)
-    return emitOpError() << "attribute 'num_segments' must be at least 1, got "
-                         << segments;
+  if (segments < 1 || segments > kMaxSegments)
+    return emitOpError() << "attribute 'num_segments' must be in [1, "
+                         << kMaxSegments << "], got " << segments;
   if (!getSegmentMax() || !getSegmentSum())
     return emitOpError() << "split-KV form ('num_segments') requires operands "
                             "'segment_max' and 'segment_sum'";
@@ -374,6 +407,12 @@ int64_t FlashOp::getNumQueryHeads() {
 int64_t FlashOp::getNumKvHeads() { return memrefTypeOf(getK()).getDimSize(1); }
 
 LogicalResult FlashOp::verify() {
+  if (failed(verifyOperandSegments(
+          *this, getProperties().operandSegmentSizes,
+          {"q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "scale", "bias?",
+           "dropout_p?", "philox_seed?", "philox_offset?", "q_scale?",
+           "k_scale?", "v_scale?", "p_scale?", "out_scale?", "out"})))
+    return failure();
   OperandChecker c(*this);
   if (failed(verifyVarlenQkv(c, getQ(), getK(), getV(), getCuSeqlensQ(),
                              getCuSeqlensK(), kHalfOrFloat | kFp8)))
@@ -430,7 +469,7 @@ LogicalResult BlockSparseOp::verify() {
 
   MemRefType crow = c.memref(getCrow(), "crow", kCrowDims, kI32);
   MemRefType col = c.memref(getCol(), "col", kColDims, kI32);
-  if (!crow || !col || failed(c.staticDim(crow, "crow", kCrowDims, 0)) ||
+  if (!crow || !col || failed(c.staticDim(crow, "crow", kCrowDims, 0, kMaxHeads)) ||
       failed(c.sameDim(crow, "crow", kCrowDims, 0, col, "col", kColDims, 0)))
     return failure();
   int64_t layoutHeads = crow.getDimSize(0), qHeads = q.getDimSize(1);
@@ -442,13 +481,15 @@ LogicalResult BlockSparseOp::verify() {
     return c.error("crow") << "must have at least one row (rows+1 >= 2)";
 
   // I64Attr getters return unsigned values; read the signed integer.
-  int64_t blockSize = getBlockSizeAttr().getInt();
-  if (blockSize <= 0)
-    return emitOpError() << "attribute 'block_size' must be positive, got "
-                         << blockSize;
-  if (IntegerAttr qBlock = getQBlockSizeAttr(); qBlock && qBlock.getInt() <= 0)
-    return emitOpError() << "attribute 'q_block_size' must be positive, got "
-                         << qBlock.getInt();
+  for (IntegerAttr size : {getBlockSizeAttr(), getQBlockSizeAttr()}) {
+    if (!size || (size.getInt() > 0 && size.getInt() <= kMaxSparseBlock))
+      continue;
+    return emitOpError() << "attribute '"
+                         << (size == getBlockSizeAttr() ? "block_size"
+                                                        : "q_block_size")
+                         << "' must be in [1, " << kMaxSparseBlock << "], got "
+                         << size.getInt();
+  }
 
   MemRefType o = c.memref(getOut(), "out", kQDims, kHalfOrFloat);
   if (!o || failed(c.sameElem(q, "q", o, "out")) ||
@@ -476,9 +517,14 @@ LogicalResult BlockSparseOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult MergeStatesOp::verify() {
+  if (failed(verifyOperandSegments(
+          *this, getProperties().operandSegmentSizes,
+          {"partial", "segment_max?", "segment_sum?", "segment_lse?", "sinks?",
+           "out_scale?", "out"})))
+    return failure();
   OperandChecker c(*this);
   MemRefType p = c.memref(getPartial(), "partial", kPartialDims, kF32);
-  if (!p || failed(c.staticDim(p, "partial", kPartialDims, 3)))
+  if (!p || failed(c.staticDim(p, "partial", kPartialDims, 3, kMaxHeadDim)))
     return failure();
 
   bool maxSum = getSegmentMax() || getSegmentSum();
@@ -514,7 +560,7 @@ LogicalResult MergeStatesOp::verify() {
                             isFp8(o.getElementType()), "out")))
     return failure();
   if (Value sinks = getSinks()) {
-    if (failed(c.staticDim(p, "partial", kPartialDims, 1)) ||
+    if (failed(c.staticDim(p, "partial", kPartialDims, 1, kMaxHeads)) ||
         failed(c.perHead(sinks, "sinks", p.getDimSize(1))))
       return failure();
   }

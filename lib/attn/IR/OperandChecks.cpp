@@ -71,13 +71,16 @@ MemRefType OperandChecker::memref(Value value, StringRef name,
 
 LogicalResult OperandChecker::staticDim(MemRefType type, StringRef name,
                                         ArrayRef<StringRef> dims,
-                                        unsigned dim) {
+                                        unsigned dim, int64_t max) {
   if (type.isDynamicDim(dim))
     return error(name) << "dimension " << dim << " (" << dims[dim]
                        << ") must be static";
   if (type.getDimSize(dim) <= 0)
     return error(name) << "dimension " << dim << " (" << dims[dim]
                        << ") must be positive";
+  if (type.getDimSize(dim) > max)
+    return error(name) << "dimension " << dim << " (" << dims[dim] << " = "
+                       << type.getDimSize(dim) << ") must be at most " << max;
   return success();
 }
 
@@ -150,5 +153,23 @@ LogicalResult OperandChecker::sameShape(MemRefType a, StringRef aName,
   for (unsigned d = 0, e = dims.size(); d < e; ++d)
     if (failed(sameDim(a, aName, dims, d, b, bName, dims, d)))
       return failure();
+  return success();
+}
+
+LogicalResult mlir::attn::detail::verifyOperandSegments(
+    Operation *op, ArrayRef<int32_t> sizes, ArrayRef<StringRef> groups) {
+  if (sizes.size() != groups.size())
+    return op->emitOpError() << "has " << sizes.size()
+                             << " operand segments, expected "
+                             << groups.size();
+  for (auto [size, group] : llvm::zip_equal(sizes, groups)) {
+    bool optional = group.ends_with("?");
+    if (size == 1 || (optional && size == 0))
+      continue;
+    return op->emitOpError()
+           << "operand '" << group.drop_back(optional ? 1 : 0) << "' "
+           << (optional ? "takes 0 or 1 value" : "requires exactly 1 value")
+           << ", but 'operandSegmentSizes' gives it " << size;
+  }
   return success();
 }

@@ -42,9 +42,10 @@ public:
   MemRefType memref(Value value, StringRef name, ArrayRef<StringRef> dims,
                     unsigned elems);
 
-  /// Dimension `dim` of the operand must be static (and positive).
+  /// Dimension `dim` of the operand must be static, positive and at most
+  /// `max` (a bound of AttnLimits.h).
   LogicalResult staticDim(MemRefType type, StringRef name,
-                          ArrayRef<StringRef> dims, unsigned dim);
+                          ArrayRef<StringRef> dims, unsigned dim, int64_t max);
 
   /// Two dimensions must agree when both are static.
   LogicalResult sameDim(MemRefType a, StringRef aName, ArrayRef<StringRef> aDims,
@@ -79,6 +80,14 @@ public:
 private:
   Operation *op;
 };
+
+/// ODS checks the size of an optional operand group only; a required group
+/// left empty (or given several values) by a generic-form or bytecode op
+/// would reach the accessors. `groups` names each ODS operand group in order,
+/// an optional one with a trailing '?'. Emits a diagnostic naming the first
+/// operand whose group has the wrong number of values.
+LogicalResult verifyOperandSegments(Operation *op, ArrayRef<int32_t> sizes,
+                                    ArrayRef<StringRef> groups);
 
 /// Names the element-type classes in `elems` for a diagnostic.
 std::string describeElems(unsigned elems);

@@ -129,10 +129,18 @@ struct ConvertAttnToGPUPass
                << " (f16, bf16 and fp8 do; use the CPU pipeline for f32)";
       computeType = *ct;
       ScheduleAttr s = scheduleOrDefault(op);
-      launch = gpuTarget.launchFor(TileShape{s.getBlockQ(), s.getBlockN(),
-                                              s.getHeadsPerProgram(),
-                                              headDimOf(op), s.getWarps()},
-                                    computeType);
+      TileShape shape{s.getBlockQ(), s.getBlockN(), s.getHeadsPerProgram(),
+                      headDimOf(op), s.getWarps()};
+      ProgramBody body = gpuTarget.bodyOf(shape);
+      if (body.rowsPerWarp > kMaxRowsPerWarp ||
+          body.accumulatorsPerLane > kMaxAccumulatorsPerLane)
+        return op->emitOpError("convert-attn-to-gpu: the schedule ")
+               << s << " unrolls " << body.rowsPerWarp
+               << " rows per warp with " << body.accumulatorsPerLane
+               << " f32 accumulators per lane; the budget is "
+               << kMaxRowsPerWarp << " rows and " << kMaxAccumulatorsPerLane
+               << " accumulators (more warps, or smaller block_q or block_n)";
+      launch = gpuTarget.launchFor(shape, computeType);
       if (launch.threads > 1024 ||
           launch.sharedBytes > gpuTarget.maxSharedBytes())
         return op->emitOpError("convert-attn-to-gpu: the schedule ")

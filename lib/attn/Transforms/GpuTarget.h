@@ -20,6 +20,9 @@
 
 #include "TiledAttention.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
+
+#include <limits>
 #include <memory>
 
 namespace mlir::attn {
@@ -29,6 +32,30 @@ struct KernelLaunch {
   int64_t threads = 128;
   int64_t sharedBytes = 0;
 };
+
+/// What one warp (or wave) of a program unrolls: its rows, each 16-row MMA
+/// fragment of which is emitted separately, and the f32 accumulator elements
+/// of S and O that each of its lanes keeps in registers.
+struct ProgramBody {
+  int64_t rowsPerWarp = 0;
+  int64_t accumulatorsPerLane = 0;
+};
+
+/// The largest body convert-attn-to-gpu emits. Every default schedule is well
+/// inside (at most 64 rows and 192 accumulators); past 255 accumulators a
+/// lane's registers cannot hold them, and bodies of hundreds of fragments
+/// take the backend minutes and gigabytes to compile.
+constexpr int64_t kMaxRowsPerWarp = 64;
+constexpr int64_t kMaxAccumulatorsPerLane = 256;
+
+/// Resource arithmetic that saturates instead of overflowing, so that a
+/// check against a limit cannot wrap around and pass.
+inline int64_t saturatingMul(int64_t a, int64_t b) {
+  return llvm::checkedMul(a, b).value_or(std::numeric_limits<int64_t>::max());
+}
+inline int64_t saturatingAdd(int64_t a, int64_t b) {
+  return llvm::checkedAdd(a, b).value_or(std::numeric_limits<int64_t>::max());
+}
 
 /// The shared part of every GPU ProgramTarget: the launch grid is exactly
 /// the op's grid (block ids), and element-wise work is spread over the
@@ -56,8 +83,11 @@ public:
   /// The tensor-core operand type for query type `qType`; failure when the
   /// target has no matrix-core path for it.
   virtual FailureOr<Type> computeType(Type qType) const = 0;
-  /// Threads and dynamic shared memory of a program of tile shape `shape`.
+  /// Threads and dynamic shared memory of a program of tile shape `shape`
+  /// (saturating at INT64_MAX).
   virtual KernelLaunch launchFor(const TileShape &shape, Type ct) const = 0;
+  /// The per-warp (per-wave) body of a program of tile shape `shape`.
+  virtual ProgramBody bodyOf(const TileShape &shape) const = 0;
   /// The most dynamic shared memory (LDS) one program may use.
   virtual int64_t maxSharedBytes() const = 0;
   /// exp2 through the hardware instruction (no device library).

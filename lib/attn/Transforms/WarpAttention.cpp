@@ -608,11 +608,20 @@ void WarpAttentionBuilder::epilogue(const ProgramRows &rows) {
 KernelLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct,
                                        NvidiaChip chip) {
   Geometry g = geometryOf(shape, chip.wgmma);
-  int64_t bytes = (g.mRows * g.stride + g.stages * g.kvElems()) *
-                  ct.getIntOrFloatBitWidth() / 8;
+  int64_t elems = saturatingAdd(saturatingMul(g.mRows, g.stride),
+                                saturatingMul(g.stages, g.kvElems()));
+  int64_t bytes = saturatingMul(elems, ct.getIntOrFloatBitWidth() / 8);
   if (g.wgmma)
-    bytes += kAlignSlack;
-  return {g.warps * kLanes, bytes};
+    bytes = saturatingAdd(bytes, kAlignSlack);
+  return {saturatingMul(g.warps, kLanes), bytes};
+}
+
+ProgramBody mlir::attn::warpBodyOf(const TileShape &shape, NvidiaChip chip) {
+  Geometry g = geometryOf(shape, chip.wgmma);
+  // Each 16x8 accumulator tile of mma.sync (and of wgmma, per warp) holds 4
+  // elements per lane: S has nTiles of them per fragment, O dTiles.
+  int64_t tiles = saturatingAdd(g.nTiles(), g.dTiles());
+  return {g.warpRows(), saturatingMul(saturatingMul(g.mFrags, tiles), 4)};
 }
 
 void WarpProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
@@ -638,6 +647,9 @@ public:
   int64_t maxSharedBytes() const override { return 227 * 1024; }
   KernelLaunch launchFor(const TileShape &shape, Type ct) const override {
     return warpLaunchFor(shape, ct, chip);
+  }
+  ProgramBody bodyOf(const TileShape &shape) const override {
+    return warpBodyOf(shape, chip);
   }
   Value exp2(ImplicitLocOpBuilder &b, Value x) const override {
     // ex2.approx: one MUFU instruction; exp2(-inf) = +0.

@@ -32,6 +32,8 @@ namespace mlir::attn {
 /// shape `shape` and compute type `ct` on `chip` (whose warpgroup MMAs
 /// programs of whole warpgroups and swizzle atoms use).
 KernelLaunch warpLaunchFor(const TileShape &shape, Type ct, NvidiaChip chip);
+/// The per-warp body of that program (GpuTarget::bodyOf).
+ProgramBody warpBodyOf(const TileShape &shape, NvidiaChip chip);
 
 class WarpProgramTarget : public GpuProgramTarget {
 public:

@@ -274,8 +274,17 @@ public:
   }
   KernelLaunch launchFor(const TileShape &shape, Type ct) const override {
     Geometry g = geometryOf(shape);
-    return {g.waves * chip.waveSize,
-            g.ldsElems() * ct.getIntOrFloatBitWidth() / 8};
+    return {saturatingMul(g.waves, chip.waveSize),
+            saturatingMul(g.ldsElems(), ct.getIntOrFloatBitWidth() / 8)};
+  }
+  ProgramBody bodyOf(const TileShape &shape) const override {
+    // Per fragment, S^T and O^T are nBlocks and dBlocks 16x16 blocks of
+    // accElems elements per lane.
+    Geometry g = geometryOf(shape);
+    MatrixCore mc{chip.waveSize, chip.wmma};
+    int64_t blocks = saturatingAdd(g.nBlocks(), g.dBlocks());
+    return {16 * g.mFrags,
+            saturatingMul(saturatingMul(g.mFrags, blocks), mc.accElems())};
   }
   int64_t maxSharedBytes() const override { return 64 * 1024; }
   Value exp2(ImplicitLocOpBuilder &b, Value x) const override {
