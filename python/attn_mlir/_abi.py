@@ -8,6 +8,7 @@ outputs are written in place.
 """
 
 import ctypes
+import os
 
 import ml_dtypes
 import numpy as np
@@ -133,6 +134,89 @@ def check_pointer_alignment(v, chunk):
             f"{v.name}: GPU kernels read its rows in {chunk}-byte chunks; the "
             f"tensor must start {chunk}-byte aligned (pointer {v.ptr:#x}); "
             f"pass a contiguous copy")
+
+
+def validating():
+    """ATTN_MLIR_VALIDATE=1: also check what only device memory holds (index
+    contents, scales in CUDA tensors), reading it on the host, which
+    synchronizes. Read per call (a dictionary lookup)."""
+    return os.environ.get("ATTN_MLIR_VALIDATE", "") not in ("", "0")
+
+
+def extent(shape, strides):
+    """Elements from the first to one past the last element a strided view
+    addresses (0 when it is empty); strides in elements, non-negative."""
+    if 0 in shape:
+        return 0
+    return 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+
+
+def self_overlap(shape, strides):
+    """Why two indices of a strided view may address one element, or None.
+    Sufficient test for distinct elements: ordered by stride, each dim of
+    size > 1 steps past everything the smaller-stride dims reach. Layouts
+    that interleave dims without overlapping fail it too; no kernel output
+    needs one."""
+    dims = sorted((s, n) for n, s in zip(shape, strides) if n > 1)
+    reach = 1
+    for s, n in dims:
+        if s == 0:
+            return f"a zero stride on a dim of size {n} (a broadcast view)"
+        if s < reach:
+            return (f"strides {tuple(strides)} for shape {tuple(shape)} map "
+                    f"several indices to one element")
+        reach = s * (n - 1) + reach
+    return None
+
+
+def check_output(v, name=None):
+    """An output a kernel writes: every element distinct and writable.
+    Raises ValueError naming it."""
+    name = name or v.name
+    why = self_overlap(v.shape, v.strides)
+    if why:
+        raise ValueError(f"{name}: an output must not overlap itself; it has "
+                         f"{why}; pass a contiguous array")
+    check_writeable(v, name)
+
+
+def check_writeable(v, name=None):
+    owner = v.owner
+    if isinstance(owner, np.ndarray) and not owner.flags.writeable:
+        raise ValueError(f"{name or v.name}: an output must be writable; this "
+                         f"array is read-only")
+
+
+def _fake_array(v):
+    """A numpy array header at `v`'s address (never dereferenced), for
+    np.shares_memory."""
+    item = NUMPY_DTYPES[v.dtype].itemsize
+
+    class Header:
+        __array_interface__ = {
+            "data": (v.ptr, False), "shape": tuple(v.shape),
+            "strides": tuple(s * item for s in v.strides),
+            "typestr": f"|V{item}", "version": 3}
+    return np.asarray(Header())
+
+
+_TOO_HARD = getattr(np, "exceptions", np).TooHardError
+
+
+def shares_memory(a, span_a, b, span_b):
+    """Whether Views `a` and `b` (of one device) address a common byte;
+    span_* are their extents in bytes. Disjoint address ranges answer at
+    once; overlapping ranges are solved exactly, and a case too hard to
+    solve cheaply answers False (not rejected)."""
+    if not span_a or not span_b:
+        return False
+    if a.ptr >= b.ptr + span_b or b.ptr >= a.ptr + span_a:
+        return False
+    try:
+        return bool(np.shares_memory(_fake_array(a), _fake_array(b),
+                                     max_work=100000))
+    except _TOO_HARD:
+        return False
 
 
 def device_of(x):

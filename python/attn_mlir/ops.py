@@ -8,57 +8,308 @@ current stream, see `_gpu`); outputs are written in place.
 
 ATTN_MLIR_RECORD=file.jsonl appends every specialization a call needs to the
 file (for `python -m attn_mlir.aot`); with ATTN_MLIR_DRY_RUN=1 calls only
-record and run nothing. These functions check only what the MLIR
-verifier cannot see through types; `attn_mlir.vllm` validates run-time
-contents (offsets, block tables) with named ValueErrors.
+record and run nothing.
+
+Before compiling, every call checks its arguments with a ValueError naming
+the bad one: integers (real ints within LIMITS), scales (finite and non-zero
+in f32, the softmax scale only finite; in CUDA tensors only under
+ATTN_MLIR_VALIDATE=1, reading them synchronizes), softcap > 0, dropout p in [0, 1), Philox seed/offset within
+64 bits, ALiBi slopes and sinks finite (host arrays; CUDA ones under
+ATTN_MLIR_VALIDATE), fp8 scales present exactly where their tensor is fp8,
+and outputs (writable, no element addressed twice, no memory shared with
+another operand: the kernels do not run in place). Scales that put fp8
+values out of range raise Fp8RangeWarning (once per kind). Run-time contents
+(offsets, block tables) are `attn_mlir.vllm`'s to check.
 """
 
 import ctypes
 import json
+import math
+import numbers
 import os
+import warnings
 
 import numpy as np
 
 from . import _abi
-from ._abi import (View, descriptor, device_of, host_values, is_torch,
-                   memref_type, view)
+from ._abi import (FP8, View, descriptor, device_of, extent, host_values,
+                   is_torch, memref_type, validating, view)
 from ._toolchain import load_kernel
+
+# ---------------------------------------------------------------------------
+# Argument checks
+# ---------------------------------------------------------------------------
+
+MAX_HEAD_DIM = 1024
+
+# Inclusive bounds of the integers an op takes: those of the verifiers
+# (dialect/attn/IR/AttnLimits.h), so that a call fails here, by name, with
+# the same limits, instead of in the compiler.
+LIMITS = {
+    "head_dim": (1, MAX_HEAD_DIM),
+    "heads": (1, 4096),                 # query or KV heads
+    # Keys per cache page, and the key split x of the split key cache.
+    "block_size": (1, 1 << 16),
+    # Block-sparse layout block sizes (block_size, q_block_size).
+    "sparse_block": (1, 1 << 16),
+    # Larger windows than any sequence mean no window: omit it instead.
+    "sliding_window": (1, (1 << 31) - 1),
+    "num_segments": (1, 4096),
+    # Tile schedule fields; block_q * heads_per_program is a program's rows.
+    "block_q": (1, 4096),
+    "block_n": (1, 4096),
+    "heads_per_program": (1, 4096),
+    "program_rows": (1, 4096),
+    "warps": (0, 32),
+    # Philox seed and offset: any 64-bit pattern, signed or unsigned.
+    "philox": (-(1 << 63), (1 << 64) - 1),
+}
+
+_F32_MAX = float(np.finfo(np.float32).max)
+_F32_TINY = float(np.finfo(np.float32).tiny)   # smallest normal f32
+FP8_MAX = {"f8E4M3FN": 448.0, "f8E5M2": 57344.0}
+# Smallest positive (subnormal) value of each fp8 type.
+FP8_TINY = {"f8E4M3FN": 2.0 ** -9, "f8E5M2": 2.0 ** -16}
+# The smallest probability P (relative to its row's largest, 1) that an fp8
+# PV product must keep: a key whose score is ln(2^16) ~ 11.1 below the row
+# max. Rounding P below it to 0 costs at most 2^-16 a key, so a row needs
+# 4096 such keys before they add up to e4m3's rounding (2^-4) of P = 1.
+P_MIN = 2.0 ** -16
+
+
+class Fp8RangeWarning(UserWarning):
+    """A scale puts fp8 values (or scaled scores) outside the range the
+    element type represents: they saturate, flush to zero or overflow f32.
+    Issued once per process per argument and kind (docs/semantics.md 6)."""
+
+
+_WARNED = set()
+
+
+def _warn_once(key, message):
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(message, Fp8RangeWarning, stacklevel=4)
+
+
+def _is_bool(x):
+    return isinstance(x, (bool, np.bool_))
+
+
+def check_int(x, name, limit=None, label=""):
+    """`x` as an int: a real integer (bool and float rejected) within
+    LIMITS[limit]; ValueError names `name`."""
+    if type(x) is not int:   # the usual case skips the ABC checks
+        if _is_bool(x) or not isinstance(x, numbers.Integral):
+            raise ValueError(f"{name}: {label}expected an integer, got {x!r} "
+                             f"({type(x).__name__})")
+        x = int(x)
+    if limit is not None:
+        lo, hi = LIMITS[limit]
+        if not lo <= x <= hi:
+            raise ValueError(f"{name}: {label}{x} is outside the supported "
+                             f"range [{lo}, {hi}]")
+    return x
+
+
+def check_real(x, name):
+    """`x` as a float: a real number on the host (int, float, numpy scalar,
+    or a one-element host array or tensor); ValueError names `name`."""
+    if type(x) is float:
+        return x
+    if _is_bool(x):
+        raise ValueError(f"{name}: expected a real number, got {x!r}")
+    if isinstance(x, numbers.Real):
+        return float(x)
+    if is_torch(x) and not x.is_cpu:
+        raise ValueError(f"{name}: expected a Python float, got a tensor on "
+                         f"{x.device} (reading it would synchronize)")
+    if isinstance(x, np.ndarray) or is_torch(x):
+        vals = np.asarray(host_values(x, name))
+        if vals.size == 1 and vals.dtype.kind in "fiu":
+            return float(vals.reshape(-1)[0])
+    raise ValueError(f"{name}: expected a real number, got {x!r} "
+                     f"({type(x).__name__})")
+
+
+def check_scale(x, name, allow_zero=False):
+    """A scale's host value: finite and non-zero as the f32 the kernels read
+    (negative scales are allowed). Returns it as a float. `allow_zero`: the
+    softmax scale, for which 0 is well defined (uniform weights)."""
+    x = check_real(x, name)
+    if not math.isfinite(x) or abs(x) > _F32_MAX:
+        raise ValueError(f"{name}: must be finite in f32, got {x}")
+    if allow_zero:
+        return x
+    if float(np.float32(x)) == 0.0:
+        raise ValueError(f"{name}: must be non-zero, got {x}"
+                         + (" (0 in f32)" if x else ""))
+    return x
+
+
+def check_head_dim(v):
+    """q (or out) [tokens, heads, head_dim]: heads >= 1, head dim within
+    LIMITS."""
+    if v.ndim != 3:
+        raise ValueError(f"{v.name}: expected a rank-3 array [tokens, heads, "
+                         f"head_dim], got shape {tuple(v.shape)}")
+    check_int(v.shape[1], v.name, "heads", "heads ")
+    check_int(v.shape[2], v.name, "head_dim", "head dim ")
+
+
+def _softcap(softcap):
+    if softcap is None:
+        return None
+    c = check_real(softcap, "softcap")
+    if not (math.isfinite(c) and 0 < c <= _F32_MAX) or np.float32(c) == 0:
+        raise ValueError(f"softcap: must be positive and finite in f32 "
+                         f"(omit it to disable), got {softcap}")
+    return c
+
+
+def _check_finite_values(v, name):
+    """Per-head values (ALiBi slopes, sinks) finite: host arrays always,
+    device ones only when validating (reading them synchronizes)."""
+    if device_of(v.owner) is not None and not validating():
+        return
+    vals = np.asarray(host_values(v.owner, name), dtype=np.float64)
+    if not np.all(np.isfinite(vals)):
+        bad = vals.reshape(-1)[~np.isfinite(vals.reshape(-1))][0]
+        raise ValueError(f"{name}: values must be finite, got {bad}")
+
+
+def _fp8_scale(t, scale, scale_name):
+    """A scale operand is required exactly when its tensor `t` is fp8."""
+    if t is None:
+        return
+    if t.dtype in FP8 and scale is None:
+        raise ValueError(f"{scale_name}: required when {t.name} is fp8 "
+                         f"({t.dtype})")
+    if t.dtype not in FP8 and scale is not None:
+        raise ValueError(f"{scale_name}: only valid when {t.name} is fp8, but "
+                         f"it is {t.dtype}")
+
+
+def _product_range(factors):
+    """Warns when a product of scales that the kernels form overflows f32 or
+    falls below its normal range. `factors`: (name, host value, or None when
+    only in device memory: then nothing is checked)."""
+    if any(v is None or v == 0 for _, v in factors):
+        return   # unknown, or exactly 0 (a softmax scale of 0 is valid)
+    names = " * ".join(n for n, _ in factors)
+    prod = abs(math.prod(v for _, v in factors))
+    if prod > _F32_MAX or prod < _F32_TINY:
+        what = "overflows" if prod > _F32_MAX else "underflows"
+        _warn_once((names, what),
+                   f"{names} = {prod:.3g} {what} f32 (normal range "
+                   f"[{_F32_TINY:.3g}, {_F32_MAX:.3g}]): the scaled values "
+                   f"become inf or lose precision")
+
+
+def _p_scale_range(p_scale, dtype):
+    """The fp8 PV product rounds P / p_scale (P in [0, 1]) to `dtype`:
+    1 / |p_scale| above the type's max saturates P, and p_scale * tiny / 2
+    above P_MIN flushes meaningful probabilities to zero."""
+    if p_scale is None or dtype not in FP8_MAX:
+        return
+    s = abs(p_scale)
+    if 1.0 / s > FP8_MAX[dtype]:
+        _warn_once(("p_scale", "saturates"),
+                   f"p_scale: {p_scale:.3g} saturates P: P / p_scale reaches "
+                   f"{1.0 / s:.3g} > {FP8_MAX[dtype]:g} ({dtype} max); "
+                   f"use |p_scale| >= 1 / {FP8_MAX[dtype]:g}")
+    elif s * FP8_TINY[dtype] / 2 > P_MIN:
+        _warn_once(("p_scale", "flushes"),
+                   f"p_scale: {p_scale:.3g} flushes P below "
+                   f"{s * FP8_TINY[dtype] / 2:.3g} to zero in {dtype} "
+                   f"(probabilities down to 2^-16 matter); use |p_scale| <= "
+                   f"{2 * P_MIN / FP8_TINY[dtype]:g}")
+
+
+def _out_scale_range(out_scale):
+    if out_scale is not None and 1.0 / abs(out_scale) > _F32_MAX:
+        _warn_once(("out_scale", "overflows"),
+                   f"out_scale: 1 / {out_scale:.3g} overflows f32")
 
 
 def _scale_view(x, name, device=None):
     """A scale given as a float or a 1-element array, as a 1-element f32 view
-    (a host copy: the CPU kernels read it once per call). On a GPU a scale
-    must be in device memory: a CUDA tensor is used as it is, a float is
-    filled into a new 1-element tensor (stream-ordered, no synchronization)."""
+    (a host copy: the CPU kernels read it once per call), and its value when
+    known on the host (None for a CUDA tensor unless validating). On a GPU a
+    scale must be in device memory: a CUDA tensor is used as it is, a float
+    is filled into a new 1-element tensor (stream-ordered, no
+    synchronization)."""
     if x is None:
-        return None
+        return None, None
     if device is not None:
         import torch
         if device_of(x) is not None:
             if x.numel() != 1 or x.dtype != torch.float32:
                 raise ValueError(f"{name}: expected one float32 value, got "
                                  f"{x.numel()} values of {x.dtype}")
-            return view(x.reshape(1), name)
-        if isinstance(x, (int, float, np.floating)):
-            return view(torch.full((1,), float(x), dtype=torch.float32,
-                                   device=device), name)
+            value = check_scale(x.item(), name) if validating() else None
+            return view(x.reshape(1), name), value
+        if isinstance(x, numbers.Real) and not _is_bool(x):
+            value = check_scale(x, name)
+            return view(torch.full((1,), value, dtype=torch.float32,
+                                   device=device), name), value
         raise ValueError(f"{name}: on a GPU call give a float or a float32 "
                          f"CUDA tensor, got {type(x).__name__}")
-    raw = [x] if isinstance(x, (int, float, np.floating)) else host_values(x, name)
-    vals = np.asarray(raw, dtype=np.float32).reshape(-1)
+    if _is_bool(x):
+        raise ValueError(f"{name}: expected a real number, got {x!r}")
+    raw = [x] if isinstance(x, numbers.Real) else host_values(x, name)
+    try:
+        vals = np.asarray(raw, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected a real number, got {x!r}") from None
     if vals.size != 1:
         raise ValueError(f"{name}: expected a single scale value, got "
                          f"{vals.size} values")
-    return view(vals.copy(), name)
+    value = check_scale(float(vals[0]), name)
+    return view(np.array([value], np.float32), name), value
+
+
+_SCHEDULE_FIELDS = ("block_q", "block_n", "heads_per_program", "warps")
 
 
 def _schedule_attr(schedule):
+    """(block_q, block_n, heads_per_program[, warps]) as the attribute."""
     if schedule is None:
         return None
-    bq, bn, pack, *rest = schedule
+    if isinstance(schedule, (str, bytes)) or \
+            not hasattr(schedule, "__len__") or len(schedule) not in (3, 4):
+        raise ValueError(f"schedule: expected (block_q, block_n, "
+                         f"heads_per_program[, warps]), got {schedule!r}")
+    bq, bn, pack, *rest = [check_int(x, "schedule", f, f"{f} = ")
+                           for x, f in zip(schedule, _SCHEDULE_FIELDS)]
+    check_int(bq * pack, "schedule", "program_rows",
+              "block_q * heads_per_program = ")
     warps = f", warps = {rest[0]}" if rest and rest[0] else ""
     return (f"#attn.schedule<block_q = {bq}, block_n = {bn}, "
             f"heads_per_program = {pack}{warps}>")
+
+
+def _i64(x, name):
+    """A 64-bit pattern (signed or unsigned) as the signed value the C ABI
+    passes."""
+    x = check_int(x, name, "philox")
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
+_ALIBI_FORMS = ("relative", "context", "absolute")
+
+
+def _alibi_form(form):
+    if form is not None and form not in _ALIBI_FORMS:
+        raise ValueError(f"alibi_form: expected one of {', '.join(_ALIBI_FORMS)}"
+                         f", got {form!r}")
+    return f"#attn.alibi<{form}>" if form else None
+
+
+def _window(w):
+    if w is None:
+        return None
+    return f"{check_int(w, 'sliding_window', 'sliding_window')} : i64"
 
 
 def _current_stream(torch, dev):
@@ -71,9 +322,14 @@ def _current_stream(torch, dev):
     return torch.cuda.current_stream(dev).cuda_stream
 
 
-# (torch dtype, shape, strides, device index, static dims) of a tensor
-# operand -> (memref type, element name, torch device).
+# (torch dtype, shape, strides, device index, static dims, output) of a
+# tensor operand -> (memref type, element name, torch device, chunk, bytes
+# spanned).
 _TORCH_OPERANDS = {}
+
+# (shape, strides, dtype, static dims, output) of a View -> (memref type,
+# bytes spanned); outputs are checked for self-overlap on first sight.
+_VIEW_INFO = {}
 
 # (MLIR text, device index) -> loaded kernels: a repeated call costs one
 # dictionary lookup, not a bundle search.
@@ -89,29 +345,41 @@ class _Call:
         self.clauses = []
         self.attrs = []
         self.device = None   # torch device of the first operand on a GPU
+        self.inputs = []     # (View, bytes spanned)
+        self.outputs = []
 
     def scale(self, kw, x):
-        self.mem(kw, _scale_view(x, kw, self.device), (0,))
+        """Adds a scale operand; returns its host value (None if only in
+        device memory)."""
+        v, value = _scale_view(x, kw, self.device)
+        self.mem(kw, v, (0,))
+        return value
 
-    def mem(self, kw, v, static=()):
+    def mem(self, kw, v, static=(), output=False):
+        """Adds a memref operand and returns its View. Outputs are checked
+        (writable, no element twice) here and against the other operands'
+        memory in run()."""
         if v is None:
-            return
+            return None
         if is_torch(v):
             # Memoized on the tensor's properties: a serving loop's repeated
             # calls skip the checks and the type construction.
             key = (v.dtype, v.shape, v.stride(), v.get_device(), v.is_cpu,
-                   static)
+                   static, output)
             known = _TORCH_OPERANDS.get(key)
             if known is None:
                 w = view(v, kw)
+                if output:
+                    _abi.check_output(w)
                 dev = device_of(v)
                 # GPU operands: the chunk alignment their rows need.
                 chunk = _abi.chunk_alignment(w) if dev is not None else 0
-                known = (memref_type(w, static), w.dtype, dev, chunk)
+                span = extent(w.shape, w.strides) * v.element_size()
+                known = (memref_type(w, static), w.dtype, dev, chunk, span)
                 if len(_TORCH_OPERANDS) > 4096:
                     _TORCH_OPERANDS.clear()
                 _TORCH_OPERANDS[key] = known
-            t, dtype, dev, chunk = known
+            t, dtype, dev, chunk, span = known
             v = View(kw, v.data_ptr(), key[1], key[2], dtype, v)
             if chunk:
                 _abi.check_pointer_alignment(v, chunk)
@@ -119,14 +387,53 @@ class _Call:
             if not isinstance(v, View):
                 v = view(v, kw)
             dev = device_of(v.owner)
-            t = memref_type(v, static)
+            key = (v.shape, v.strides, v.dtype, static, output)
+            info = _VIEW_INFO.get(key)
+            if info is None:
+                if output:
+                    _abi.check_output(v)
+                span = extent(v.shape, v.strides) * \
+                    _abi.NUMPY_DTYPES[v.dtype].itemsize
+                info = (memref_type(v, static), span)
+                if len(_VIEW_INFO) > 4096:
+                    _VIEW_INFO.clear()
+                _VIEW_INFO[key] = info
+            elif output:
+                _abi.check_writeable(v)
+            t, span = info
         if not self.params:
             self.device = dev
         elif dev != self.device:
             raise ValueError(f"{kw}: on {dev or 'the host'}, but the call's "
                              f"first operand is on {self.device or 'the host'}")
+        (self.outputs if output else self.inputs).append((v, span))
         self.params.append((f"%{kw}", t, "mem", v))
         self.clauses.append(f"{kw}(%{kw} : {t})")
+        return v
+
+    def finite(self, kw, x, static=(0,)):
+        """A per-head operand whose values must be finite (ALiBi slopes,
+        sinks)."""
+        v = self.mem(kw, x, static)
+        if v is not None:
+            _check_finite_values(v, v.name)
+        return v
+
+    def check_aliasing(self):
+        """No output shares memory with another operand (the kernels read
+        inputs while writing outputs, so in-place calls are not
+        supported)."""
+        for i, (out, span) in enumerate(self.outputs):
+            lo, hi = out.ptr, out.ptr + span
+            for other, other_span in self.inputs + self.outputs[:i]:
+                # Disjoint byte ranges (the usual case) need no more work.
+                if other.ptr >= hi or other.ptr + other_span <= lo:
+                    continue
+                if _abi.shares_memory(out, span, other, other_span):
+                    raise ValueError(
+                        f"{out.name}: shares memory with {other.name}; the "
+                        f"kernels do not run in place: pass a separate "
+                        f"output")
 
     def scalar(self, kw, value, ty="f32", clause=True):
         if value is None:
@@ -201,25 +508,38 @@ def prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
                    out_scale=None, sliding_window=None, skip_decode=False,
                    schedule=None):
     c = _Call("prefix_prefill")
-    c.mem("q", q, (1, 2))
+    check_head_dim(c.mem("q", q, (1, 2)))
     c.mem("k", k, (1, 2))
     c.mem("v", v, (1, 2))
-    c.mem("k_cache", k_cache, (1, 2, 3, 4))
-    c.mem("v_cache", v_cache, (1, 2, 3))
+    kc = c.mem("k_cache", k_cache, (1, 2, 3, 4))
+    vc = c.mem("v_cache", v_cache, (1, 2, 3))
+    if vc is not None and vc.ndim == 4:
+        check_int(vc.shape[3], vc.name, "block_size", "page size ")
+    if kc is not None and kc.ndim == 5:
+        check_int(kc.shape[4], kc.name, "block_size", "key split x = ")
     c.mem("block_table", block_table)
     c.mem("query_start", query_start)
     c.mem("seq_lens", seq_lens)
-    c.scalar("scale", float(scale))
-    c.scale("k_scale", k_scale)
-    c.scale("v_scale", v_scale)
-    c.mem("alibi_slopes", alibi_slopes, (0,))
-    c.mem("sinks", sinks, (0,))
-    c.scale("out_scale", out_scale)
-    c.mem("out", out, (1, 2))
-    c.attr("sliding_window", f"{sliding_window} : i64" if sliding_window else None)
+    scale = check_scale(scale, "scale", allow_zero=True)
+    c.scalar("scale", scale)
+    _fp8_scale(kc, k_scale, "k_scale")
+    _fp8_scale(vc, v_scale, "v_scale")
+    ks = c.scale("k_scale", k_scale)
+    vs = c.scale("v_scale", v_scale)
+    c.finite("alibi_slopes", alibi_slopes)
+    c.finite("sinks", sinks)
+    os_ = c.scale("out_scale", out_scale)
+    ov = c.mem("out", out, (1, 2), output=True)
+    _fp8_scale(ov, out_scale, "out_scale")
+    if k_scale is not None:
+        _product_range([("scale", scale), ("k_scale", ks)])
+        _product_range([("v_scale", vs)])
+    _out_scale_range(os_)
+    c.attr("sliding_window", _window(sliding_window))
     c.attr("skip_decode", bool(skip_decode))
-    c.attr("alibi_form", f"#attn.alibi<{alibi_form}>" if alibi_form else None)
+    c.attr("alibi_form", _alibi_form(alibi_form))
     c.attr("schedule", _schedule_attr(schedule))
+    c.check_aliasing()
     c.run()
 
 
@@ -228,28 +548,50 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
             v_descale=None, alibi_slopes=None, alibi_form=None, sinks=None,
             out_scale=None, sliding_window=None, num_segments=None,
             segment_max=None, segment_sum=None, schedule=None):
+    if num_segments is not None:
+        num_segments = check_int(num_segments, "num_segments", "num_segments")
     c = _Call("unified")
-    c.mem("q", q, (1, 2))
-    c.mem("k_cache", k_cache, (1, 2, 3))
-    c.mem("v_cache", v_cache, (1, 2, 3))
+    qv = c.mem("q", q, (1, 2))
+    check_head_dim(qv)
+    kc = c.mem("k_cache", k_cache, (1, 2, 3))
+    vc = c.mem("v_cache", v_cache, (1, 2, 3))
+    if kc is not None and kc.ndim == 4:
+        check_int(kc.shape[1], kc.name, "block_size", "page size ")
     c.mem("block_table", block_table)
     c.mem("cu_seqlens_q", cu_seqlens_q)
     c.mem("seqused_k", seqused_k)
-    c.scalar("scale", float(scale))
-    c.scalar("softcap", None if softcap is None else float(softcap))
-    c.scale("q_descale", q_descale)
-    c.scale("k_descale", k_descale)
-    c.scale("v_descale", v_descale)
-    c.mem("alibi_slopes", alibi_slopes, (0,))
-    c.mem("sinks", sinks, (0,))
-    c.scale("out_scale", out_scale)
-    c.mem("out", out, (1, 2, 3) if num_segments else (1, 2))
-    c.mem("segment_max", segment_max, (1, 2))
-    c.mem("segment_sum", segment_sum, (1, 2))
-    c.attr("sliding_window", f"{sliding_window} : i64" if sliding_window else None)
+    scale = check_scale(scale, "scale", allow_zero=True)
+    c.scalar("scale", scale)
+    c.scalar("softcap", _softcap(softcap))
+    _fp8_scale(qv, q_descale, "q_descale")
+    _fp8_scale(kc, k_descale, "k_descale")
+    _fp8_scale(vc, v_descale, "v_descale")
+    qs = c.scale("q_descale", q_descale)
+    ks = c.scale("k_descale", k_descale)
+    vs = c.scale("v_descale", v_descale)
+    c.finite("alibi_slopes", alibi_slopes)
+    c.finite("sinks", sinks)
+    os_ = c.scale("out_scale", out_scale)
+    ov = c.mem("out", out, (1, 2, 3) if num_segments else (1, 2), output=True)
+    c.mem("segment_max", segment_max, (1, 2), output=True)
+    c.mem("segment_sum", segment_sum, (1, 2), output=True)
+    if num_segments is None:
+        _fp8_scale(ov, out_scale, "out_scale")
+    elif out_scale is not None or sinks is not None:
+        name = "out_scale" if out_scale is not None else "sinks"
+        raise ValueError(f"{name}: not valid in the split-KV form "
+                         f"(num_segments); attn.merge_states applies it")
+    if k_descale is not None:
+        _product_range([("scale", scale)] + ([("q_descale", qs)] if q_descale
+                                             is not None else [])
+                       + [("k_descale", ks)])
+        _product_range([("v_descale", vs)])
+    _out_scale_range(os_)
+    c.attr("sliding_window", _window(sliding_window))
     c.attr("num_segments", f"{num_segments} : i64" if num_segments else None)
-    c.attr("alibi_form", f"#attn.alibi<{alibi_form}>" if alibi_form else None)
+    c.attr("alibi_form", _alibi_form(alibi_form))
     c.attr("schedule", _schedule_attr(schedule))
+    c.check_aliasing()
     c.run()
 
 
@@ -258,44 +600,73 @@ def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
           schedule=None):
     """dropout: (p, philox_seed, philox_offset); fp8_scales: (q, k, v, p)."""
     c = _Call("flash")
-    c.mem("q", q, (1, 2))
+    qv = c.mem("q", q, (1, 2))
+    check_head_dim(qv)
     c.mem("k", k, (1, 2))
-    c.mem("v", v, (1, 2))
+    vv = c.mem("v", v, (1, 2))
     c.mem("cu_seqlens_q", cu_seqlens_q)
     c.mem("cu_seqlens_k", cu_seqlens_k)
-    c.scalar("scale", float(scale))
+    scale = check_scale(scale, "scale", allow_zero=True)
+    c.scalar("scale", scale)
     c.mem("bias", bias, (0, 1) if bias is not None and bias.shape[0] == 1 else (1,))
     if dropout is not None:
-        p, seed, offset = dropout
-        c.scalar("dropout_p", float(p), clause=False)
-        c.scalar("philox_seed", int(seed), "i64", clause=False)
-        c.scalar("philox_offset", int(offset), "i64", clause=False)
+        if not isinstance(dropout, (tuple, list)) or len(dropout) != 3:
+            raise ValueError(f"dropout: expected (p, philox_seed, "
+                             f"philox_offset), got {dropout!r}")
+        p = check_real(dropout[0], "dropout_p")
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"dropout_p: must be in [0, 1), got {dropout[0]}")
+        c.scalar("dropout_p", p, clause=False)
+        c.scalar("philox_seed", _i64(dropout[1], "philox_seed"), "i64",
+                 clause=False)
+        c.scalar("philox_offset", _i64(dropout[2], "philox_offset"), "i64",
+                 clause=False)
         c.clauses.append("dropout(%dropout_p, %philox_seed, %philox_offset)")
+    names = ("q_scale", "k_scale", "v_scale", "p_scale")
+    fp8 = qv.dtype in FP8
+    if fp8 and fp8_scales is None:
+        raise ValueError(f"fp8_scales: required when q is fp8 ({qv.dtype})")
     if fp8_scales is not None:
-        for kw, s in zip(("q_scale", "k_scale", "v_scale", "p_scale"), fp8_scales):
-            c.scale(kw, s)
-    c.scale("out_scale", out_scale)
-    c.mem("out", out, (1, 2))
+        if not isinstance(fp8_scales, (tuple, list)) or len(fp8_scales) != 4:
+            raise ValueError("fp8_scales: expected (q_scale, k_scale, "
+                             "v_scale, p_scale)")
+        if not fp8:
+            raise ValueError(f"fp8_scales: only valid when q is fp8, but it "
+                             f"is {qv.dtype}")
+        values = [c.scale(kw, s) for kw, s in zip(names, fp8_scales)]
+        qs, ks, vs, ps = values
+        _product_range([("scale", scale), ("q_scale", qs), ("k_scale", ks)])
+        _product_range([("p_scale", ps), ("v_scale", vs)])
+        _p_scale_range(ps, vv.dtype)
+    os_ = c.scale("out_scale", out_scale)
+    ov = c.mem("out", out, (1, 2), output=True)
+    _fp8_scale(ov, out_scale, "out_scale")
+    _out_scale_range(os_)
     c.attr("causal", bool(causal))
     c.attr("schedule", _schedule_attr(schedule))
+    c.check_aliasing()
     c.run()
 
 
 def blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, *, scale,
                 block_size, q_block_size=None, schedule=None):
+    block_size = check_int(block_size, "block_size", "sparse_block")
+    if q_block_size is not None:
+        q_block_size = check_int(q_block_size, "q_block_size", "sparse_block")
     c = _Call("blocksparse")
-    c.mem("q", q, (1, 2))
+    check_head_dim(c.mem("q", q, (1, 2)))
     c.mem("k", k, (1, 2))
     c.mem("v", v, (1, 2))
     c.mem("cu_seqlens_q", cu_seqlens_q)
     c.mem("cu_seqlens_k", cu_seqlens_k)
     c.mem("crow", crow, (0,))
     c.mem("col", col, (0,))
-    c.scalar("scale", float(scale))
-    c.mem("out", out, (1, 2))
+    c.scalar("scale", check_scale(scale, "scale", allow_zero=True))
+    c.mem("out", out, (1, 2), output=True)
     c.attr("block_size", f"{block_size} : i64")
     c.attr("q_block_size", f"{q_block_size} : i64" if q_block_size else None)
     c.attr("schedule", _schedule_attr(schedule))
+    c.check_aliasing()
     c.run()
 
 
@@ -306,7 +677,11 @@ def merge_states(partial, out, *, segment_max=None, segment_sum=None,
     c.mem("segment_max", segment_max, (1,))
     c.mem("segment_sum", segment_sum, (1,))
     c.mem("segment_lse", segment_lse, (1,))
-    c.mem("sinks", sinks, (0,))
-    c.scale("out_scale", out_scale)
-    c.mem("out", out, (1, 2))
+    c.finite("sinks", sinks)
+    os_ = c.scale("out_scale", out_scale)
+    ov = c.mem("out", out, (1, 2), output=True)
+    check_head_dim(ov)
+    _fp8_scale(ov, out_scale, "out_scale")
+    _out_scale_range(os_)
+    c.check_aliasing()
     c.run()

@@ -13,15 +13,19 @@ split-KV workspace, so calls can be captured in CUDA graphs. Index tensors
 tensors on q's device; their shapes and dtypes are checked, but reading their
 values would synchronize, so their contents are trusted (as vLLM's own
 kernels do) unless ATTN_MLIR_VALIDATE=1, which checks them on the host too.
+The same holds for scales in CUDA tensors: finite and non-zero is a
+precondition, checked only under ATTN_MLIR_VALIDATE (host floats always are;
+see `attn_mlir.ops` for the checks every op makes).
 """
 
 import math
-import os
 
 import numpy as np
 
 from . import ops
-from ._abi import FLOATS, FP8, NUMPY_DTYPES, device_of, host_values, is_torch, view
+from ._abi import (FLOATS, FP8, NUMPY_DTYPES, device_of, host_values, is_torch,
+                   validating, view)
+from .ops import check_head_dim, check_int, check_real, check_scale
 
 # ---------------------------------------------------------------------------
 # Argument checks
@@ -45,8 +49,15 @@ def _same(a, b, what):
         raise ValueError(what)
 
 
-def _validating():
-    return os.environ.get("ATTN_MLIR_VALIDATE", "") not in ("", "0")
+_validating = validating
+
+
+def _host_scale(x, name, required=False, allow_zero=False):
+    """A scale given on the host, checked under its vLLM name (finite and
+    non-zero in f32). `ops` checks every scale again under its operand name,
+    those in CUDA tensors only when validating."""
+    if (x is not None or required) and device_of(x) is None:
+        check_scale(x, name, allow_zero)
 
 
 def _device_ints(x, name, device, ndim, length=None):
@@ -254,6 +265,7 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
     _same(kv_.dtype, qv.dtype, f"k: dtype {kv_.dtype} differs from q's {qv.dtype}")
     _same(vv.dtype, qv.dtype, f"v: dtype {vv.dtype} differs from q's {qv.dtype}")
     _same(kv_.shape, vv.shape, f"v: shape {vv.shape} differs from k's {kv_.shape}")
+    check_head_dim(qv)
     tokens, hq, d = qv.shape
     hk = kv_.shape[1]
     if hk == 0 or hq % hk:
@@ -270,6 +282,11 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
     fp8 = kv_cache_dtype != "auto"
     if fp8:
         kc, vc = _fp8_cache(kc, kv_cache_dtype), _fp8_cache(vc, kv_cache_dtype)
+        for name, scale in (("k_scale", k_scale), ("v_scale", v_scale)):
+            if scale is None:
+                raise ValueError(f"{name}: required with an fp8 KV cache "
+                                 f"(kv_cache_dtype={kv_cache_dtype!r})")
+            _host_scale(scale, name)
     elif kc.dtype != qv.dtype or vc.dtype != qv.dtype:
         raise ValueError(f"k_cache/v_cache: dtypes {kc.dtype}/{vc.dtype} must "
                          f"match q ({qv.dtype}) when kv_cache_dtype='auto'")
@@ -296,11 +313,20 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
     if ov.dtype in FP8:
         if fp8_out_scale is None:
             raise ValueError("fp8_out_scale: required when o is fp8")
+        _host_scale(fp8_out_scale, "fp8_out_scale")
     elif fp8_out_scale is not None:
         raise ValueError(f"fp8_out_scale: given but o is {ov.dtype}, not fp8")
     elif ov.dtype != qv.dtype:
         raise ValueError(f"o: dtype {ov.dtype} differs from q's {qv.dtype}")
-    window = sliding_window if sliding_window and sliding_window > 0 else None
+    _host_scale(sm_scale, "sm_scale", allow_zero=True)
+    window = None
+    if sliding_window is not None:
+        # vLLM: None or <= 0 means no window.
+        window = check_int(sliding_window, "sliding_window")
+        if window <= 0:
+            window = None
+        else:
+            check_int(window, "sliding_window", "sliding_window")
     ops.prefix_prefill(
         qv, kv_, vv, kc, vc, table, starts, seq_lens, ov,
         scale=1.0 / math.sqrt(d) if sm_scale is None else sm_scale,
@@ -340,8 +366,10 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
     _dtype(qv, FLOATS + FP8)
     _dtype(kc, FLOATS + FP8)
     _same(vc.dtype, kc.dtype, f"v: dtype {vc.dtype} differs from k's {kc.dtype}")
+    check_head_dim(qv)
     tokens, hq, d = qv.shape
     num_blocks, block_size, hk, dk = kc.shape
+    check_int(block_size, "k", "block_size", "block size ")
     if hk == 0 or hq % hk:
         raise ValueError(f"k: {hk} KV heads must divide the {hq} query heads")
     if dk != d:
@@ -358,6 +386,12 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
         raise ValueError("q_descale: only valid when q is fp8")
     if cache_fp8 and (k_descale is None or v_descale is None):
         raise ValueError("k_descale/v_descale: required with an fp8 KV cache")
+    _host_scale(softmax_scale, "softmax_scale", True, allow_zero=True)
+    if q_fp8:
+        _host_scale(q_descale, "q_descale")
+    if cache_fp8:
+        _host_scale(k_descale, "k_descale")
+        _host_scale(v_descale, "v_descale")
 
     seqused, cu, table = _paged_batch(
         (seqused_k, "seqused_k"), (cu_seqlens_q, "cu_seqlens_q"),
@@ -365,18 +399,26 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
         new_tokens_cached=True, nouns=("keys", "queries"))
     window = None
     if window_size is not None:
-        if len(window_size) != 2:
+        if not hasattr(window_size, "__len__") or len(window_size) != 2:
             raise ValueError(f"window_size: expected (left, right), got "
                              f"{window_size!r}")
-        if window_size[0] >= 0:
-            window = int(window_size[0]) + 1
-    if softcap is not None and softcap < 0:
-        raise ValueError(f"softcap: must be >= 0 (0 disables it), got {softcap}")
+        left = check_int(window_size[0], "window_size", label="left ")
+        check_int(window_size[1], "window_size", label="right ")
+        if left >= 0:
+            # The op's window counts the query itself (W = left + 1).
+            window = check_int(left + 1, "window_size",
+                               "sliding_window", "left + 1 = ")
+    if softcap is not None:
+        softcap = check_real(softcap, "softcap")
+        if not (softcap >= 0 and math.isfinite(softcap)):
+            raise ValueError(f"softcap: must be >= 0 and finite (0 disables "
+                             f"it), got {softcap}")
     slopes = _per_head(alibi_slopes, "alibi_slopes", hq, dev)
     sink_vals = _per_head(sinks, "sinks", hq, dev)
     if ov.dtype in FP8:
         if output_scale is None:
             raise ValueError("output_scale: required when out is fp8")
+        _host_scale(output_scale, "output_scale")
     elif output_scale is not None:
         raise ValueError(f"output_scale: given but out is {ov.dtype}, not fp8")
     elif not q_fp8 and ov.dtype != qv.dtype:
@@ -391,8 +433,8 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
     segments = num_segments
     if segments is None:
         segments = plan_segments(max_seqlen_q, max_seqlen_k, block_size)
-    if segments is not None and segments < 1:
-        raise ValueError(f"num_segments: must be >= 1, got {segments}")
+    else:
+        segments = check_int(segments, "num_segments", "num_segments")
     if not segments:
         ops.unified(qv, kc, vc, table, cu, seqused, ov, sinks=sink_vals,
                     out_scale=output_scale, **common)
@@ -444,6 +486,11 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
             raise ValueError("fp8_scales: expected (q_scale, k_scale, v_scale, "
                              "p_scale)")
         qs, ks, vs, _ = fp8_scales
+        for name, scale in zip(("q_scale", "k_scale", "v_scale", "p_scale"),
+                               fp8_scales):
+            if device_of(scale) is None:
+                # Host values: checked before quantizing with them.
+                check_scale(scale, f"fp8_scales ({name})")
         if qv.dtype not in FP8 and dev is not None:
             raise ValueError("fp8_scales: on the GPU q, k and v must already "
                              "be fp8 (quantizing here would allocate and "
@@ -483,8 +530,11 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
     if ov.dtype in FP8:
         if fp8_out_scale is None:
             raise ValueError("fp8_out_scale: required when o is fp8")
+        _host_scale(fp8_out_scale, "fp8_out_scale")
     elif fp8_out_scale is not None:
         raise ValueError(f"fp8_out_scale: given but o is {ov.dtype}, not fp8")
+    elif qv.dtype not in FP8 and ov.dtype != qv.dtype:
+        raise ValueError(f"o: dtype {ov.dtype} differs from q's {qv.dtype}")
     if bias is not None:
         bv = view(bias, "bias")
         _rank(bv, 4, "[1|batch, q_heads, max_seqlen_q, max_seqlen_k]")
@@ -494,10 +544,12 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
             raise ValueError(f"bias: shape {bv.shape} does not cover [1|{batch}, "
                              f"{hq}, {lq_max}, {lk_max}]")
         bias = bv
+    _host_scale(sm_scale, "sm_scale", True, allow_zero=True)
     dropout = None
+    dropout_p = check_real(dropout_p, "dropout_p")
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p: must be in [0, 1), got {dropout_p}")
     if dropout_p:
-        if not 0.0 <= dropout_p < 1.0:
-            raise ValueError(f"dropout_p: must be in [0, 1), got {dropout_p}")
         dropout = (dropout_p, philox_seed, philox_offset)
     ops.flash(qv, kv_, vv, cq, ck, ov, scale=sm_scale, causal=causal,
               bias=bias, dropout=dropout, fp8_scales=fp8_scales,
@@ -533,10 +585,13 @@ def blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
         _rank(t, 3, "[tokens, heads, head_dim]")
     _dtype(qv, FLOATS)
     _dense_qkv(qv, kv_, vv)
+    check_head_dim(qv)
     total_q, hq, d = qv.shape
     total_k = kv_.shape[0]
-    if block_size <= 0 or (q_block_size is not None and q_block_size <= 0):
-        raise ValueError("block_size/q_block_size: must be positive")
+    block_size = check_int(block_size, "block_size", "sparse_block")
+    if q_block_size is not None:
+        q_block_size = check_int(q_block_size, "q_block_size", "sparse_block")
+    _host_scale(sm_scale, "sm_scale", True, allow_zero=True)
     qbs = q_block_size or block_size
     if not isinstance(sparse_layout, (list, tuple)) or len(sparse_layout) != 2:
         raise ValueError("sparse_layout: expected (crow_indices, col_indices)")
