@@ -139,7 +139,7 @@ func.func @f32(%q: memref<?x2x64xf32>, %k: memref<?x2x64xf32>, %v: memref<?x2x64
 // a diagnostic that names the limit, never an abort or minutes of compile.
 func.func @body_beyond_budget(%q: memref<?x8x128xf16>, %k: memref<?x2x128xf16>, %v: memref<?x2x128xf16>,
                %cq: memref<?xi32>, %ck: memref<?xi32>, %scale: f32, %o: memref<?x8x128xf16>) {
-  // expected-error @+1 {{unrolls 128 rows per warp with 768 f32 accumulators per lane; the budget is 64 rows and 256 accumulators}}
+  // expected-error @+1 {{unrolls 128 rows per warp with 768 f32 accumulators per lane; the budget is 64 rows and 512 accumulators}}
   attn.flash q(%q : memref<?x8x128xf16>) k(%k : memref<?x2x128xf16>) v(%v : memref<?x2x128xf16>)
       cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%scale)
       out(%o : memref<?x8x128xf16>)

@@ -604,7 +604,7 @@ func.func @flash_partial_dropout(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf
 // -----
 
 func.func @schedule_not_positive(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
-  // expected-error @+1 {{attribute 'schedule' needs positive block_q, block_n and heads_per_program, got #attn.schedule<block_q = 0, block_n = 32, heads_per_program = 1>}}
+  // expected-error @+1 {{#attn.schedule needs positive block_q, block_n and heads_per_program, got 0, 32, 1}}
   attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 0, block_n = 32, heads_per_program = 1>}
   return
 }
@@ -612,7 +612,7 @@ func.func @schedule_not_positive(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf
 // -----
 
 func.func @schedule_too_many_warps(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
-  // expected-error @+1 {{attribute 'schedule' needs 0 to 32 warps (0: one per 16 rows), got 33}}
+  // expected-error @+1 {{#attn.schedule needs 0 to 32 warps (0: one per 16 rows), got 33}}
   attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 64, block_n = 32, heads_per_program = 1, warps = 33>}
   return
 }
@@ -737,7 +737,7 @@ func.func @num_segments_above_limit(%q: memref<?x32x128xbf16>, %kc: memref<?x16x
 // -----
 
 func.func @schedule_tile_above_limit(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
-  // expected-error @+1 {{attribute 'schedule' needs block_q and block_n of at most 4096}}
+  // expected-error @+1 {{#attn.schedule needs block_q and block_n of at most 4096, got 2147483648 and 64}}
   attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 2147483648, block_n = 64, heads_per_program = 1>}
   return
 }
@@ -745,7 +745,7 @@ func.func @schedule_tile_above_limit(%q: memref<?x16x128xf16>, %k: memref<?x16x1
 // -----
 
 func.func @schedule_rows_above_limit(%q: memref<?x16x128xf16>, %k: memref<?x2x128xf16>, %v: memref<?x2x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
-  // expected-error @+1 {{attribute 'schedule' tiles 4096 x 8 rows (block_q x heads_per_program) per program; at most 4096 are allowed}}
+  // expected-error @+1 {{#attn.schedule tiles 4096 x 8 rows (block_q x heads_per_program) per program; at most 4096 are allowed}}
   attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x2x128xf16>) v(%v : memref<?x2x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 4096, block_n = 64, heads_per_program = 8>}
   return
 }
@@ -753,7 +753,7 @@ func.func @schedule_rows_above_limit(%q: memref<?x16x128xf16>, %k: memref<?x2x12
 // -----
 
 func.func @schedule_heads_near_int64_max(%q: memref<?x16x128xf16>, %k: memref<?x2x128xf16>, %v: memref<?x2x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
-  // expected-error @+1 {{attribute 'schedule' tiles 4 x 9223372036854775807 rows}}
+  // expected-error @+1 {{#attn.schedule tiles 4 x 9223372036854775807 rows}}
   attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x2x128xf16>) v(%v : memref<?x2x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 4, block_n = 64, heads_per_program = 9223372036854775807>}
   return
 }

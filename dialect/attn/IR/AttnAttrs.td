@@ -44,6 +44,9 @@ def Attn_ScheduleAttr : AttrDef<Attn_Dialect, "Schedule"> {
                         "int64_t":$heads_per_program,
                         DefaultValuedParameter<"int64_t", "0">:$warps);
   let assemblyFormat = "`<` struct(params) `>`";
+  // Ranges (attn/IR/AttnLimits.h) hold wherever the attribute appears, so
+  // that no pass multiplies unchecked sizes.
+  let genVerifyDecl = 1;
 }
 
 #endif // ATTN_IR_ATTNATTRS_TD

@@ -2,6 +2,7 @@
 
 #include "attn/IR/AttnDialect.h"
 #include "attn/IR/AttnAttrs.h"
+#include "attn/IR/AttnLimits.h"
 #include "attn/IR/AttnOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -26,4 +27,31 @@ void AttnDialect::initialize() {
 #define GET_OP_LIST
 #include "attn/IR/AttnOps.cpp.inc"
       >();
+}
+
+LogicalResult
+ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                     int64_t blockQ, int64_t blockN, int64_t headsPerProgram,
+                     int64_t warps) {
+  using namespace limits;
+  if (blockQ < 1 || blockN < 1 || headsPerProgram < 1)
+    return emitError() << "#attn.schedule needs positive block_q, block_n "
+                          "and heads_per_program, got "
+                       << blockQ << ", " << blockN << ", " << headsPerProgram;
+  if (blockQ > kMaxTile || blockN > kMaxTile)
+    return emitError() << "#attn.schedule needs block_q and block_n of at "
+                          "most "
+                       << kMaxTile << ", got " << blockQ << " and " << blockN;
+  // Both factors are at most kMaxTile here: no overflow.
+  if (headsPerProgram > kMaxHeads ||
+      blockQ * headsPerProgram > kMaxProgramRows)
+    return emitError() << "#attn.schedule tiles " << blockQ << " x "
+                       << headsPerProgram
+                       << " rows (block_q x heads_per_program) per program; "
+                          "at most "
+                       << kMaxProgramRows << " are allowed";
+  if (warps < 0 || warps > kMaxWarps)
+    return emitError() << "#attn.schedule needs 0 to " << kMaxWarps
+                       << " warps (0: one per 16 rows), got " << warps;
+  return success();
 }

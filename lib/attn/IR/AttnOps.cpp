@@ -150,34 +150,12 @@ LogicalResult verifyVarlenQkv(OperandChecker &c, Value qv, Value kv, Value vv,
                    kOffsetsDims, 0);
 }
 
-/// Tile sizes must be positive, warps fit a block and the packed heads must
-/// share a KV head.
+/// The packed heads must share a KV head (ScheduleAttr::verify checks the
+/// ranges).
 LogicalResult verifySchedule(Operation *op, ScheduleAttr schedule,
                              int64_t group) {
   if (!schedule)
     return success();
-  if (schedule.getBlockQ() < 1 || schedule.getBlockN() < 1 ||
-      schedule.getHeadsPerProgram() < 1)
-    return op->emitOpError()
-           << "attribute 'schedule' needs positive block_q, block_n and "
-              "heads_per_program, got "
-           << schedule;
-  if (schedule.getBlockQ() > kMaxTile || schedule.getBlockN() > kMaxTile)
-    return op->emitOpError() << "attribute 'schedule' needs block_q and "
-                                "block_n of at most "
-                             << kMaxTile << ", got " << schedule;
-  // Both factors are at most kMaxTile here: no overflow.
-  if (schedule.getHeadsPerProgram() > kMaxHeads ||
-      schedule.getBlockQ() * schedule.getHeadsPerProgram() > kMaxProgramRows)
-    return op->emitOpError()
-           << "attribute 'schedule' tiles " << schedule.getBlockQ() << " x "
-           << schedule.getHeadsPerProgram()
-           << " rows (block_q x heads_per_program) per program; at most "
-           << kMaxProgramRows << " are allowed";
-  if (schedule.getWarps() < 0 || schedule.getWarps() > kMaxWarps)
-    return op->emitOpError()
-           << "attribute 'schedule' needs 0 to " << kMaxWarps
-           << " warps (0: one per 16 rows), got " << schedule.getWarps();
   if (group % schedule.getHeadsPerProgram() != 0)
     return op->emitOpError()
            << "attribute 'schedule' packs " << schedule.getHeadsPerProgram()

@@ -41,12 +41,13 @@ struct ProgramBody {
   int64_t accumulatorsPerLane = 0;
 };
 
-/// The largest body convert-attn-to-gpu emits. Every default schedule is well
-/// inside (at most 64 rows and 192 accumulators); past 255 accumulators a
-/// lane's registers cannot hold them, and bodies of hundreds of fragments
-/// take the backend minutes and gigabytes to compile.
+/// The largest body convert-attn-to-gpu emits: twice what a lane's 255
+/// registers hold (head dims up to 512 compile, spilling past 256), far below
+/// the bodies of hundreds of fragments that take the backends minutes and
+/// gigabytes to compile. Default schedules of heads up to 256 stay under 256
+/// accumulators and do not spill (the resource sweeps check this).
 constexpr int64_t kMaxRowsPerWarp = 64;
-constexpr int64_t kMaxAccumulatorsPerLane = 256;
+constexpr int64_t kMaxAccumulatorsPerLane = 512;
 
 /// Resource arithmetic that saturates instead of overflowing, so that a
 /// check against a limit cannot wrap around and pass.
