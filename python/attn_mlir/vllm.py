@@ -218,15 +218,26 @@ def _dense_qkv(qv, kv_, vv):
         raise ValueError(f"k: head dim {dk} differs from q's {d}")
 
 
+def _is_fp8_cache_dtype(kv_cache_dtype):
+    """vLLM's rule: a cache dtype string selects an fp8 cache exactly when it
+    contains "fp8"; every other string ("auto", "float16", "bfloat16",
+    "half", "float", ...) is an unquantized cache of the stored dtype."""
+    if not isinstance(kv_cache_dtype, str):
+        raise ValueError(f"kv_cache_dtype: expected a string, got "
+                         f"{kv_cache_dtype!r}")
+    return "fp8" in kv_cache_dtype
+
+
 def _fp8_cache(v, kv_cache_dtype):
-    """vLLM's cache dtype string -> the fp8 element type of `v`."""
+    """vLLM's fp8 cache dtype string -> the fp8 element type of `v`."""
     if kv_cache_dtype in ("fp8", "fp8_e4m3"):
         want = "f8E4M3FN"
     elif kv_cache_dtype == "fp8_e5m2":
         want = "f8E5M2"
     else:
-        raise ValueError(f"kv_cache_dtype: unsupported value {kv_cache_dtype!r} "
-                         f"(expected 'auto', 'fp8', 'fp8_e4m3' or 'fp8_e5m2')")
+        raise ValueError(f"kv_cache_dtype: unsupported fp8 format "
+                         f"{kv_cache_dtype!r} (expected 'fp8', 'fp8_e4m3' or "
+                         f"'fp8_e5m2')")
     if v.dtype == "u8":
         return v.reinterpret(want)
     if v.dtype != want:
@@ -279,7 +290,7 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
     kc, vc = view(k_cache, "k_cache"), view(v_cache, "v_cache")
     _rank(kc, 5, "[num_blocks, kv_heads, head_dim/x, block_size, x]")
     _rank(vc, 4, "[num_blocks, kv_heads, head_dim, block_size]")
-    fp8 = kv_cache_dtype != "auto"
+    fp8 = _is_fp8_cache_dtype(kv_cache_dtype)
     if fp8:
         kc, vc = _fp8_cache(kc, kv_cache_dtype), _fp8_cache(vc, kv_cache_dtype)
         for name, scale in (("k_scale", k_scale), ("v_scale", v_scale)):
@@ -289,7 +300,8 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
             _host_scale(scale, name)
     elif kc.dtype != qv.dtype or vc.dtype != qv.dtype:
         raise ValueError(f"k_cache/v_cache: dtypes {kc.dtype}/{vc.dtype} must "
-                         f"match q ({qv.dtype}) when kv_cache_dtype='auto'")
+                         f"match q ({qv.dtype}) in an unquantized cache "
+                         f"(kv_cache_dtype={kv_cache_dtype!r})")
     if kc.shape[1] != hk or vc.shape[1] != hk:
         raise ValueError(f"k_cache/v_cache: {kc.shape[1]}/{vc.shape[1]} KV "
                          f"heads, k has {hk}")
@@ -629,11 +641,16 @@ def blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
                 crow.max() > col.shape[1]:
             raise ValueError("sparse_layout[0] (crow): row pointers must be "
                              f"non-decreasing within [0, {col.shape[1]}]")
-        if col.size and col.min() < 0:
-            raise ValueError("sparse_layout[1] (col): block ids must be >= 0")
+        # Only entries inside a row's range are block ids: vLLM's
+        # dense_to_crow_col pads the columns of heads with fewer blocks with
+        # -1 past their last row, and the kernels never read the padding.
         for h in range(crow.shape[0]):
             for r in range(crow.shape[1] - 1):
                 ids = col[h, crow[h, r]:crow[h, r + 1]]
+                if ids.size and ids.min() < 0:
+                    raise ValueError(f"sparse_layout[1] (col): head {h} row {r} "
+                                     f"lists block id {int(ids.min())}; block "
+                                     f"ids must be >= 0")
                 if len(np.unique(ids)) != len(ids):
                     raise ValueError(f"sparse_layout[1] (col): head {h} row {r} "
                                      f"lists a block twice")

@@ -86,7 +86,8 @@ def prefix_args(**over):
 
 
 @pytest.mark.parametrize("over,match", [
-    (dict(kv_cache_dtype="int4"), "kv_cache_dtype: unsupported value"),
+    (dict(kv_cache_dtype="fp8_inc"), "kv_cache_dtype: unsupported fp8 format"),
+    (dict(kv_cache_dtype=8), "kv_cache_dtype: expected a string"),
     (dict(kv_cache_dtype="fp8"), "k_cache: kv_cache_dtype='fp8' needs uint8"),
     (dict(k_cache=np.zeros((4, 2, 8, 16, 4), np.uint8)), "k_cache/v_cache: dtypes"),
     (dict(b_start_loc=np.array([0, 1, 9], np.int32)), "b_start_loc: last offset 9"),
