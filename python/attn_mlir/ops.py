@@ -190,6 +190,14 @@ def _fp8_scale(t, scale, scale_name):
                          f"it is {t.dtype}")
 
 
+def _out_scale(out, scale):
+    """`out_scale` is required for an fp8 `out`; with a 16/32-bit `out` it
+    quantizes to the fp8 range as vLLM's kernels do (docs/semantics.md 6)."""
+    if out is not None and out.dtype in FP8 and scale is None:
+        raise ValueError(f"out_scale: required when {out.name} is fp8 "
+                         f"({out.dtype})")
+
+
 def _product_range(factors):
     """Warns when a product of scales that the kernels form overflows f32 or
     falls below its normal range. `factors`: (name, host value, or None when
@@ -296,7 +304,7 @@ def _i64(x, name):
     return x - (1 << 64) if x >= 1 << 63 else x
 
 
-_ALIBI_FORMS = ("relative", "context", "absolute")
+_ALIBI_FORMS = ("relative", "context", "absolute", "sqrt")
 
 
 def _alibi_form(form):
@@ -410,6 +418,26 @@ class _Call:
         self.params.append((f"%{kw}", t, "mem", v))
         self.clauses.append(f"{kw}(%{kw} : {t})")
         return v
+
+    def descale(self, kw, x, kv_heads):
+        """A unified descale: one value (as scale()), or one per sequence and
+        KV head, [batch, kv_heads] f32 of any strides (vLLM passes
+        `scale.expand((num_seqs, num_kv_heads))`). Returns the host value of
+        a one-value descale, else None."""
+        if x is None or getattr(x, "ndim", 0) != 2:
+            return self.scale(kw, x)
+        v = self.mem(kw, x, (1,))
+        if v.dtype != "f32":
+            raise ValueError(f"{kw}: a per-(sequence, KV head) descale must be "
+                             f"float32, got {v.dtype}")
+        if v.shape[1] != kv_heads:
+            raise ValueError(f"{kw}: expected [num_seqs, {kv_heads}] (one value "
+                             f"per KV head), got shape {tuple(v.shape)}")
+        if device_of(v.owner) is None or validating():
+            vals = np.asarray(host_values(v.owner, kw), dtype=np.float64)
+            for value in np.unique(vals):
+                check_scale(float(value), kw)
+        return None
 
     def finite(self, kw, x, static=(0,)):
         """A per-head operand whose values must be finite (ALiBi slopes,
@@ -530,7 +558,7 @@ def prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
     c.finite("sinks", sinks)
     os_ = c.scale("out_scale", out_scale)
     ov = c.mem("out", out, (1, 2), output=True)
-    _fp8_scale(ov, out_scale, "out_scale")
+    _out_scale(ov, out_scale)
     if k_scale is not None:
         _product_range([("scale", scale), ("k_scale", ks)])
         _product_range([("v_scale", vs)])
@@ -547,7 +575,12 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
             scale, softcap=None, q_descale=None, k_descale=None,
             v_descale=None, alibi_slopes=None, alibi_form=None, sinks=None,
             out_scale=None, sliding_window=None, num_segments=None,
-            segment_max=None, segment_sum=None, schedule=None):
+            segment_max=None, segment_sum=None, qq_bias=None,
+            mm_prefix_range=None, mm_prefix_clamp_window=False,
+            rswa_prefix_lens=None, rswa_window=None, schedule=None):
+    """qq_bias: tree bias [rows, cols]; mm_prefix_range: bidirectional
+    (start, end) ranges [batch, R, 2] i32; rswa_prefix_lens ([batch] i32) with
+    rswa_window: R-SWA (docs/semantics.md 2 and 3.2)."""
     if num_segments is not None:
         num_segments = check_int(num_segments, "num_segments", "num_segments")
     c = _Call("unified")
@@ -566,17 +599,31 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     _fp8_scale(qv, q_descale, "q_descale")
     _fp8_scale(kc, k_descale, "k_descale")
     _fp8_scale(vc, v_descale, "v_descale")
-    qs = c.scale("q_descale", q_descale)
-    ks = c.scale("k_descale", k_descale)
-    vs = c.scale("v_descale", v_descale)
+    kv_heads = kc.shape[2] if kc is not None else 0
+    qs = c.descale("q_descale", q_descale, kv_heads)
+    ks = c.descale("k_descale", k_descale, kv_heads)
+    vs = c.descale("v_descale", v_descale, kv_heads)
     c.finite("alibi_slopes", alibi_slopes)
     c.finite("sinks", sinks)
+    c.mem("qq_bias", qq_bias)
+    c.mem("mm_prefix_range", mm_prefix_range, (2,))
+    c.mem("rswa_prefix_lens", rswa_prefix_lens)
+    if (rswa_prefix_lens is None) != (rswa_window is None):
+        raise ValueError("rswa_window: R-SWA needs both rswa_prefix_lens and "
+                         "rswa_window")
+    if rswa_window is not None:
+        rswa_window = check_int(rswa_window, "rswa_window", "sliding_window")
+        if sliding_window is not None or mm_prefix_range is not None:
+            raise ValueError("rswa_prefix_lens: cannot be combined with "
+                             "sliding_window or mm_prefix_range")
+    if mm_prefix_clamp_window and mm_prefix_range is None:
+        raise ValueError("mm_prefix_clamp_window: requires mm_prefix_range")
     os_ = c.scale("out_scale", out_scale)
     ov = c.mem("out", out, (1, 2, 3) if num_segments else (1, 2), output=True)
     c.mem("segment_max", segment_max, (1, 2), output=True)
     c.mem("segment_sum", segment_sum, (1, 2), output=True)
     if num_segments is None:
-        _fp8_scale(ov, out_scale, "out_scale")
+        _out_scale(ov, out_scale)
     elif out_scale is not None or sinks is not None:
         name = "out_scale" if out_scale is not None else "sinks"
         raise ValueError(f"{name}: not valid in the split-KV form "
@@ -590,6 +637,8 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     c.attr("sliding_window", _window(sliding_window))
     c.attr("num_segments", f"{num_segments} : i64" if num_segments else None)
     c.attr("alibi_form", _alibi_form(alibi_form))
+    c.attr("rswa_window", f"{rswa_window} : i64" if rswa_window else None)
+    c.attr("mm_prefix_clamp_window", bool(mm_prefix_clamp_window))
     c.attr("schedule", _schedule_attr(schedule))
     c.check_aliasing()
     c.run()
@@ -640,7 +689,7 @@ def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
         _p_scale_range(ps, vv.dtype)
     os_ = c.scale("out_scale", out_scale)
     ov = c.mem("out", out, (1, 2), output=True)
-    _fp8_scale(ov, out_scale, "out_scale")
+    _out_scale(ov, out_scale)
     _out_scale_range(os_)
     c.attr("causal", bool(causal))
     c.attr("schedule", _schedule_attr(schedule))
@@ -681,7 +730,7 @@ def merge_states(partial, out, *, segment_max=None, segment_sum=None,
     os_ = c.scale("out_scale", out_scale)
     ov = c.mem("out", out, (1, 2), output=True)
     check_head_dim(ov)
-    _fp8_scale(ov, out_scale, "out_scale")
+    _out_scale(ov, out_scale)
     _out_scale_range(os_)
     c.check_aliasing()
     c.run()

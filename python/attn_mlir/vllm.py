@@ -60,6 +60,54 @@ def _host_scale(x, name, required=False, allow_zero=False):
         check_scale(x, name, allow_zero)
 
 
+def _descale(x, name, batch, kv_heads):
+    """A unified descale: one value, or [num_seqs, num_kv_heads] of any
+    strides (vLLM's `layer._k_scale.expand(...)`, FlashAttention-3's
+    per-(sequence, head) scales); `ops` checks the values."""
+    if getattr(x, "ndim", 0) != 2:
+        _host_scale(x, name)
+    elif tuple(x.shape) != (batch, kv_heads):
+        raise ValueError(f"{name}: expected one value or [num_seqs, "
+                         f"num_kv_heads] = [{batch}, {kv_heads}], got shape "
+                         f"{tuple(x.shape)}")
+
+
+def _ranks(x, name, device, ndim):
+    """An int32 operand of rank `ndim` (ranges, lengths), host or device."""
+    if device is not None:
+        return _device_ints(x, name, device, ndim)
+    arr = _ints(x, name)
+    if arr.ndim != ndim:
+        raise ValueError(f"{name}: expected rank {ndim}, got shape {arr.shape}")
+    return arr
+
+
+def _segment_buffers(output, seg_max, seg_sum, tokens, heads, segments, d,
+                     device):
+    """The caller's split-KV buffers (vLLM's softmax_segm_output [>= tokens,
+    heads, segments, >= head_dim] and softmax_segm_max/_expsum [>= tokens,
+    heads, segments], f32), sliced to this call: nothing is allocated, so a
+    CUDA graph replays with them."""
+    parts = []
+    for x, name, dims in ((output, "softmax_segm_output", 4),
+                          (seg_max, "softmax_segm_max", 3),
+                          (seg_sum, "softmax_segm_expsum", 3)):
+        if device_of(x) != device:
+            raise ValueError(f"{name}: must be on {device or 'the host'}")
+        v = view(x, name)
+        if v.dtype != "f32" or v.ndim != dims:
+            raise ValueError(f"{name}: expected a rank-{dims} float32 buffer, "
+                             f"got {v.dtype} of shape {v.shape}")
+        need = (tokens, heads, segments, d)[:dims]
+        if (v.shape[0] < tokens or v.shape[1] != heads or
+                v.shape[2] < segments or (dims == 4 and v.shape[3] < d)):
+            raise ValueError(f"{name}: shape {v.shape} cannot hold {need} "
+                             f"(tokens, heads, segments[, head_dim])")
+        parts.append(x[:tokens, :, :segments, :d] if dims == 4
+                     else x[:tokens, :, :segments])
+    return parts
+
+
 def _device_ints(x, name, device, ndim, length=None):
     """An int32 index tensor on the GPU `device`, passed to the kernel as it
     is (see the module docstring)."""
@@ -327,8 +375,9 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
             raise ValueError("fp8_out_scale: required when o is fp8")
         _host_scale(fp8_out_scale, "fp8_out_scale")
     elif fp8_out_scale is not None:
-        raise ValueError(f"fp8_out_scale: given but o is {ov.dtype}, not fp8")
-    elif ov.dtype != qv.dtype:
+        # vLLM quantizes to the fp8 range whenever a scale is given.
+        _host_scale(fp8_out_scale, "fp8_out_scale")
+    if ov.dtype not in FP8 and ov.dtype != qv.dtype:
         raise ValueError(f"o: dtype {ov.dtype} differs from q's {qv.dtype}")
     _host_scale(sm_scale, "sm_scale", allow_zero=True)
     window = None
@@ -365,8 +414,42 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
                       max_seqlen_k, softmax_scale, causal, window_size,
                       block_table, softcap, q_descale, k_descale, v_descale,
                       alibi_slopes=None, output_scale=None, sinks=None, *,
+                      seq_threshold_3D=None, num_par_softmax_segments=None,
+                      softmax_segm_output=None, softmax_segm_max=None,
+                      softmax_segm_expsum=None, qq_bias=None,
+                      mm_prefix_range=None, rswa_prefix_lens=None,
+                      rswa_window=None, use_alibi_sqrt=False, kv_quant_mode=0,
+                      k_scale_cache=None, v_scale_cache=None,
+                      chunk_lookback=-1, use_td=False,
+                      mm_prefix_clamp_sliding_window=False,
                       num_segments=None):
-    """`num_segments` (keyword, not in vLLM) forces the split-KV form."""
+    """vLLM's unified_attention. The positional parameters are the seed's
+    (alibi_slopes at 16); today's vLLM passes everything by keyword, and its
+    keywords are all accepted:
+
+    * seq_threshold_3D, num_par_softmax_segments, softmax_segm_output/_max/
+      _expsum: vLLM's split-KV plan. When all are given, a decode-only batch
+      (max_seqlen_q <= 1) of at most seq_threshold_3D sequences runs in
+      num_par_softmax_segments segments through the caller's buffers (sliced
+      to the batch, nothing allocated), merged into `out`; else one pass.
+    * qq_bias, mm_prefix_range (+ mm_prefix_clamp_sliding_window),
+      rswa_prefix_lens + rswa_window, use_alibi_sqrt: docs/semantics.md.
+    * kv_quant_mode 0 (none) and 1 (fp8 per tensor, the fp8 cache path);
+      the per-token-head modes (2, 3) and chunk_lookback are rejected by name.
+    * use_td selects Intel tensor-descriptor loads in vLLM: same math,
+      ignored here.
+
+    `num_segments` (keyword, not in vLLM) forces the split-KV form."""
+    mode = check_int(kv_quant_mode, "kv_quant_mode", label="")
+    if mode not in (0, 1):
+        raise ValueError(f"kv_quant_mode: {mode} (per-token-head scale "
+                         f"caches) is not supported; modes 0 and 1 are")
+    if k_scale_cache is not None or v_scale_cache is not None:
+        raise ValueError("k_scale_cache/v_scale_cache: per-token-head scale "
+                         "caches are not supported (kv_quant_mode 2, 3)")
+    if check_int(chunk_lookback, "chunk_lookback", label="") != -1:
+        raise ValueError(f"chunk_lookback: chunked attention "
+                         f"({chunk_lookback}) is not supported; pass -1")
     dev = device_of(q)
     if not causal:
         raise ValueError("causal: only causal attention is supported")
@@ -399,11 +482,12 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
     if cache_fp8 and (k_descale is None or v_descale is None):
         raise ValueError("k_descale/v_descale: required with an fp8 KV cache")
     _host_scale(softmax_scale, "softmax_scale", True, allow_zero=True)
+    batch = len(seqused_k)
     if q_fp8:
-        _host_scale(q_descale, "q_descale")
+        _descale(q_descale, "q_descale", batch, hk)
     if cache_fp8:
-        _host_scale(k_descale, "k_descale")
-        _host_scale(v_descale, "v_descale")
+        _descale(k_descale, "k_descale", batch, hk)
+        _descale(v_descale, "v_descale", batch, hk)
 
     seqused, cu, table = _paged_batch(
         (seqused_k, "seqused_k"), (cu_seqlens_q, "cu_seqlens_q"),
@@ -432,28 +516,58 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
             raise ValueError("output_scale: required when out is fp8")
         _host_scale(output_scale, "output_scale")
     elif output_scale is not None:
-        raise ValueError(f"output_scale: given but out is {ov.dtype}, not fp8")
-    elif not q_fp8 and ov.dtype != qv.dtype:
+        # vLLM quantizes to the fp8 range whenever a scale is given.
+        _host_scale(output_scale, "output_scale")
+    if ov.dtype not in FP8 and not q_fp8 and ov.dtype != qv.dtype:
         raise ValueError(f"out: dtype {ov.dtype} differs from q's {qv.dtype}")
 
+    if use_alibi_sqrt and slopes is None:
+        raise ValueError("use_alibi_sqrt: requires alibi_slopes")
+    if (rswa_window is None) != (rswa_prefix_lens is None):
+        raise ValueError("rswa_window: R-SWA needs both rswa_prefix_lens and "
+                         "rswa_window")
+    masks = dict(
+        qq_bias=None if qq_bias is None else view(qq_bias, "qq_bias"),
+        mm_prefix_range=None if mm_prefix_range is None else
+        _ranks(mm_prefix_range, "mm_prefix_range", dev, 3),
+        mm_prefix_clamp_window=bool(mm_prefix_clamp_sliding_window) and
+        window is not None,
+        rswa_prefix_lens=None if rswa_window is None else
+        _ranks(rswa_prefix_lens, "rswa_prefix_lens", dev, 1),
+        rswa_window=rswa_window)
     common = dict(scale=softmax_scale,
                   softcap=softcap if softcap else None,
                   q_descale=q_descale if q_fp8 else None,
                   k_descale=k_descale if cache_fp8 else None,
                   v_descale=v_descale if cache_fp8 else None,
-                  alibi_slopes=slopes, sliding_window=window)
+                  alibi_slopes=slopes, sliding_window=window,
+                  alibi_form="sqrt" if use_alibi_sqrt else None, **masks)
+    vllm_plan = (seq_threshold_3D, num_par_softmax_segments,
+                 softmax_segm_output, softmax_segm_max, softmax_segm_expsum)
+    buffers = None
     segments = num_segments
-    if segments is None:
-        segments = plan_segments(max_seqlen_q, max_seqlen_k, block_size)
-    else:
+    if segments is not None:
         segments = check_int(segments, "num_segments", "num_segments")
+    elif all(x is not None for x in vllm_plan):
+        # vLLM's rule: split only decode-only batches of few sequences.
+        threshold = check_int(seq_threshold_3D, "seq_threshold_3D")
+        if max_seqlen_q <= 1 and len(seqused_k) <= threshold:
+            segments = check_int(num_par_softmax_segments,
+                                 "num_par_softmax_segments", "num_segments")
+            buffers = _segment_buffers(softmax_segm_output, softmax_segm_max,
+                                       softmax_segm_expsum, tokens, hq,
+                                       segments, d, dev)
+    else:
+        segments = plan_segments(max_seqlen_q, max_seqlen_k, block_size)
     if not segments:
         ops.unified(qv, kc, vc, table, cu, seqused, ov, sinks=sink_vals,
                     out_scale=output_scale, **common)
         return
     shapes = [(tokens, hq, segments, d), (tokens, hq, segments),
               (tokens, hq, segments)]
-    if dev is not None:
+    if buffers is not None:
+        partial, seg_max, seg_sum = buffers
+    elif dev is not None:
         partial, seg_max, seg_sum = _workspace(dev, shapes)
     else:
         partial, seg_max, seg_sum = (np.zeros(s, np.float32) for s in shapes)
@@ -544,8 +658,9 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
             raise ValueError("fp8_out_scale: required when o is fp8")
         _host_scale(fp8_out_scale, "fp8_out_scale")
     elif fp8_out_scale is not None:
-        raise ValueError(f"fp8_out_scale: given but o is {ov.dtype}, not fp8")
-    elif qv.dtype not in FP8 and ov.dtype != qv.dtype:
+        # vLLM quantizes to the fp8 range whenever a scale is given.
+        _host_scale(fp8_out_scale, "fp8_out_scale")
+    if ov.dtype not in FP8 and qv.dtype not in FP8 and ov.dtype != qv.dtype:
         raise ValueError(f"o: dtype {ov.dtype} differs from q's {qv.dtype}")
     if bias is not None:
         bv = view(bias, "bias")

@@ -219,9 +219,9 @@ func.func @case26(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case27(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %os: memref<1xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
-  // expected-error @+1 {{operand 'out_scale' is only valid when 'out' is fp8}}
-  attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out_scale(%os : memref<1xf32>) out(%o : memref<?x32x128xbf16>)
+func.func @out_scale_not_one_element(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %os: memref<2xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
+  // expected-error @+1 {{operand 'out_scale' must be a one-element f32 memref}}
+  attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out_scale(%os : memref<2xf32>) out(%o : memref<?x32x128xbf16>)
   return
 }
 
@@ -664,7 +664,7 @@ func.func @prefix_prefill_required_operand_doubled(%q: memref<?x32x128xbf16>, %k
 
 func.func @unified_required_operand_empty(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
   // expected-error @+1 {{operand 'scale' requires exactly 1 value, but 'operandSegmentSizes' gives it 0}}
-  "attn.unified"(%q, %kc, %vc, %bt, %cu, %su, %s, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0>}> : (memref<?x32x128xbf16>, memref<?x16x8x128xbf16>, memref<?x16x8x128xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?xi32>, f32, memref<?x32x128xbf16>) -> ()
+  "attn.unified"(%q, %kc, %vc, %bt, %cu, %su, %s, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0>}> : (memref<?x32x128xbf16>, memref<?x16x8x128xbf16>, memref<?x16x8x128xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?xi32>, f32, memref<?x32x128xbf16>) -> ()
   return
 }
 
@@ -771,5 +771,61 @@ func.func @blocksparse_block_size_above_limit(%q: memref<?x16x128xbf16>, %k: mem
 func.func @merge_states_head_dim_above_limit(%acc: memref<?x32x16x4096xf32>, %m: memref<?x32x16xf32>, %l: memref<?x32x16xf32>, %o: memref<?x32x4096xf16>) {
   // expected-error @+1 {{operand 'partial' dimension 3 (head_dim = 4096) must be at most 1024}}
   attn.merge_states partial(%acc : memref<?x32x16x4096xf32>) segment_max(%m : memref<?x32x16xf32>) segment_sum(%l : memref<?x32x16xf32>) out(%o : memref<?x32x4096xf16>)
+  return
+}
+
+// -----
+
+func.func @unified_qq_bias_not_rank_2(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %x: memref<4xf32>) {
+  // expected-error @+1 {{operand 'qq_bias' must be a rank-2 memref [qq_rows, qq_cols], got 'memref<4xf32>'}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) qq_bias(%x : memref<4xf32>) out(%o : memref<?x32x128xbf16>) 
+  return
+}
+
+// -----
+
+func.func @unified_mm_prefix_range_not_pairs(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %x: memref<?x2x3xi32>) {
+  // expected-error @+1 {{operand 'mm_prefix_range' dimension 2 (2 = 3) must be at most 2}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) mm_prefix_range(%x : memref<?x2x3xi32>) out(%o : memref<?x32x128xbf16>) 
+  return
+}
+
+// -----
+
+func.func @unified_mm_prefix_clamp_window_without_ranges(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %x: memref<?xi32>) {
+  // expected-error @+1 {{attribute 'mm_prefix_clamp_window' requires operand 'mm_prefix_range'}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s)  out(%o : memref<?x32x128xbf16>) {mm_prefix_clamp_window}
+  return
+}
+
+// -----
+
+func.func @unified_rswa_without_window(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %x: memref<?xi32>) {
+  // expected-error @+1 {{R-SWA needs both operand 'rswa_prefix_lens' and attribute 'rswa_window'}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) rswa_prefix_lens(%x : memref<?xi32>) out(%o : memref<?x32x128xbf16>) 
+  return
+}
+
+// -----
+
+func.func @unified_rswa_window_not_positive(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %x: memref<?xi32>) {
+  // expected-error @+1 {{attribute 'rswa_window' must be in [1, 2147483647], got 0}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) rswa_prefix_lens(%x : memref<?xi32>) out(%o : memref<?x32x128xbf16>) {rswa_window = 0 : i64}
+  return
+}
+
+// -----
+
+func.func @unified_rswa_with_sliding_window(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %x: memref<?xi32>) {
+  // expected-error @+1 {{operand 'rswa_prefix_lens' cannot be combined with attribute 'sliding_window'}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) rswa_prefix_lens(%x : memref<?xi32>) out(%o : memref<?x32x128xbf16>) {rswa_window = 8 : i64, sliding_window = 16 : i64}
+  return
+}
+
+// -----
+
+func.func @unified_descale_not_per_kv_head(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %ks: memref<?x4xf32>, %vs: memref<1xf32>) {
+  // expected-error @+1 {{operand 'k_descale' dimension 1 (kv_heads = 4) must be 8 (one value per KV head)}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%ks : memref<?x4xf32>) v_descale(%vs : memref<1xf32>) out(%o : memref<?x32x128xbf16>)
   return
 }

@@ -94,6 +94,32 @@ func.func @unified_split_kv(%q: memref<?x32x128xf16>, %kc: memref<?x16x8x128xf8E
   return
 }
 
+// CHECK-LABEL: func.func @unified_vllm_keywords
+// CHECK: k_descale(%{{.*}} : memref<?x8xf32, strided<[?, ?], offset: ?>>) v_descale(%{{.*}} : memref<1xf32>) alibi_slopes(%{{.*}} : memref<32xf32>) qq_bias(%{{.*}} : memref<4x4xf32>) mm_prefix_range(%{{.*}} : memref<?x2x2xi32>) out_scale(%{{.*}} : memref<1xf32>) out(%{{.*}} : memref<?x32x128xbf16>)
+// CHECK-SAME: {alibi_form = #attn.alibi<sqrt>, mm_prefix_clamp_window, sliding_window = 512 : i64}
+func.func @unified_vllm_keywords(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>,
+    %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %ks: memref<?x8xf32, strided<[?, ?], offset: ?>>,
+    %vs: memref<1xf32>, %slopes: memref<32xf32>, %tree: memref<4x4xf32>, %mm: memref<?x2x2xi32>, %os: memref<1xf32>,
+    %o: memref<?x32x128xbf16>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s)
+      k_descale(%ks : memref<?x8xf32, strided<[?, ?], offset: ?>>) v_descale(%vs : memref<1xf32>)
+      alibi_slopes(%slopes : memref<32xf32>) qq_bias(%tree : memref<4x4xf32>) mm_prefix_range(%mm : memref<?x2x2xi32>)
+      out_scale(%os : memref<1xf32>) out(%o : memref<?x32x128xbf16>)
+      {alibi_form = #attn.alibi<sqrt>, sliding_window = 512 : i64, mm_prefix_clamp_window}
+  return
+}
+
+// CHECK-LABEL: func.func @unified_rswa
+// CHECK: rswa_prefix_lens(%{{.*}} : memref<?xi32>) out(%{{.*}} : memref<?x32x128xbf16>) {rswa_window = 128 : i64}
+func.func @unified_rswa(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>,
+    %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %p: memref<?xi32>, %o: memref<?x32x128xbf16>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s)
+      rswa_prefix_lens(%p : memref<?xi32>) out(%o : memref<?x32x128xbf16>) {rswa_window = 128 : i64}
+  return
+}
+
 // CHECK-LABEL: func.func @flash_minimal
 // CHECK: attn.flash q(%{{.*}} : memref<?x16x128xf16>) k(%{{.*}} : memref<?x16x128xf16>) v(%{{.*}} : memref<?x16x128xf16>) cu_seqlens_q(%{{.*}} : memref<?xi32>) cu_seqlens_k(%{{.*}} : memref<?xi32>) scale(%{{.*}}) out(%{{.*}} : memref<?x16x128xf16>){{$}}
 func.func @flash_minimal(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>,

@@ -47,7 +47,8 @@ GROUPS = {
                       "out_scale? out",
     "unified": "q k_cache v_cache block_table cu_seqlens_q seqused_k scale "
                "softcap? q_descale? k_descale? v_descale? alibi_slopes? "
-               "sinks? out_scale? out segment_max? segment_sum?",
+               "sinks? qq_bias? mm_prefix_range? rswa_prefix_lens? "
+               "out_scale? out segment_max? segment_sum?",
     "flash": "q k v cu_seqlens_q cu_seqlens_k scale bias? dropout_p? "
              "philox_seed? philox_offset? q_scale? k_scale? v_scale? "
              "p_scale? out_scale? out",
@@ -59,6 +60,7 @@ GROUPS = {op: names.split() for op, names in GROUPS.items()}
 # Integer attributes and their valid ranges (attn/IR/AttnLimits.h).
 INT_ATTR_RANGES = {"sliding_window": (1, 2**31 - 1),
                    "num_segments": (1, 4096),
+                   "rswa_window": (1, 2**31 - 1),
                    "block_size": (1, 65536),
                    "q_block_size": (1, 65536)}
 SCHEDULE_RANGES = {"block_q": (1, 4096), "block_n": (1, 4096),

@@ -76,6 +76,39 @@ def unified(D, cache="bf16", hq=32, hk=8, page=16, segments=0, q8=False):
             f"  return\n}}\n")
 
 
+def unified_vllm(D, kind, hq=32, hk=8, page=16):
+    """unified with today's vLLM keywords, grouped as models use them:
+    "spec": an fp8 cache with per-(sequence, KV head) descales, the tree bias
+    and an output scale on a bf16 out (speculative decoding); "mm": sqrt ALiBi
+    with bidirectional ranges clamped to the window; "rswa": R-SWA."""
+    q, o = memref("?", hq, D, t="bf16"), memref("?", hq, D, t="bf16")
+    kc = memref("?", page, hk, D, t="f8E4M3FN" if kind == "spec" else "bf16")
+    if kind == "rswa":
+        args = ", %p: memref<?xi32>"
+        uses = " rswa_prefix_lens(%p : memref<?xi32>)"
+        attrs = " {rswa_window = 128 : i64}"
+    elif kind == "spec":
+        ds = f"memref<?x{hk}xf32, strided<[?, ?], offset: ?>>"
+        args = (f", %ks: {ds}, %vs: {ds}, %qq: memref<?x?xf32>, "
+                f"%os: memref<1xf32>")
+        uses = (f" k_descale(%ks : {ds}) v_descale(%vs : {ds})"
+                f" qq_bias(%qq : memref<?x?xf32>) out_scale(%os : memref<1xf32>)")
+        attrs = ""
+    else:
+        args = f", %al: memref<{hq}xf32>, %mm: memref<?x?x2xi32>"
+        uses = (f" alibi_slopes(%al : memref<{hq}xf32>)"
+                f" mm_prefix_range(%mm : memref<?x?x2xi32>)")
+        attrs = (" {alibi_form = #attn.alibi<sqrt>, sliding_window = 1024 : i64,"
+                 " mm_prefix_clamp_window}")
+    return (f"func.func @kernel(%q: {q}, %kc: {kc}, %vc: {kc}, "
+            f"%bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, "
+            f"%s: f32{args}, %o: {o}) {{\n"
+            f"  attn.unified q(%q : {q}) k_cache(%kc : {kc}) v_cache(%vc : {kc}) "
+            f"block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>)"
+            f" seqused_k(%su : memref<?xi32>) scale(%s){uses} out(%o : {o})"
+            f"{attrs}\n  return\n}}\n")
+
+
 def blocksparse(D, block=64, hq=32, hk=8):
     q, kv = memref("?", hq, D, t="bf16"), memref("?", hk, D, t="bf16")
     csr = f"memref<{hq}x?xi32>"
@@ -107,5 +140,7 @@ def cases():
     yield "unified D=128 fp8 q", unified(128, cache="f8E4M3FN", q8=True)
     yield "flash D=64 fp8 e5m2", flash(64, t="f8E5M2")
     yield "unified D=128 split-KV", unified(128, segments=16)
+    for kind in ("spec", "mm", "rswa"):
+        yield f"unified D=128 vLLM {kind}", unified_vllm(128, kind)
     for D, block in ((64, 64), (128, 64), (128, 16)):
         yield f"blocksparse D={D} block {block}", blocksparse(D, block)

@@ -64,7 +64,7 @@ def unified_args(**over):
     (dict(alibi_slopes=np.zeros(3, F)), r"alibi_slopes: expected shape \(4,\)"),
     (dict(sinks=np.zeros((4, 1), F)), r"sinks: expected shape \(4,\)"),
     (dict(q_descale=1.0), "q_descale: only valid when q is fp8"),
-    (dict(output_scale=1.0), "output_scale: given but out is f32"),
+    (dict(output_scale=0.0), "output_scale: must be non-zero"),
     (dict(num_segments=0), r"num_segments: 0 is outside the supported range \[1, "),
 ])
 def test_unified(over, match):
@@ -94,7 +94,7 @@ def prefix_args(**over):
     (dict(b_seq_len=np.array([20, 2], np.int32)), "b_seq_len: sequence 1 has 2 tokens"),
     (dict(b_loc=np.array([[0, 9], [2, 3]], np.int32)), "b_loc: sequence 0 uses block 9"),
     (dict(alibi_slopes=np.zeros(4, F), sinks=np.zeros(4, F)), "sinks: cannot be combined"),
-    (dict(fp8_out_scale=0.5), "fp8_out_scale: given but o is f32"),
+    (dict(fp8_out_scale=float("nan")), "fp8_out_scale: must be finite"),
     (dict(v_cache=np.zeros((4, 2, 16, 16), F)), "k_cache/v_cache: shapes"),
 ])
 def test_prefix_prefill(over, match):

@@ -12,7 +12,8 @@ from reference import DTYPES, F8, attend, check, f64, to_fp8_out
 def run_case(rng, *, dtype="bf16", d=64, hq=8, hk=2, block_size=16,
              q_lens=(5, 1, 23), ctx_lens=(30, 17, 0), kv_dtype=None,
              window=None, alibi=False, sinks=False, fp8_out=False,
-             skip_decode=False):
+             skip_decode=False, out_scale=None):
+    """`out_scale`: an output scale with a plain (non-fp8) out."""
     q_lens, ctx_lens = np.array(q_lens), np.array(ctx_lens)
     tokens = int(q_lens.sum())
     starts = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
@@ -37,7 +38,7 @@ def run_case(rng, *, dtype="bf16", d=64, hq=8, hk=2, block_size=16,
         seq_lens, int(seq_lens.max()), int(q_lens.max()),
         np.array([k_scale], np.float32), np.array([v_scale], np.float32),
         alibi_slopes=slopes, sliding_window=window, sm_scale=scale,
-        skip_decode=skip_decode, fp8_out_scale=0.05 if fp8_out else None,
+        skip_decode=skip_decode, fp8_out_scale=0.05 if fp8_out else out_scale,
         sinks=sink)
 
     ref = np.full(q.shape, np.nan)

@@ -537,7 +537,7 @@ def test_schedule_bounds_are_the_limits():
     (dict(num_segments=0), "^num_segments: 0 is outside"),
     (dict(num_segments=4097), r"^num_segments: 4097 is outside the supported range \[1, 4096\]"),
     (dict(k_scale=0.5), "^k_scale: only valid when k_cache is fp8"),
-    (dict(out_scale=0.5), "^out_scale: only valid when out is fp8"),
+    (dict(out_scale=0.0), "^out_scale: must be non-zero"),
 ])
 def test_ops_attribute_values(over, match):
     op = "unified" if "num_segments" in over else "prefix_prefill"

@@ -18,7 +18,8 @@ include "mlir/IR/EnumAttr.td"
 def Attn_AlibiForm : I32EnumAttr<"AlibiForm", "ALiBi bias form", [
     I32EnumAttrCase<"relative", 0>,
     I32EnumAttrCase<"context", 1>,
-    I32EnumAttrCase<"absolute", 2>
+    I32EnumAttrCase<"absolute", 2>,
+    I32EnumAttrCase<"sqrt", 3>
   ]> {
   let cppNamespace = "::mlir::attn";
   let genSpecializedAttr = 0;

@@ -10,6 +10,10 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir::attn::detail {
+class OperandChecker;
+} // namespace mlir::attn::detail
+
 #define GET_OP_CLASSES
 #include "attn/IR/AttnOps.h.inc"
 

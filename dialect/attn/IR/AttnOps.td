@@ -142,7 +142,12 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments]> {
     `[batch, max_blocks]` i32; `cu_seqlens_q`: `[batch+1]` i32;
     `seqused_k`: `[batch]` i32. fp8 caches are dequantized with
     `k_descale` / `v_descale`; an fp8 `q` with `q_descale` (then the caches
-    must be fp8 too); fp8 `out` with `out_scale`.
+    must be fp8 too). A descale is one value (`memref<f32>`, `memref<1xf32>`)
+    or one per sequence and KV head (`[batch, kv_heads]`, any strides: vLLM's
+    `expand`ed scalars and FlashAttention-3's per-(sequence, head) scales);
+    sequence `b` and query head `h` use entry `[b, h / (q_heads / kv_heads)]`.
+    `out_scale` quantizes the output to the fp8 range (required for an fp8
+    `out`).
 
     Split-KV form: with `num_segments = S` the key range `[0, N_b)` of each
     sequence is cut into `S` segments of `ceil(N_b / (S * BS))` pages and the
@@ -170,11 +175,14 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments]> {
     Attn_In<"keys per sequence [batch] i32">:$seqused_k,
     F32:$scale,
     Optional<F32>:$softcap,
-    Attn_OptIn<"fp8 query descale [1] f32">:$q_descale,
-    Attn_OptIn<"fp8 key-cache descale [1] f32">:$k_descale,
-    Attn_OptIn<"fp8 value-cache descale [1] f32">:$v_descale,
+    Attn_OptIn<"fp8 query descale [1] or [batch, kv_heads] f32">:$q_descale,
+    Attn_OptIn<"fp8 key-cache descale [1] or [batch, kv_heads] f32">:$k_descale,
+    Attn_OptIn<"fp8 value-cache descale [1] or [batch, kv_heads] f32">:$v_descale,
     Attn_OptIn<"ALiBi slopes [q_heads] f32">:$alibi_slopes,
     Attn_OptIn<"attention sinks [q_heads] f32">:$sinks,
+    Attn_OptIn<"tree speculative-decoding bias [qq_rows, qq_cols]">:$qq_bias,
+    Attn_OptIn<"bidirectional ranges [batch, ranges, 2] i32">:$mm_prefix_range,
+    Attn_OptIn<"R-SWA prompt lengths [batch] i32">:$rswa_prefix_lens,
     Attn_OptIn<"fp8 output scale [1] f32">:$out_scale,
     Attn_Out<"output [tokens, q_heads, head_dim], or partial accumulators "
              "[tokens, q_heads, segments, head_dim] f32">:$out,
@@ -183,6 +191,8 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments]> {
     OptionalAttr<I64Attr>:$sliding_window,
     OptionalAttr<I64Attr>:$num_segments,
     OptionalAttr<Attn_AlibiFormAttr>:$alibi_form,
+    OptionalAttr<I64Attr>:$rswa_window,
+    UnitAttr:$mm_prefix_clamp_window,
     OptionalAttr<Attn_ScheduleAttr>:$schedule
   );
   let assemblyFormat = [{
@@ -199,6 +209,9 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments]> {
     (`v_descale` `(` $v_descale^ `:` type($v_descale) `)`)?
     (`alibi_slopes` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`qq_bias` `(` $qq_bias^ `:` type($qq_bias) `)`)?
+    (`mm_prefix_range` `(` $mm_prefix_range^ `:` type($mm_prefix_range) `)`)?
+    (`rswa_prefix_lens` `(` $rswa_prefix_lens^ `:` type($rswa_prefix_lens) `)`)?
     (`out_scale` `(` $out_scale^ `:` type($out_scale) `)`)?
     `out` `(` $out `:` type($out) `)`
     (`segment_max` `(` $segment_max^ `:` type($segment_max) `)`)?
@@ -215,6 +228,8 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments]> {
     AlibiForm getAlibiFormOrDefault() {
       return getAlibiForm().value_or(AlibiForm::context);
     }
+    /// Tree bias, bidirectional ranges and R-SWA.
+    ::llvm::LogicalResult verifyMasksAndBias(detail::OperandChecker &c);
   }];
 }
 

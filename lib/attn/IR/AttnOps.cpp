@@ -114,6 +114,14 @@ LogicalResult verifyFp8Scale(OperandChecker &c, Value scale,
   return scale ? c.scale(scale, scaleName) : success();
 }
 
+/// `out_scale` is required for an fp8 `out`; vLLM's kernels also take it with
+/// a 16/32-bit `out` (quantize to the fp8 range, store in out's type).
+LogicalResult verifyOutScale(OperandChecker &c, Value outScale, bool outFp8) {
+  if (outFp8 && !outScale)
+    return c.error("out") << "is fp8 and requires operand 'out_scale'";
+  return outScale ? c.scale(outScale, "out_scale") : success();
+}
+
 /// The final output: the query's element type (or `allowedPlain` types when
 /// the query is fp8), or fp8 with `out_scale`.
 LogicalResult verifyOutput(OperandChecker &c, Value out, MemRefType q,
@@ -126,7 +134,7 @@ LogicalResult verifyOutput(OperandChecker &c, Value out, MemRefType q,
   if (!outFp8 && !isFp8(q.getElementType()) &&
       failed(c.sameElem(q, qName, o, "out")))
     return failure();
-  return verifyFp8Scale(c, outScale, "out_scale", outFp8, "out");
+  return verifyOutScale(c, outScale, outFp8);
 }
 /// Dense varlen q/k/v ([tokens, heads, D], one element type, GQA heads) and
 /// their two offset arrays (flash, blocksparse).
@@ -289,7 +297,8 @@ LogicalResult UnifiedOp::verify() {
           *this, getProperties().operandSegmentSizes,
           {"q", "k_cache", "v_cache", "block_table", "cu_seqlens_q",
            "seqused_k", "scale", "softcap?", "q_descale?", "k_descale?",
-           "v_descale?", "alibi_slopes?", "sinks?", "out_scale?", "out",
+           "v_descale?", "alibi_slopes?", "sinks?", "qq_bias?",
+           "mm_prefix_range?", "rswa_prefix_lens?", "out_scale?", "out",
            "segment_max?", "segment_sum?"})))
     return failure();
   OperandChecker c(*this);
@@ -313,12 +322,26 @@ LogicalResult UnifiedOp::verify() {
                         << kc.getElementType();
   if (!cacheFp8 && failed(c.sameElem(q, "q", kc, "k_cache")))
     return failure();
-  if (failed(verifyFp8Scale(c, getQDescale(), "q_descale", qFp8, "q")) ||
-      failed(verifyFp8Scale(c, getKDescale(), "k_descale", cacheFp8,
-                            "k_cache")) ||
-      failed(verifyFp8Scale(c, getVDescale(), "v_descale", cacheFp8,
-                            "v_cache")))
-    return failure();
+  int64_t kvHeads = kc.getDimSize(2);
+  for (auto [value, name, fp8, tensor] :
+       {std::tuple{getQDescale(), "q_descale", qFp8, "q"},
+        std::tuple{getKDescale(), "k_descale", cacheFp8, "k_cache"},
+        std::tuple{getVDescale(), "v_descale", cacheFp8, "v_cache"}}) {
+    if (fp8 && !value)
+      return c.error(tensor) << "is fp8 and requires operand '" << name << "'";
+    if (!fp8 && value)
+      return c.error(name) << "is only valid when '" << tensor << "' is fp8";
+    if (value && failed(c.scaleOrPerSeqHead(value, name, kvHeads)))
+      return failure();
+    auto t = value ? dyn_cast<MemRefType>(value.getType()) : MemRefType();
+    auto seqs = cast<MemRefType>(getSequsedK().getType());
+    if (t && t.getRank() == 2 && !t.isDynamicDim(0) &&
+        seqs.getRank() == 1 && !seqs.isDynamicDim(0) &&
+        t.getDimSize(0) != seqs.getDimSize(0))
+      return c.error(name) << "has " << t.getDimSize(0)
+                           << " rows, one per sequence of 'seqused_k' ("
+                           << seqs.getDimSize(0) << ")";
+  }
 
   if (!c.memref(getBlockTable(), "block_table", kBlockTableDims, kI32) ||
       failed(verifyOffsets(c, getCuSeqlensQ(), "cu_seqlens_q", getSequsedK(),
@@ -330,7 +353,8 @@ LogicalResult UnifiedOp::verify() {
     return failure();
 
   if (failed(verifySchedule(*this, getScheduleAttr(),
-                            groupOf(getQ(), getKCache(), 2))))
+                            groupOf(getQ(), getKCache(), 2))) ||
+      failed(verifyMasksAndBias(c)))
     return failure();
   if (!isSplitKv()) {
     if (getSegmentMax() || getSegmentSum())
@@ -371,6 +395,48 @@ LogicalResult UnifiedOp::verify() {
       if (failed(c.sameDim(o, "out", kPartialDims, d, s, name, kStatsDims, d)))
         return failure();
   }
+  return success();
+}
+
+LogicalResult UnifiedOp::verifyMasksAndBias(OperandChecker &c) {
+  static constexpr StringRef qqDims[] = {"qq_rows", "qq_cols"};
+  static constexpr StringRef rangeDims[] = {"batch", "ranges", "2"};
+  auto seqs = cast<MemRefType>(getSequsedK().getType());
+  if (Value bias = getQqBias(); bias && !c.memref(bias, "qq_bias", qqDims,
+                                                   kHalfOrFloat))
+    return failure();
+  if (Value ranges = getMmPrefixRange()) {
+    MemRefType r = c.memref(ranges, "mm_prefix_range", rangeDims, kI32);
+    if (!r || failed(c.staticDim(r, "mm_prefix_range", rangeDims, 2, 2)) ||
+        failed(c.dimEquals(r, "mm_prefix_range", rangeDims, 2, 2,
+                           "a (start, end) pair")) ||
+        failed(c.sameDim(seqs, "seqused_k", kPerSeqDims, 0, r,
+                         "mm_prefix_range", rangeDims, 0)))
+      return failure();
+  } else if (getMmPrefixClampWindow()) {
+    return emitOpError() << "attribute 'mm_prefix_clamp_window' requires "
+                            "operand 'mm_prefix_range'";
+  }
+  Value prefixLens = getRswaPrefixLens();
+  if (bool(prefixLens) != bool(getRswaWindowAttr()))
+    return emitOpError() << "R-SWA needs both operand 'rswa_prefix_lens' and "
+                            "attribute 'rswa_window'";
+  if (!prefixLens)
+    return success();
+  MemRefType p = c.memref(prefixLens, "rswa_prefix_lens", kPerSeqDims, kI32);
+  if (!p || failed(c.sameDim(seqs, "seqused_k", kPerSeqDims, 0, p,
+                             "rswa_prefix_lens", kPerSeqDims, 0)))
+    return failure();
+  int64_t window = getRswaWindowAttr().getInt();
+  if (window < 1 || window > kMaxSlidingWindow)
+    return emitOpError() << "attribute 'rswa_window' must be in [1, "
+                         << kMaxSlidingWindow << "], got " << window;
+  // vLLM leaves these combinations undefined (docs/semantics.md 3.2).
+  if (getSlidingWindowAttr() || getMmPrefixRange())
+    return c.error("rswa_prefix_lens")
+           << "cannot be combined with "
+           << (getSlidingWindowAttr() ? "attribute 'sliding_window'"
+                                      : "operand 'mm_prefix_range'");
   return success();
 }
 
@@ -534,8 +600,7 @@ LogicalResult MergeStatesOp::verify() {
                        1)) ||
       failed(c.sameDim(p, "partial", kPartialDims, 3, o, "out", kMergedDims,
                        2)) ||
-      failed(verifyFp8Scale(c, getOutScale(), "out_scale",
-                            isFp8(o.getElementType()), "out")))
+      failed(verifyOutScale(c, getOutScale(), isFp8(o.getElementType()))))
     return failure();
   if (Value sinks = getSinks()) {
     if (failed(c.staticDim(p, "partial", kPartialDims, 1, kMaxHeads)) ||

@@ -121,6 +121,19 @@ LogicalResult OperandChecker::scale(Value value, StringRef name) {
   return success();
 }
 
+LogicalResult OperandChecker::scaleOrPerSeqHead(Value value, StringRef name,
+                                                int64_t kvHeads) {
+  static constexpr StringRef dims[] = {"batch", "kv_heads"};
+  auto type = dyn_cast<MemRefType>(value.getType());
+  if (!type || type.getRank() != 2)
+    return scale(value, name);
+  if (!type.getElementType().isF32() || !type.isStrided())
+    return error(name) << "must be a one-element f32 memref or a strided "
+                          "[batch, kv_heads] f32 memref, got "
+                       << value.getType();
+  return dimEquals(type, name, dims, 1, kvHeads, "one value per KV head");
+}
+
 LogicalResult OperandChecker::perHead(Value value, StringRef name,
                                       int64_t heads) {
   static constexpr StringRef dims[] = {"q_heads"};

@@ -60,6 +60,11 @@ public:
   /// A one-element f32 scale: memref<f32> or memref<1xf32>.
   LogicalResult scale(Value value, StringRef name);
 
+  /// A one-element f32 scale or one per sequence and KV head:
+  /// memref<[batch]x[kvHeads]xf32>, any strides.
+  LogicalResult scaleOrPerSeqHead(Value value, StringRef name,
+                                  int64_t kvHeads);
+
   /// A per-head f32 vector: memref<[heads]xf32>.
   LogicalResult perHead(Value value, StringRef name, int64_t heads);
 

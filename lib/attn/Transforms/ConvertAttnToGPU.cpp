@@ -177,6 +177,9 @@ struct ConvertAttnToGPUPass
     mapping.map(op->getOperands(), entry->getArguments());
     Operation *clone = b.clone(*op, mapping);
     LoopEmitter e(b);
+    e.setSqrt([&](ImplicitLocOpBuilder &ib, Value x) {
+      return gpuTarget.sqrt(ib, x);
+    });
     e.setExp2([&](ImplicitLocOpBuilder &ib, Value x) {
       return gpuTarget.exp2(ib, x);
     });

@@ -93,6 +93,8 @@ public:
   virtual int64_t maxSharedBytes() const = 0;
   /// exp2 through the hardware instruction (no device library).
   virtual Value exp2(ImplicitLocOpBuilder &b, Value x) const = 0;
+  /// sqrt, correctly rounded, without a device library.
+  virtual Value sqrt(ImplicitLocOpBuilder &b, Value x) const = 0;
   /// The program builder of one kernel: `entry` is its entry block (where
   /// per-thread state is allocated), `shared` its dynamic shared memory
   /// (memref<?xi8, workgroup>, null when the launch needs none).

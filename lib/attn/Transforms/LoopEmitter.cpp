@@ -76,11 +76,17 @@ Value LoopEmitter::divF(Value x, Value y) {
 Value LoopEmitter::maxF(Value x, Value y) {
   return arith::MaximumFOp::create(b, x, y);
 }
+Value LoopEmitter::minF(Value x, Value y) {
+  return arith::MinimumFOp::create(b, x, y);
+}
 Value LoopEmitter::cmpF(arith::CmpFPredicate pred, Value x, Value y) {
   return arith::CmpFOp::create(b, pred, x, y);
 }
 Value LoopEmitter::exp2(Value x) {
   return exp2Fn ? exp2Fn(b, x) : math::Exp2Op::create(b, x).getResult();
+}
+Value LoopEmitter::sqrt(Value x) {
+  return sqrtFn ? sqrtFn(b, x) : math::SqrtOp::create(b, x).getResult();
 }
 Value LoopEmitter::tanh(Value x) {
   if (!exp2Fn)
@@ -193,6 +199,16 @@ void LoopEmitter::storeFrom32(Value value, Value memref, ValueRange indices) {
     value = arith::BitcastOp::create(b, t, bits);
   }
   store(value, memref, indices);
+}
+
+void LoopEmitter::storeOutput(Value value, Value memref, ValueRange indices,
+                              bool outScaled) {
+  Type t = cast<MemRefType>(memref.getType()).getElementType();
+  if (outScaled && (t.isF32() || t.isF16() || t.isBF16())) {
+    constexpr double kE4M3Max = 448.0;
+    value = maxF(minF(value, f32(kE4M3Max)), f32(-kE4M3Max));
+  }
+  storeFrom32(value, memref, indices);
 }
 
 Value LoopEmitter::loadScalar(Value memref) {

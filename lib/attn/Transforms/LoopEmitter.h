@@ -57,14 +57,19 @@ public:
   Value mulF(Value x, Value y);
   Value divF(Value x, Value y);
   Value maxF(Value x, Value y);
+  Value minF(Value x, Value y);
   Value cmpF(arith::CmpFPredicate pred, Value x, Value y);
   Value exp2(Value x);
   Value tanh(Value x);
+  Value sqrt(Value x);
 
   /// Targets without libm (GPUs) route the transcendental functions to their
   /// hardware instructions; tanh is then built from exp2.
   void setExp2(std::function<Value(ImplicitLocOpBuilder &, Value)> fn) {
     exp2Fn = std::move(fn);
+  }
+  void setSqrt(std::function<Value(ImplicitLocOpBuilder &, Value)> fn) {
+    sqrtFn = std::move(fn);
   }
 
   // Control flow. Bodies run with the insertion point inside the region.
@@ -107,12 +112,17 @@ public:
   Value load32(Value memref, ValueRange indices, Value scale = nullptr);
   /// Rounds an f32 to `elementType` and stores it (fp8: saturating encoder).
   void storeFrom32(Value value, Value memref, ValueRange indices);
+  /// Stores a final output element (already multiplied by 1 / out_scale
+  /// when `outScaled`). Like vLLM's kernels, an output scale clamps to the
+  /// f8E4M3FN range whatever out's type; fp8 stores saturate anyway.
+  void storeOutput(Value value, Value memref, ValueRange indices,
+                   bool outScaled);
   /// Reads a one-element scale memref (memref<f32> or memref<1xf32>).
   Value loadScalar(Value memref);
 
 private:
   ImplicitLocOpBuilder &b;
-  std::function<Value(ImplicitLocOpBuilder &, Value)> exp2Fn;
+  std::function<Value(ImplicitLocOpBuilder &, Value)> exp2Fn, sqrtFn;
 };
 
 } // namespace mlir::attn

@@ -117,6 +117,21 @@ Value scaleOrNull(LoopEmitter &e, Value memref) {
   return memref ? e.loadScalar(memref) : Value();
 }
 
+/// A descale that is one value or one per (sequence, KV head): a one-value
+/// descale is loaded once (`once`), a per-sequence one by each program.
+Value descaleFor(LoopEmitter &e, Value memref, Value once, Value seq,
+                 Value kvHead) {
+  if (!memref || cast<MemRefType>(memref.getType()).getRank() != 2)
+    return once;
+  return e.load(memref, {seq, kvHead});
+}
+
+Value scalarScaleOrNull(LoopEmitter &e, Value memref) {
+  if (!memref || cast<MemRefType>(memref.getType()).getRank() == 2)
+    return Value();
+  return e.loadScalar(memref);
+}
+
 /// Keys of a dense [tokens, kv_heads, D] pair starting at row `base`.
 KeyLocator denseKeys(Value k, Value v, Value base, Value kvHead, Value kScale,
                      Value vScale) {
@@ -274,11 +289,17 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
 
   AttentionFeatures f = pagedFeatures(op);
   f.softcap = op.getSoftcap();
+  f.qqBias = op.getQqBias();
+  f.mmPrefixRange = op.getMmPrefixRange();
+  f.mmClampWindow = op.getMmPrefixClampWindow();
+  f.rswaPrefixLens = op.getRswaPrefixLens();
+  if (IntegerAttr w = op.getRswaWindowAttr())
+    f.rswaWindow = w.getInt();
   AttentionOutput out{op.getOut(), op.getOutScale(), op.getSegmentMax(),
                       op.getSegmentSum()};
-  Value qScale = scaleOrNull(e, op.getQDescale());
-  Value kScale = scaleOrNull(e, op.getKDescale());
-  Value vScale = scaleOrNull(e, op.getVDescale());
+  Value qScaleOnce = scalarScaleOrNull(e, op.getQDescale());
+  Value kScaleOnce = scalarScaleOrNull(e, op.getKDescale());
+  Value vScaleOnce = scalarScaleOrNull(e, op.getVDescale());
 
   forEachTile(e, target, op, op.getQ(), op.getCuSeqlensQ(), shape.blockQ,
               [&](Value bIdx, Value t, Value g, Value s) {
@@ -289,8 +310,11 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
     e.ifThen(e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ), [&] {
       ProgramRows rows = tileRows(e, shape, bIdx, t, g, qStart, lenQ, lenK, ctx);
       rows.segment = s;
-      rows.qScale = qScale;
       Value kvHead = e.divU(rows.headBase, e.idx(group));
+      Value qScale = descaleFor(e, op.getQDescale(), qScaleOnce, bIdx, kvHead);
+      Value kScale = descaleFor(e, op.getKDescale(), kScaleOnce, bIdx, kvHead);
+      Value vScale = descaleFor(e, op.getVDescale(), vScaleOnce, bIdx, kvHead);
+      rows.qScale = qScale;
       auto [lo, hi] = AttentionMath(e, shape, f).visibleKeyRange(rows);
       KvWalk walk;
       walk.lo = lo;

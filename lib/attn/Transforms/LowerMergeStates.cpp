@@ -68,7 +68,8 @@ void mlir::attn::emitMergeStates(LoopEmitter &e, ProgramTarget &target,
                                            e.mulF(weight(s),
                                                   e.load(partial, {t, h, s, d})));
                            });
-      e.storeFrom32(e.mulF(num, inv), op.getOut(), {t, h, d});
+      e.storeOutput(e.mulF(num, inv), op.getOut(), {t, h, d},
+                    bool(outScale));
     });
   });
 }

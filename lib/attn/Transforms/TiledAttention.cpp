@@ -11,7 +11,6 @@
 #include "TiledAttention.h"
 #include "Fp8Codec.h"
 
-
 #include <cmath>
 
 using namespace mlir;
@@ -28,11 +27,14 @@ std::pair<Value, Value>
 AttentionMath::visibleKeyRange(const ProgramRows &rows) {
   Value lastPos = e.sub(e.add(rows.qposBase, rows.numTokens), e.idx(1));
   Value lo = e.idx(0);
-  if (f.window)
+  // Bidirectional ranges may reveal keys outside the window and after the
+  // row: such programs walk every key up to the walk's own end.
+  bool ranges = bool(f.mmPrefixRange);
+  if (f.window && !ranges)
     lo = e.max(lo, e.sub(rows.qposBase, e.idx(*f.window - 1)));
   // Without a causal mask every key up to the walk's own end is visible.
-  Value hi = f.causal ? e.add(lastPos, e.idx(1))
-                      : e.idx(std::numeric_limits<int32_t>::max());
+  Value hi = f.causal && !ranges ? e.add(lastPos, e.idx(1))
+                                 : e.idx(std::numeric_limits<int32_t>::max());
   return {lo, hi};
 }
 
@@ -42,10 +44,17 @@ Value AttentionMath::tileFullyVisible(const ProgramRows &rows, Value n0,
   // The first row has the smallest position, the last the largest.
   if (f.causal)
     ok = e.andI(ok, e.le(e.sub(n1, e.idx(1)), rows.qposBase));
-  if (f.window) {
-    Value lastPos = e.sub(e.add(rows.qposBase, rows.numTokens), e.idx(1));
+  Value lastPos = e.sub(e.add(rows.qposBase, rows.numTokens), e.idx(1));
+  if (f.window)
     ok = e.andI(ok, e.lt(e.sub(lastPos, n0), e.idx(*f.window)));
+  if (f.rswaPrefixLens) {
+    // Every key in the prompt, or every key in every row's R-SWA window.
+    Value prompt = e.loadIndex(f.rswaPrefixLens, {rows.batch});
+    ok = e.andI(ok, e.orI(e.le(n1, prompt),
+                          e.lt(e.sub(lastPos, n0), e.idx(*f.rswaWindow))));
   }
+  // Bidirectional ranges only add visible pairs: a tile the other masks
+  // leave whole stays whole.
   return ok;
 }
 
@@ -53,10 +62,38 @@ Value AttentionMath::visible(const ProgramRows &rows, Value row, Value key) {
   Value tok = tokenOf(row);
   Value ok = e.lt(tok, rows.numTokens);
   Value qpos = e.add(rows.qposBase, tok);
+  Value valid = ok;
   if (f.causal)
     ok = e.andI(ok, e.le(key, qpos));
   if (f.window)
     ok = e.andI(ok, e.lt(e.sub(qpos, key), e.idx(*f.window)));
+  if (f.rswaPrefixLens) {
+    Value prompt = e.loadIndex(f.rswaPrefixLens, {rows.batch});
+    ok = e.andI(ok, e.orI(e.lt(key, prompt),
+                          e.lt(e.sub(qpos, key), e.idx(*f.rswaWindow))));
+  }
+  if (f.mmPrefixRange) {
+    // (lo, hi) pairs, both ends included; lo >= hi is padding. Keys past
+    // the sequence are clipped by the walk.
+    auto type = cast<MemRefType>(f.mmPrefixRange.getType());
+    Value count = type.isDynamicDim(1)
+                      ? memref::DimOp::create(e.builder(), f.mmPrefixRange, 1)
+                            .getResult()
+                      : e.idx(type.getDimSize(1));
+    Value inRange = e.reduce(e.idx(0), count, e.boolean(false),
+                             [&](Value r, Value any) {
+      Value lo = e.loadIndex(f.mmPrefixRange, {rows.batch, r, e.idx(0)});
+      Value hi = e.loadIndex(f.mmPrefixRange, {rows.batch, r, e.idx(1)});
+      auto within = [&](Value p) {
+        return e.andI(e.le(lo, p), e.le(p, hi));
+      };
+      Value pair = e.andI(e.lt(lo, hi), e.andI(within(qpos), within(key)));
+      if (f.mmClampWindow && f.window)
+        pair = e.andI(pair, e.lt(e.sub(qpos, key), e.idx(*f.window)));
+      return e.orI(any, pair);
+    });
+    ok = e.orI(ok, e.andI(valid, inRange));
+  }
   return ok;
 }
 
@@ -74,7 +111,7 @@ Value AttentionMath::score(const ProgramRows &rows, Value row, Value key,
   } else {
     s = e.mulF(dot, linearScoreFactor());
   }
-  if (!f.alibiSlopes && !f.bias)
+  if (!f.alibiSlopes && !f.bias && !f.qqBias)
     return s;
   Value head = headOf(rows, row);
   if (f.alibiSlopes) {
@@ -84,8 +121,34 @@ Value AttentionMath::score(const ProgramRows &rows, Value row, Value key,
       dist = e.sub(key, qpos);
     else if (f.alibiForm == AlibiForm::context)
       dist = e.sub(key, rows.ctx);
+    Value d = e.indexToF32(dist);
+    if (f.alibiForm == AlibiForm::sqrt) {
+      // -sqrt(qpos - kpos) for keys at or before the row, else 0.
+      Value back = e.indexToF32(e.sub(qpos, key));
+      d = e.select(e.le(key, qpos),
+                   e.subF(e.f32(0.0), e.sqrt(back)),
+                   e.f32(0.0));
+    }
     Value slope = e.load(f.alibiSlopes, {head});
-    s = e.addF(s, e.mulF(e.mulF(slope, e.indexToF32(dist)), e.f32(kLog2e)));
+    s = e.addF(s, e.mulF(e.mulF(slope, d), e.f32(kLog2e)));
+  }
+  if (f.qqBias) {
+    // Keys of the query section, [ctx, ctx + cols), of rows [0, rows).
+    auto type = cast<MemRefType>(f.qqBias.getType());
+    auto dimOf = [&](unsigned i) -> Value {
+      if (!type.isDynamicDim(i))
+        return e.idx(type.getDimSize(i));
+      return memref::DimOp::create(e.builder(), f.qqBias, i).getResult();
+    };
+    Value i = e.add(rows.seqRowBase, tokenOf(row));
+    Value col = e.sub(key, rows.ctx);
+    Value inside = e.andI(e.andI(e.le(rows.ctx, key), e.lt(col, dimOf(1))),
+                          e.lt(i, dimOf(0)));
+    Value bias = e.ifElse(
+        inside, {e.builder().getF32Type()},
+        [&] { return SmallVector<Value>{e.load32(f.qqBias, {i, col})}; },
+        [&] { return SmallVector<Value>{e.f32(0.0)}; })[0];
+    s = e.addF(s, e.mulF(bias, e.f32(kLog2e)));
   }
   if (f.bias) {
     auto biasType = cast<MemRefType>(f.bias.getType());
@@ -296,8 +359,8 @@ void TiledAttentionBuilder::epilogue(const ProgramRows &rows) {
       }
       Value inv = math.outputFactor(l, o.outScale);
       e.forLoop(0, shape.headDim, [&](Value dd) {
-        e.storeFrom32(e.mulF(e.load(acc, {m, dd}), inv), o.out,
-                      {qRow, head, dd});
+        e.storeOutput(e.mulF(e.load(acc, {m, dd}), inv), o.out,
+                      {qRow, head, dd}, bool(o.outScale));
       });
     });
   });

@@ -41,6 +41,11 @@ struct AttentionFeatures {
   std::optional<int64_t> window;
   bool causal = false;
   Value bias;                  // [1|batch, q_heads, max_q, max_k]
+  Value qqBias;                // unified tree bias [rows, cols]
+  Value mmPrefixRange;         // unified bidirectional ranges [batch, R, 2]
+  bool mmClampWindow = false;  // the ranges also obey the window
+  Value rswaPrefixLens;        // unified R-SWA prompt lengths [batch]
+  std::optional<int64_t> rswaWindow;
   Value dropoutP, philoxSeed, philoxOffset;
   Value pScale;                // flash fp8: P is quantized to pQuantType
   Type pQuantType;
@@ -138,7 +143,9 @@ public:
   /// Whether the score is `dot` times linearScoreFactor() (no softcap,
   /// ALiBi or bias), so that a kernel may compare raw dot products and
   /// scale them later.
-  bool linearScores() const { return !f.softcap && !f.alibiSlopes && !f.bias; }
+  bool linearScores() const {
+    return !f.softcap && !f.alibiSlopes && !f.bias && !f.qqBias;
+  }
   Value linearScoreFactor();
   /// log2(e) * (modified score) of `dot` = q . k.
   Value score(const ProgramRows &rows, Value row, Value key, Value dot);

@@ -590,7 +590,8 @@ void WarpAttentionBuilder::epilogue(const ProgramRows &rows) {
               if (o.segmentMax)
                 e.store(v, o.out, {qRow, head, rows.segment, d});
               else
-                e.storeFrom32(e.mulF(v, factor), o.out, {qRow, head, d});
+                e.storeOutput(e.mulF(v, factor), o.out, {qRow, head, d},
+                              bool(o.outScale));
             };
             if (8 * dj + 8 > shape.headDim)
               e.ifThen(e.lt(d, e.idx(shape.headDim)), store);
@@ -655,6 +656,12 @@ public:
     // ex2.approx: one MUFU instruction; exp2(-inf) = +0.
     return LLVM::CallIntrinsicOp::create(
                b, b.getF32Type(), b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
+               ValueRange{x})
+        .getResult(0);
+  }
+  Value sqrt(ImplicitLocOpBuilder &b, Value x) const override {
+    return LLVM::CallIntrinsicOp::create(
+               b, b.getF32Type(), b.getStringAttr("llvm.nvvm.sqrt.rn.f"),
                ValueRange{x})
         .getResult(0);
   }

@@ -240,7 +240,8 @@ void WaveAttentionBuilder::epilogue(const ProgramRows &rows) {
             if (o.segmentMax)
               e.store(v, o.out, {qRow, head, rows.segment, d});
             else
-              e.storeFrom32(e.mulF(v, factor), o.out, {qRow, head, d});
+              e.storeOutput(e.mulF(v, factor), o.out, {qRow, head, d},
+                            bool(o.outScale));
           };
           if (16 * db + 16 > shape.headDim)
             e.ifThen(e.lt(d, e.idx(shape.headDim)), store);
@@ -290,6 +291,10 @@ public:
   Value exp2(ImplicitLocOpBuilder &b, Value x) const override {
     // v_exp_f32 (llvm.amdgcn.exp2): no device library; exp2(-inf) = 0.
     return ROCDL::ROCDLExp2::create(b, b.getF32Type(), x);
+  }
+  Value sqrt(ImplicitLocOpBuilder &b, Value x) const override {
+    // llvm.sqrt.f32: v_sqrt_f32 with the backend's correction, no ocml.
+    return LLVM::SqrtOp::create(b, x);
   }
   std::unique_ptr<ProgramTarget>
   programs(Block *entry, Value shared, Type ct,
