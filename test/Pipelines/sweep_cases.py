@@ -142,5 +142,6 @@ def cases():
     yield "unified D=128 split-KV", unified(128, segments=16)
     for kind in ("spec", "mm", "rswa"):
         yield f"unified D=128 vLLM {kind}", unified_vllm(128, kind)
-    for D, block in ((64, 64), (128, 64), (128, 16)):
+    for D, block in ((64, 64), (80, 64), (96, 64), (112, 64), (128, 64),
+                     (128, 16)):
         yield f"blocksparse D={D} block {block}", blocksparse(D, block)

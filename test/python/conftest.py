@@ -49,6 +49,8 @@ if DEVICE == "cuda":
         self._run_gpu(text)
         torch.cuda.synchronize()
         for host, tensor in copies:
+            if not host.flags.writeable:   # an input (broadcast views)
+                continue
             back = tensor.cpu().numpy().view(host.dtype).reshape(host.shape)
             np.copyto(host, back)
 

@@ -97,3 +97,21 @@ def test_cu_seqlens_q_none_means_decode_or_prefill():
                                                  block_size=16)
     check(out, reference(qd, k, v, np.array([0, 1, 2]), ck, 0.2, crow, col, 16, 16),
           "f32", "decode")
+
+
+@pytest.mark.parametrize("d", [80, 96, 112])
+def test_mid_head_dims(d):
+    """Heads between 64 and 128 (four warps on NVVM; 32-key tiles over 96)."""
+    rng = np.random.default_rng(d)
+    hq, hk = 4, 2
+    q_lens, k_lens = [130, 1], [130, 70]
+    cq = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    ck = np.concatenate([[0], np.cumsum(k_lens)]).astype(np.int32)
+    q = rng.standard_normal((cq[-1], hq, d)).astype(DTYPES["bf16"])
+    k = rng.standard_normal((ck[-1], hk, d)).astype(DTYPES["bf16"])
+    v = rng.standard_normal((ck[-1], hk, d)).astype(DTYPES["bf16"])
+    crow, col = layout(hq, 3, 2, 2, True)
+    out = vllm.blocksparse_flash_attn_varlen_fwd(
+        q, k, v, ck, cq, d ** -0.5, (crow, col), block_size=64, max_seqlen=130)
+    check(out, reference(q, k, v, cq, ck, d ** -0.5, crow, col, 64, 64), "bf16",
+          f"blocksparse D={d}")

@@ -134,8 +134,15 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     blockQ = std::gcd(blockQ, qBlockLimit);
   int64_t keys = tiles->keys, warps = 0;
   // 64-row tiles (block-sparse query blocks of 64) are two warps of 32 rows.
+  // On NVVM, heads strictly between 64 and 128 spilled 240-600 bytes there
+  // (Q, S and O of two fragments): they take four warps of 16 rows, and
+  // heads over 96 also 32-key tiles (two per layout block of 64).
+  bool midHead = headDim > 64 && headDim < 128;
   if (prefill && blockQ * pack == 64 && headDim <= 128)
-    warps = 2;
+    warps = target == "nvvm" && midHead ? 4 : 2;
+  if (target == "nvvm" && isa<BlockSparseOp>(op) && warps == 4 &&
+      headDim > 96 && headDim < 128)
+    keys = 32;
   // Block-sparse ranges are whole layout blocks: one KV tile each.
   if (prefill && blockQ * pack >= 64 && headDim <= 128 && headDim > 64 &&
       !isa<BlockSparseOp>(op))
