@@ -12,6 +12,7 @@ import pytest
 from attn_mlir import ops, vllm
 from attn_mlir.ops import Fp8RangeWarning
 from reference import F8
+from test_errors import prefix_args, unified_args
 
 F = np.float32
 E4 = F8["f8E4M3FN"]
@@ -45,34 +46,9 @@ def flash_args(**over):
     return a
 
 
-def unified_args(**over):
-    a = dict(q=np.zeros((3, 4, 32), F), k=np.zeros((6, 16, 2, 32), F),
-             v=np.zeros((6, 16, 2, 32), F), out=np.zeros((3, 4, 32), F),
-             cu_seqlens_q=np.array([0, 1, 3], np.int32), max_seqlen_q=2,
-             seqused_k=np.array([20, 30], np.int32), max_seqlen_k=30,
-             softmax_scale=0.2, causal=True, window_size=(-1, -1),
-             block_table=np.array([[0, 1], [2, 3]], np.int32), softcap=0,
-             q_descale=None, k_descale=None, v_descale=None)
-    a.update(over)
-    return a
-
-
 def unified_fp8(**over):
     a = unified_args(k=np.zeros((6, 16, 2, 32), E4), v=np.zeros((6, 16, 2, 32), E4),
                      k_descale=0.5, v_descale=0.5)
-    a.update(over)
-    return a
-
-
-def prefix_args(**over):
-    a = dict(q=np.zeros((4, 4, 32), F), k=np.zeros((4, 2, 32), F),
-             v=np.zeros((4, 2, 32), F), o=np.zeros((4, 4, 32), F),
-             kv_cache_dtype="auto", k_cache=np.zeros((4, 2, 8, 16, 4), F),
-             v_cache=np.zeros((4, 2, 32, 16), F),
-             b_loc=np.array([[0, 1], [2, 3]], np.int32),
-             b_start_loc=np.array([0, 1, 4], np.int32),
-             b_seq_len=np.array([20, 10], np.int32), max_seq_len=20,
-             max_input_len=3, k_scale=1.0, v_scale=1.0)
     a.update(over)
     return a
 
