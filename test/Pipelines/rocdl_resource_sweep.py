@@ -42,7 +42,7 @@ def check(attn_opt, name, text, chip):
         return None, f"{name} {chip}: attn-opt failed: {lowered.stderr[-400:]}"
     isa = extract(lowered.stdout)
     want = ("v_wmma_" if chip == "gfx1100" else
-            "v_mfma_f32_16x16x4" if " f32" in name else "v_mfma_"
+            "v_mfma_f32_16x16x4" if " f32" in name else "v_mfma_")
     matrix = re.findall(r"\b(v_(?:mfma|wmma)_\w+)", isa)
     bad = []
     if not matrix:
