@@ -299,7 +299,8 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
   Value lane8 = e.remU(lane, e.idx(8));
   // Q fragments are read one k step at a time when S and O already fill
   // the registers (two fragments of a wide S).
-  bool pairs = !(g.registersFull() && qFrags.empty());
+  // (3xTF32 operands take twice the registers: one k step at a time.)
+  bool pairs = !(g.registersFull() && qFrags.empty()) && !exactF32;
   // (wgmma: issued and waited for here. Issued before the next tile's
   // copies instead, the accumulators would be in flight across their
   // branches, and ptxas serializes the MMAs: C7518.)

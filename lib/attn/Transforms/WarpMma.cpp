@@ -50,21 +50,19 @@ Value WarpAttentionBuilder::operandReg(Value pair) {
 }
 
 Type WarpAttentionBuilder::pairType() {
+  // (3xTF32 keeps P in f32 until PV splits it: half the registers.)
   if (ct.isF32())
-    return VectorType::get({exactF32 ? 4 : 2}, b.getI32Type());
+    return VectorType::get({2},
+                           exactF32 ? Type(b.getF32Type()) : b.getI32Type());
   return ct.isF16() ? Type(VectorType::get({2}, ct)) : b.getI32Type();
 }
 
 Value WarpAttentionBuilder::pack(Value lo, Value hi) {
   if (ct.isF32()) {
-    // tf32 registers, with exactF32 (big lo, big hi, small lo, small hi).
-    Value l = tf32Operand(lo), h = tf32Operand(hi);
-    SmallVector<Value> regs = {l, h};
-    if (exactF32)
-      regs = {vector::ExtractOp::create(b, l, 0),
-              vector::ExtractOp::create(b, h, 0),
-              vector::ExtractOp::create(b, l, 1),
-              vector::ExtractOp::create(b, h, 1)};
+    // tf32 registers, or with exactF32 the f32 values (split in PV).
+    SmallVector<Value> regs = {lo, hi};
+    if (!exactF32)
+      regs = {tf32Operand(lo), tf32Operand(hi)};
     return vector::FromElementsOp::create(b, cast<VectorType>(pairType()),
                                           regs);
   }

@@ -83,15 +83,10 @@ void WarpAttentionBuilder::accumulateTf32(const Probabilities &probs,
                                           SmallVector<Acc> &acc) {
   // A of key step j, fragment m: (g, t) = P(g, 2t), (g + 8, t) = P(g + 8,
   // 2t), (g, t + 4) = P(g, 2t + 1), (g + 8, t + 4) = P(g + 8, 2t + 1): the
-  // pairs of S tile j as they are (pack()).
-  Type i32 = b.getI32Type();
+  // pairs of S tile j as they are (pack(); with exactF32 split here).
   auto element = [&](Value pair, int64_t i) -> Value {
-    if (!exactF32)
-      return vector::ExtractOp::create(b, pair, i);
-    return vector::FromElementsOp::create(
-        b, VectorType::get({2}, i32),
-        ValueRange{vector::ExtractOp::create(b, pair, i),
-                   vector::ExtractOp::create(b, pair, 2 + i)});
+    Value x = vector::ExtractOp::create(b, pair, i);
+    return exactF32 ? tf32Operand(x) : x;
   };
   int64_t nTiles = g.nTiles(), dTiles = g.dTiles();
   Value key2t = e.mul(quadCol, e.idx(2));
