@@ -94,8 +94,25 @@ def parse_amdgpu_resources(isa):
     return out
 
 
+F32_PRECISION_ENV = "ATTN_MLIR_F32_PRECISION"
+
+
+def f32_precision():
+    """How NVIDIA kernels multiply f32 operands: "tf32" (the default, as
+    vLLM) or "3xtf32" (about f32's accuracy), from $ATTN_MLIR_F32_PRECISION
+    (attn-lower-to-nvvm-pipeline's f32-precision)."""
+    value = os.environ.get(F32_PRECISION_ENV, "tf32") or "tf32"
+    if value not in ("tf32", "3xtf32"):
+        raise ValueError(f"{F32_PRECISION_ENV}={value!r}: expected tf32 or "
+                         "3xtf32")
+    return value
+
+
 def bundle_key(mlir_text, chip):
-    return hashlib.sha256(f"{chip}\n{mlir_text}".encode()).hexdigest()[:24]
+    # (3xtf32 kernels are other bundles; tf32 keys are those from before
+    # the option existed.)
+    prec = "" if is_amd(chip) or f32_precision() == "tf32" else "3xtf32\n"
+    return hashlib.sha256(f"{chip}\n{prec}{mlir_text}".encode()).hexdigest()[:24]
 
 
 def _describe(mlir_text):
@@ -199,6 +216,8 @@ def _lower(tmp, chip, options, out_name):
     """Runs the chip's attn-opt pipeline on tmp/kernel.mlir."""
     pipeline = ("attn-lower-to-rocdl-pipeline" if is_amd(chip)
                 else "attn-lower-to-nvvm-pipeline")
+    if not is_amd(chip):
+        options += f" f32-precision={f32_precision()}"
     cmd = [attn_opt(), str(tmp / "kernel.mlir"),
            f"--{pipeline}=chip={chip} {options}", "-o", str(tmp / out_name)]
     proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -91,18 +91,6 @@ func.func @merge(%p: memref<?x4x3x64xf32>, %m: memref<?x4x3xf32>, %s: memref<?x4
 
 // -----
 
-// f32 queries have no matrix-core path: a diagnostic, not a crash.
-func.func @f32(%q: memref<?x2x64xf32>, %k: memref<?x2x64xf32>, %v: memref<?x2x64xf32>,
-               %cq: memref<?xi32>, %ck: memref<?xi32>, %scale: f32, %o: memref<?x2x64xf32>) {
-  // expected-error @+1 {{has no tensor-core path on rocdl}}
-  attn.flash q(%q : memref<?x2x64xf32>) k(%k : memref<?x2x64xf32>) v(%v : memref<?x2x64xf32>)
-      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%scale)
-      out(%o : memref<?x2x64xf32>)
-  return
-}
-
-// -----
-
 // A pinned schedule whose tiles do not fit in the 64 KB of LDS.
 func.func @too_big(%q: memref<?x8x256xbf16>, %k: memref<?x2x256xbf16>, %v: memref<?x2x256xbf16>,
                    %cq: memref<?xi32>, %ck: memref<?xi32>, %scale: f32, %o: memref<?x8x256xbf16>) {

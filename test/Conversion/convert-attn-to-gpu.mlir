@@ -123,10 +123,18 @@ func.func @merge(%p: memref<?x4x3x64xf32>, %m: memref<?x4x3xf32>, %s: memref<?x4
 
 // -----
 
-// f32 queries have no tensor-core path: a diagnostic, not a crash.
+// f32 queries run on tf32 mma.sync: f32 tiles read by ldmatrix (one f32 a
+// lane per matrix), operands rounded with cvt.rna, m16n8k8.
+// CHECK-LABEL: gpu.func @f32
+// CHECK: nvgpu.device_async_copy {{.*}}, 4, {{.*}} : memref<?x2x64xf32> to memref<64x68xf32, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.ldmatrix {{.*}} -> vector<4x1xf32>
+// CHECK: "cvt.rna.tf32.f32 $0, $1;", "=r,f"
+// CHECK: "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+// HOPPER-LABEL: gpu.func @f32
+// HOPPER-NOT: wgmma
+// HOPPER: gpu.return
 func.func @f32(%q: memref<?x2x64xf32>, %k: memref<?x2x64xf32>, %v: memref<?x2x64xf32>,
                %cq: memref<?xi32>, %ck: memref<?xi32>, %scale: f32, %o: memref<?x2x64xf32>) {
-  // expected-error @+1 {{has no tensor-core path on nvvm}}
   attn.flash q(%q : memref<?x2x64xf32>) k(%k : memref<?x2x64xf32>) v(%v : memref<?x2x64xf32>)
       cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%scale)
       out(%o : memref<?x2x64xf32>)

@@ -32,10 +32,17 @@ def check(attn_opt, name, text, chip):
     lowered = subprocess.run(
         [attn_opt, "-", f"--attn-lower-to-rocdl-pipeline=chip={chip} format=isa"],
         input=text, capture_output=True, text=True)
+    if " f32" in name and chip == "gfx1100":
+        # RDNA3 has no f32 WMMA: the op must be rejected, saying so.
+        ok = lowered.returncode and "no f32 WMMA" in lowered.stderr
+        return (f"{name} {chip}: rejected (no f32 WMMA)",
+                None if ok else f"{name} {chip}: f32 not rejected clearly: "
+                f"{lowered.stderr[-400:]}")
     if lowered.returncode:
         return None, f"{name} {chip}: attn-opt failed: {lowered.stderr[-400:]}"
     isa = extract(lowered.stdout)
-    want = "v_wmma_" if chip == "gfx1100" else "v_mfma_"
+    want = ("v_wmma_" if chip == "gfx1100" else
+            "v_mfma_f32_16x16x4" if " f32" in name else "v_mfma_")
     matrix = re.findall(r"\b(v_(?:mfma|wmma)_\w+)", isa)
     bad = []
     if not matrix:

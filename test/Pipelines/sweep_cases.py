@@ -1,5 +1,5 @@
 """The kernels the resource sweeps compile: every attn kernel op over head
-dims 24-256, bf16/f16/fp8 inputs, fp8 caches, page sizes, split-KV and
+dims 24-256, bf16/f16/fp8/f32 inputs, fp8 caches, page sizes, split-KV and
 block-sparse layouts, as MLIR text (written here, not through attn_mlir, so
 that the sweeps need no Python runtime)."""
 
@@ -27,10 +27,11 @@ def flash(D, t="bf16", causal=True, hq=16, hk=16):
             f"{' {causal}' if causal else ''}\n  return\n}}\n")
 
 
-def prefix(D, cache="bf16", hq=32, hk=8, page=16):
-    t = "bf16"
+def prefix(D, cache=None, hq=32, hk=8, page=16, t="bf16"):
+    cache = cache or t
     q, kv = memref("?", hq, D, t=t), memref("?", hk, D, t=t)
-    kc = memref("?", hk, D // 8, page, 8, t=cache)
+    x = 4 if cache == "f32" else 8  # vLLM's 16 bytes
+    kc = memref("?", hk, D // x, page, x, t=cache)
     vc = memref("?", hk, D, page, t=cache)
     args = scales = ""
     if cache != t:
@@ -46,8 +47,9 @@ def prefix(D, cache="bf16", hq=32, hk=8, page=16):
             f"  return\n}}\n")
 
 
-def unified(D, cache="bf16", hq=32, hk=8, page=16, segments=0, q8=False):
-    t = "bf16"
+def unified(D, cache=None, hq=32, hk=8, page=16, segments=0, q8=False,
+            t="bf16"):
+    cache = cache or t
     q = memref("?", hq, D, t=cache if q8 else t)
     kc = memref("?", page, hk, D, t=cache)
     args = scales = ""
@@ -109,8 +111,8 @@ def unified_vllm(D, kind, hq=32, hk=8, page=16):
             f"{attrs}\n  return\n}}\n")
 
 
-def blocksparse(D, block=64, hq=32, hk=8):
-    q, kv = memref("?", hq, D, t="bf16"), memref("?", hk, D, t="bf16")
+def blocksparse(D, block=64, hq=32, hk=8, t="bf16"):
+    q, kv = memref("?", hq, D, t=t), memref("?", hk, D, t=t)
     csr = f"memref<{hq}x?xi32>"
     return (f"func.func @kernel(%q: {q}, %k: {kv}, %v: {kv}, "
             f"%cq: memref<?xi32>, %ck: memref<?xi32>, %crow: {csr}, "
@@ -145,3 +147,14 @@ def cases():
     for D, block in ((64, 64), (80, 64), (96, 64), (112, 64), (128, 64),
                      (128, 16)):
         yield f"blocksparse D={D} block {block}", blocksparse(D, block)
+    # f32 q/k/v (tf32 mma.sync on NVVM).
+    for D in (64, 128, 256):
+        yield f"flash D={D} f32", flash(D, t="f32")
+    yield "flash D=80 f32 GQA", flash(80, t="f32", causal=False, hq=8, hk=2)
+    for D in (64, 128, 256):
+        yield f"prefix D={D} f32", prefix(D, t="f32")
+    for D in (64, 96, 128, 256):
+        yield f"unified D={D} f32", unified(D, t="f32")
+    yield "unified D=128 f32 split-KV", unified(128, segments=16, t="f32")
+    yield "blocksparse D=64 block 64 f32", blocksparse(64, 64, t="f32")
+    yield "blocksparse D=128 block 16 f32", blocksparse(128, 16, t="f32")

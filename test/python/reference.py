@@ -18,10 +18,15 @@ TOL = {"f32": 2e-5, "f16": 3e-3, "bf16": 2e-2, "f8E4M3FN": 0.13,
        "f8E5M2": 0.26}
 if os.environ.get("ATTN_MLIR_TEST_DEVICE") == "cuda":
     # Tensor cores round P to the input type before PV (FlashAttention-2
-    # does the same); the CPU program keeps P in f32.
-    # f32 outputs on the GPU come from f16/bf16/fp8 inputs computed the same
-    # way (f32 queries have no tensor-core path and are skipped).
+    # does the same); the CPU program keeps P in f32. f32 runs on TF32
+    # (10 mantissa bits, as f16; vLLM's kernels do the same): q, k, v and P
+    # are rounded to it (worst f32 error seen on H100: 6.3e-4).
     TOL.update({"f16": 8e-3, "bf16": 3e-2, "f32": 3e-3})
+    if os.environ.get("ATTN_MLIR_F32_PRECISION") == "3xtf32":
+        # 3xTF32 products: f32's level, as the CPU program (worst seen on
+        # H100: 2.4e-6). Only f32 inputs: f32 outputs of 16-bit inputs keep
+        # their rounding of P.
+        TOL["f32"] = 2e-5
 
 
 def f64(x):

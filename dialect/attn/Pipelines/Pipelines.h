@@ -51,6 +51,11 @@ struct NvvmPipelineOptions : public PassPipelineOptions<NvvmPipelineOptions> {
   PassOptions::Option<int> optLevel{
       *this, "opt-level", llvm::cl::desc("LLVM optimization level (0-3)"),
       llvm::cl::init(3)};
+  PassOptions::Option<std::string> f32Precision{
+      *this, "f32-precision",
+      llvm::cl::desc("Products of f32 ops: tf32 (one tf32 MMA, as vLLM) or "
+                     "3xtf32 (about f32's accuracy; convert-attn-to-gpu)"),
+      llvm::cl::init("tf32")};
 };
 
 /// attn ops -> gpu.module kernels (tensor-core programs) -> NVVM -> PTX or

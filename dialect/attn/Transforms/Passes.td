@@ -76,6 +76,13 @@ def ConvertAttnToGPU : Pass<"convert-attn-to-gpu", "::mlir::ModuleOp"> {
            "Chip: sm_80 .. sm_90a for nvvm (sm_90a runs programs of whole "
            "warpgroups on wgmma.mma_async); gfx90a, gfx942 or gfx1100 for "
            "rocdl">,
+    Option<"f32Precision", "f32-precision", "std::string",
+           /*default=*/"\"tf32\"",
+           "Products of f32 ops on nvvm: tf32 (one mma.sync m16n8k8 tf32 "
+           "per product, operands rounded with cvt.rna.tf32.f32, f32 "
+           "accumulation; what vLLM's kernels do) or 3xtf32 (each operand "
+           "split into a tf32 and the tf32 of its remainder, three MMAs per "
+           "product: about f32's accuracy at three times the MMAs)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

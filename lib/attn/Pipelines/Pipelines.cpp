@@ -64,8 +64,8 @@ void mlir::attn::buildLowerToCpuPipeline(OpPassManager &pm,
 void mlir::attn::buildLowerToNvvmPipeline(OpPassManager &pm,
                                           const NvvmPipelineOptions &options) {
   pm.addPass(createAttnPlan(AttnPlanOptions{"nvvm", options.chip}));
-  pm.addPass(
-      createConvertAttnToGPU(ConvertAttnToGPUOptions{"nvvm", options.chip}));
+  pm.addPass(createConvertAttnToGPU(
+      ConvertAttnToGPUOptions{"nvvm", options.chip, options.f32Precision}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // Kernels -> NVVM (nvgpu's ldmatrix/cp.async, gpu ids/shuffles/barriers,

@@ -79,7 +79,13 @@ struct ConvertAttnToGPUPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     std::string error;
-    std::unique_ptr<GpuTarget> gpuTarget = createGpuTarget(target, chip, error);
+    if (f32Precision != "tf32" && f32Precision != "3xtf32") {
+      module.emitError() << "convert-attn-to-gpu: unknown f32-precision '"
+                         << f32Precision << "' (expected tf32 or 3xtf32)";
+      return signalPassFailure();
+    }
+    std::unique_ptr<GpuTarget> gpuTarget =
+        createGpuTarget(target, chip, error, f32Precision == "3xtf32");
     if (!gpuTarget) {
       module.emitError() << "convert-attn-to-gpu: " << error;
       return signalPassFailure();
@@ -125,8 +131,8 @@ struct ConvertAttnToGPUPass
       FailureOr<Type> ct = gpuTarget.computeType(qType);
       if (failed(ct))
         return op->emitOpError("convert-attn-to-gpu: query type ")
-               << qType << " has no tensor-core path on " << target
-               << " (f16, bf16 and fp8 do; use the CPU pipeline for f32)";
+               << qType << " has no tensor-core path on " << target << " ("
+               << gpuTarget.supportedTypes() << ")";
       computeType = *ct;
       ScheduleAttr s = scheduleOrDefault(op);
       TileShape shape{s.getBlockQ(), s.getBlockN(), s.getHeadsPerProgram(),

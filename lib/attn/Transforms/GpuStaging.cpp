@@ -12,6 +12,11 @@ using namespace mlir::attn;
 
 namespace {
 bool isFp8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+
+/// f32 `v` as `ct` (f32 tiles take it as it is).
+Value toCompute(ImplicitLocOpBuilder &b, Type ct, Value v) {
+  return ct == v.getType() ? v : arith::TruncFOp::create(b, ct, v);
+}
 } // namespace
 
 void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
@@ -100,7 +105,7 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
             return SmallVector<Value>{arith::ConstantOp::create(
                 b, loaded, b.getFloatAttr(loaded, 0.0))};
           })[0];
-      elems.push_back(rawFp8 ? v : arith::TruncFOp::create(b, ct, v));
+      elems.push_back(rawFp8 ? v : toCompute(b, ct, v));
     }
     storeChunk(vector::FromElementsOp::create(b, vecType, elems), k.r, k.x0);
   };
@@ -127,7 +132,7 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
     for (Value v : decoded) {
       if (k.src.scale)
         v = e.mulF(v, k.src.scale);
-      elems.push_back(arith::TruncFOp::create(b, ct, v));
+      elems.push_back(toCompute(b, ct, v));
     }
     storeChunk(vector::FromElementsOp::create(b, vecType, elems), k.r, k.x0);
   };

@@ -2,8 +2,8 @@
 //
 // Every GPU program stages its Q, K and V tiles the same way: the block's
 // threads each take chunks of 8 elements of a row; a chunk whose source is
-// 8 adjacent elements of the tile's type is moved whole (16 bytes), an fp8
-// chunk is loaded as 8 bytes and decoded in registers, and anything else
+// 8 adjacent elements of the tile's type is moved whole (16 bytes; 32 of f32),
+// an fp8 chunk is loaded as 8 bytes and decoded in registers, and anything else
 // (strided or ragged rows, scales) is gathered element by element, zero
 // outside the row. Targets differ only in how a whole chunk moves (NVIDIA:
 // cp.async; AMD: a load and an LDS store) and how fp8 decodes (sm_89+:

@@ -21,8 +21,8 @@ mlir::attn::NvidiaChip mlir::attn::NvidiaChip::parse(StringRef chip) {
   return c;
 }
 
-FailureOr<Type> mlir::attn::gpuComputeType(Type qType) {
-  if (qType.isF16() || qType.isBF16())
+FailureOr<Type> mlir::attn::gpuComputeType(Type qType, bool f32) {
+  if (qType.isF16() || qType.isBF16() || (f32 && qType.isF32()))
     return qType;
   if (isa<Float8E4M3FNType, Float8E5M2Type>(qType))
     return Float16Type::get(qType.getContext());
@@ -55,10 +55,11 @@ void GpuProgramTarget::spread(LoopEmitter &e, Value lo, Value hi,
 
 std::unique_ptr<GpuTarget> mlir::attn::createGpuTarget(StringRef target,
                                                        StringRef chip,
-                                                       std::string &error) {
+                                                       std::string &error,
+                                                       bool exactF32) {
 #ifdef ATTN_ENABLE_NVVM
   if (target == "nvvm")
-    return createNvvmTarget(chip);
+    return createNvvmTarget(chip, exactF32);
 #endif
 #ifdef ATTN_ENABLE_ROCDL
   if (target == "rocdl")

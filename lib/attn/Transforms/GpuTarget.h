@@ -74,8 +74,9 @@ protected:
 };
 
 /// The matrix-core operand type for query type `qType`: f16 and bf16 as
-/// they are, fp8 as f16 (exact); failure otherwise.
-FailureOr<Type> gpuComputeType(Type qType);
+/// they are, fp8 as f16 (exact), f32 as it is when `f32` (the target has
+/// f32 / tf32 matrix instructions); failure otherwise.
+FailureOr<Type> gpuComputeType(Type qType, bool f32);
 
 /// One GPU backend, for one chip.
 class GpuTarget {
@@ -84,6 +85,8 @@ public:
   /// The tensor-core operand type for query type `qType`; failure when the
   /// target has no matrix-core path for it.
   virtual FailureOr<Type> computeType(Type qType) const = 0;
+  /// The query types computeType accepts, in words (for diagnostics).
+  virtual std::string supportedTypes() const = 0;
   /// Threads and dynamic shared memory of a program of tile shape `shape`
   /// (saturating at INT64_MAX).
   virtual KernelLaunch launchFor(const TileShape &shape, Type ct) const = 0;
@@ -104,12 +107,14 @@ public:
 };
 
 /// The backend `target` (nvvm, rocdl) for `chip`; null, with `error` set,
-/// for an unknown target, one not built in, or an unknown chip.
+/// for an unknown target, one not built in, or an unknown chip. `exactF32`:
+/// f32 products on 3xTF32 (nvvm; convert-attn-to-gpu's f32-precision).
 std::unique_ptr<GpuTarget> createGpuTarget(StringRef target, StringRef chip,
-                                           std::string &error);
+                                           std::string &error,
+                                           bool exactF32 = false);
 
 #ifdef ATTN_ENABLE_NVVM
-std::unique_ptr<GpuTarget> createNvvmTarget(StringRef chip);
+std::unique_ptr<GpuTarget> createNvvmTarget(StringRef chip, bool exactF32);
 #endif
 #ifdef ATTN_ENABLE_ROCDL
 /// Null (with `error`) for a chip other than gfx90a, gfx942, gfx1100.

@@ -47,17 +47,21 @@ struct AmdTiles {
   int64_t rows, keys, waves;
 };
 
-AmdTiles amdTiles(AmdFamily family, bool prefill, int64_t headDim) {
+AmdTiles amdTiles(AmdFamily family, bool prefill, int64_t headDim,
+                  int64_t elemBytes) {
   int64_t dPad = (headDim + 15) / 16 * 16;
   // CDNA prefill: 4 waves of 32 rows (two 16x16 MFMA fragments); heads
   // over 128 take 64 rows (16 per wave) so that Q fits next to K and V.
   // Decode-shaped programs and RDNA3: 4 waves of 16 rows.
   int64_t rows = family == AmdFamily::cdna && prefill && dPad <= 128 ? 128 : 64;
-  constexpr int64_t kBudget = 48 * 1024, kElemBytes = 2;
+  constexpr int64_t kBudget = 48 * 1024;
   int64_t keys = 64;
-  while (keys > 16 && (rows + 2 * keys) * dPad * kElemBytes > kBudget)
+  while (keys > 16 && (rows + 2 * keys) * dPad * elemBytes > kBudget)
     keys /= 2;
-  return {rows, keys, 4};
+  // f32 tiles (twice the bytes) of large heads also take fewer rows.
+  while (rows > 16 && (rows + 2 * keys) * dPad * elemBytes > kBudget)
+    rows /= 2;
+  return {rows, keys, std::min<int64_t>(4, rows / 16)};
 }
 
 int64_t groupOf(Value q, Value kv, unsigned kvHeadDim) {
@@ -100,7 +104,9 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     std::optional<AmdFamily> family = amdFamily(chip);
     if (!family)
       return failure();
-    AmdTiles t = amdTiles(*family, !isa<UnifiedOp>(op), headDim);
+    Type qType = cast<MemRefType>(op->getOperand(0).getType()).getElementType();
+    AmdTiles t =
+        amdTiles(*family, !isa<UnifiedOp>(op), headDim, qType.isF32() ? 4 : 2);
     int64_t blockQ = std::max<int64_t>(1, t.rows / pack);
     if (qBlockLimit)
       blockQ = std::gcd(blockQ, qBlockLimit);
@@ -123,8 +129,25 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   // 16-row fragment per warp), whose tiles are whole 64-column swizzle
   // atoms. With one fragment per warp, dequantizing caches fit too.
   bool atoms = (headDim + 15) / 16 * 16 % 64 == 0 && headDim <= 256;
-  bool warpgroups = target == "nvvm" && chip == "sm_90a" && atoms &&
+  bool f32 = elementType(op->getOperand(0)).isF32();
+  bool warpgroups = target == "nvvm" && chip == "sm_90a" && atoms && !f32 &&
                     !isa<UnifiedOp, BlockSparseOp>(op) && 128 % pack == 0;
+  // f32 programs (tf32 mma.sync) hold tiles of twice the bytes: 64 rows
+  // of one fragment per warp, single-buffered, and KV tiles of 64 keys up
+  // to heads of 64, 32 up to 128 and 16 beyond keep the shared memory under
+  // 100 KB and the registers of the 255 a thread has.
+  if (target == "nvvm" && f32) {
+    int64_t blockQ = std::max<int64_t>(1, 64 / pack);
+    if (qBlockLimit)
+      blockQ = std::gcd(blockQ, qBlockLimit);
+    int64_t keys = headDim <= 64 ? 64 : headDim <= 128 ? 32 : 16;
+    // Prefix prefill gathers vLLM's f32 K cache ([.., D / 4, page, 4]: no
+    // 8-element chunks) element by element: at 32 keys a head of 80 spilled
+    // on sm_90a.
+    if (isa<PrefixPrefillOp>(op) && headDim > 64)
+      keys = 16;
+    return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, 0);
+  }
   bool prefill =
       target != "cpu" && !isa<UnifiedOp>(op) && (!converted || warpgroups);
   if (prefill)

@@ -83,8 +83,11 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
     foldScoreFactor();
   // Keep Q in registers when it fits next to the accumulators; otherwise
   // each KV tile reads it again from shared memory (as FlashAttention-2).
-  // (wgmma reads Q from shared memory.)
-  if (!g.wgmma && g.mFrags * g.dPad <= 128 && !(g.mFrags > 1 && g.bn >= 64)) {
+  // (wgmma reads Q from shared memory.) Registers per element: 16 bits,
+  // or a tf32 (two with exactF32).
+  int64_t qRegBits = ct.isF32() ? (exactF32 ? 64 : 32) : 16;
+  if (!g.wgmma && g.mFrags * g.dPad * qRegBits <= 128 * 16 &&
+      !(g.mFrags > 1 && g.bn >= 64)) {
     for (int64_t m = 0; m < g.mFrags; ++m) {
       SmallVector<SmallVector<Value>> frags;
       for (int64_t kk = 0; kk < qkSteps(); ++kk)
@@ -251,8 +254,7 @@ WarpAttentionBuilder::Probabilities
 WarpAttentionBuilder::activeScores(const ProgramRows &rows, Value active,
                                    Value n0, Value nValid) {
   int64_t numP = g.mFrags * g.nTiles() * 2, numAlpha = 2 * g.mFrags;
-  Type pairType = ct.isF16() ? Type(VectorType::get({2}, ct)) : b.getI32Type();
-  SmallVector<Type> types(numP, pairType);
+  SmallVector<Type> types(numP, pairType());
   types.append(numAlpha, b.getF32Type());
   auto flat = [&](bool masked) {
     Probabilities p = scores(rows, n0, nValid, masked);
@@ -289,15 +291,16 @@ Value WarpAttentionBuilder::tileUnmasked(const ProgramRows &rows, Value n0,
 WarpAttentionBuilder::Probabilities
 WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
                              bool masked) {
-  // S = Q K^T: B operand tiles are 8 keys x 16 dims, read from K's rows;
-  // each is read once per warp and used by all its M fragments.
+  // S = Q K^T: B operand tiles are 8 keys x 16 dims (tf32: 8), read from
+  // K's rows; each is read once per warp and used by all its M fragments.
   int64_t nTiles = g.nTiles(), kSteps = qkSteps();
   Acc zero = {e.f32(0.0), e.f32(0.0), e.f32(0.0), e.f32(0.0)};
   SmallVector<Acc> s(g.mFrags * nTiles, zero); // [m * nTiles + j]
   Value lane8 = e.remU(lane, e.idx(8));
   // Q fragments are read one k step at a time when S and O already fill
   // the registers (two fragments of a wide S).
-  bool pairs = !(g.registersFull() && qFrags.empty());
+  // (3xTF32 operands take twice the registers: one k step at a time.)
+  bool pairs = !(g.registersFull() && qFrags.empty()) && !exactF32;
   // (wgmma: issued and waited for here. Issued before the next tile's
   // copies instead, the accumulators would be in flight across their
   // branches, and ptxas serializes the MMAs: C7518.)
@@ -313,11 +316,12 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
     }
     for (int64_t j = 0; j < nTiles; ++j) {
       Value row = e.add(e.idx(8 * j), lane8);
-      Value laneCol =
-          pair ? e.mul(e.divU(lane, e.idx(8)), e.idx(8))
-               : e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)), e.idx(8));
-      SmallVector<Value> kb = ldmatrix(
-          cur.k.mem, row, e.add(e.idx(kk * 16), laneCol), pair ? 4 : 2, false);
+      Value laneCol = pair ? e.mul(e.divU(lane, e.idx(8)), e.idx(g.chunk))
+                           : e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)),
+                                   e.idx(g.chunk));
+      SmallVector<Value> kb =
+          ldmatrix(cur.k.mem, row, e.add(e.idx(kk * g.kElems()), laneCol),
+                   pair ? 4 : 2, false);
       for (int64_t m = 0; m < g.mFrags; ++m) {
         Acc &acc = s[m * nTiles + j];
         auto product = [&](ArrayRef<Value> a, ArrayRef<Value> bRegs) {
@@ -497,6 +501,8 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
     for (int64_t dj = 0; dj < dTiles; ++dj)
       for (int64_t i = 0; i < 4; ++i)
         acc[m * dTiles + dj][i] = e.load(oAcc, {accIndex(m, dj, i)});
+  if (ct.isF32())
+    accumulateTf32(probs, vTransposed, acc);
   // P of key step kk for fragment m: A operand of mma.
   auto pOperand = [&](int64_t m, int64_t kk) {
     auto pv = [&](int64_t j, int64_t h) {
@@ -506,7 +512,9 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
                               pv(2 * kk + 1, 1)};
   };
   Value lane8 = e.remU(lane, e.idx(8));
-  if (vTransposed) {
+  if (ct.isF32()) {
+    // (above)
+  } else if (vTransposed) {
     // x4: dims 8dj.. x keys (16kk .. +8 | +8 .. +16 | 16(kk+1) ..): the B
     // operands of key steps kk and kk + 1 for one 8-dim tile.
     for (int64_t kk = 0; kk < kSteps; kk += 2) {
@@ -608,7 +616,7 @@ void WarpAttentionBuilder::epilogue(const ProgramRows &rows) {
 
 KernelLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct,
                                        NvidiaChip chip) {
-  Geometry g = geometryOf(shape, chip.wgmma);
+  Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
   int64_t elems = saturatingAdd(saturatingMul(g.mRows, g.stride),
                                 saturatingMul(g.stages, g.kvElems()));
   int64_t bytes = saturatingMul(elems, ct.getIntOrFloatBitWidth() / 8);
@@ -618,7 +626,8 @@ KernelLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct,
 }
 
 ProgramBody mlir::attn::warpBodyOf(const TileShape &shape, NvidiaChip chip) {
-  Geometry g = geometryOf(shape, chip.wgmma);
+  // (The body does not depend on the element size.)
+  Geometry g = geometryOf(shape, chip.wgmma, 2);
   // Each 16x8 accumulator tile of mma.sync (and of wgmma, per warp) holds 4
   // elements per lane: S has nTiles of them per fragment, O dTiles.
   int64_t tiles = saturatingAdd(g.nTiles(), g.dTiles());
@@ -631,7 +640,7 @@ void WarpProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
                                     const ProgramRows &rows,
                                     ArrayRef<KvWalk> walks) {
   WarpAttentionBuilder(e, shape, f, o, q, entry, shared, computeType, threads,
-                       chip)
+                       chip, exactF32)
       .emit(rows, walks);
 }
 
@@ -639,9 +648,14 @@ namespace {
 /// The NVVM backend: warps of mma.sync / wgmma.
 class NvvmTarget : public GpuTarget {
 public:
-  explicit NvvmTarget(StringRef chip) : chip(NvidiaChip::parse(chip)) {}
+  NvvmTarget(StringRef chip, bool exactF32)
+      : chip(NvidiaChip::parse(chip)), exactF32(exactF32) {}
   FailureOr<Type> computeType(Type qType) const override {
-    return gpuComputeType(qType);
+    // f32 on tf32 mma.sync (sm_80 and up).
+    return gpuComputeType(qType, /*f32=*/true);
+  }
+  std::string supportedTypes() const override {
+    return "f16, bf16, fp8 and f32 (tf32) do";
   }
   /// sm_90's 227 KB (launches on smaller chips fail at run time, where the
   /// runtime names the kernel).
@@ -669,14 +683,16 @@ public:
   programs(Block *entry, Value shared, Type ct,
            const KernelLaunch &launch) const override {
     return std::make_unique<WarpProgramTarget>(entry, shared, ct,
-                                               launch.threads, chip);
+                                               launch.threads, chip, exactF32);
   }
 
 private:
   NvidiaChip chip;
+  bool exactF32;
 };
 } // namespace
 
-std::unique_ptr<GpuTarget> mlir::attn::createNvvmTarget(StringRef chip) {
-  return std::make_unique<NvvmTarget>(chip);
+std::unique_ptr<GpuTarget> mlir::attn::createNvvmTarget(StringRef chip,
+                                                        bool exactF32) {
+  return std::make_unique<NvvmTarget>(chip, exactF32);
 }

@@ -41,9 +41,9 @@ public:
   /// allocated so LLVM promotes them to registers); `shared` the kernel's
   /// dynamic shared memory (memref<?xi8, workgroup>).
   WarpProgramTarget(Block *entry, Value shared, Type computeType,
-                    int64_t threads, NvidiaChip chip)
+                    int64_t threads, NvidiaChip chip, bool exactF32)
       : GpuProgramTarget(threads), entry(entry), shared(shared),
-        computeType(computeType), chip(chip) {}
+        computeType(computeType), chip(chip), exactF32(exactF32) {}
 
   void emitProgram(LoopEmitter &e, const TileShape &shape,
                    const AttentionFeatures &f, const AttentionOutput &o,
@@ -55,6 +55,7 @@ private:
   Value shared;
   Type computeType;
   NvidiaChip chip;
+  bool exactF32; // f32 products on 3xTF32
 };
 
 } // namespace mlir::attn

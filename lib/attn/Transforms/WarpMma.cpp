@@ -22,7 +22,8 @@ namespace mlir::attn::warp {
 SmallVector<Value> WarpAttentionBuilder::ldmatrix(Value tile, Value row,
                                                   Value col, int numTiles,
                                                   bool transpose) {
-  auto type = VectorType::get({numTiles, 2}, ct);
+  // Each lane receives 32 bits of each 8x8 b16 matrix: a pair, or one f32.
+  auto type = VectorType::get({numTiles, 32 / ct.getIntOrFloatBitWidth()}, ct);
   Value m = nvgpu::LdMatrixOp::create(b, type, tile, ValueRange{row, col},
                                       transpose, numTiles);
   SmallVector<Value> regs;
@@ -41,11 +42,30 @@ static Value asI32(ImplicitLocOpBuilder &b, Value pair) {
 }
 
 Value WarpAttentionBuilder::operandReg(Value pair) {
-  // mma.sync takes f16 pairs as vector<2xf16> and bf16 pairs as i32.
+  // mma.sync takes f16 pairs as vector<2xf16> and bf16 pairs as i32; an
+  // f32 (vector<1xf32>) becomes tf32.
+  if (ct.isF32())
+    return tf32Operand(vector::ExtractOp::create(b, pair, 0));
   return ct.isF16() ? pair : asI32(b, pair);
 }
 
+Type WarpAttentionBuilder::pairType() {
+  // (3xTF32 keeps P in f32 until PV splits it: half the registers.)
+  if (ct.isF32())
+    return VectorType::get({2},
+                           exactF32 ? Type(b.getF32Type()) : b.getI32Type());
+  return ct.isF16() ? Type(VectorType::get({2}, ct)) : b.getI32Type();
+}
+
 Value WarpAttentionBuilder::pack(Value lo, Value hi) {
+  if (ct.isF32()) {
+    // tf32 registers, or with exactF32 the f32 values (split in PV).
+    SmallVector<Value> regs = {lo, hi};
+    if (!exactF32)
+      regs = {tf32Operand(lo), tf32Operand(hi)};
+    return vector::FromElementsOp::create(b, cast<VectorType>(pairType()),
+                                          regs);
+  }
   Value pair = vector::FromElementsOp::create(
       b, VectorType::get({2}, ct),
       ValueRange{arith::TruncFOp::create(b, ct, lo),
@@ -56,6 +76,8 @@ Value WarpAttentionBuilder::pack(Value lo, Value hi) {
 WarpAttentionBuilder::Acc WarpAttentionBuilder::mma(ArrayRef<Value> a,
                                                     ArrayRef<Value> bRegs,
                                                     const Acc &c) {
+  if (ct.isF32())
+    return mmaTf32(a, bRegs, c);
   Type f32 = b.getF32Type();
   auto resType =
       LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
@@ -101,14 +123,15 @@ SmallVector<Value> WarpAttentionBuilder::queryFragment(int64_t m,
                                                        int64_t kStep) {
   if (m < static_cast<int64_t>(qFrags.size()))
     return qFrags[m][kStep];
-  // A operand (16x16, row major): matrices (rows 0-7 | 8-15) x (cols 0-7 |
-  // 8-15), lane l addressing row l % 8 + 8 * (l / 8 % 2), col 8 * (l / 16).
+  // A operand (16x16, row major; tf32: 16x8): matrices (rows 0-7 | 8-15) x
+  // (cols 0-7 | 8-15; tf32: 0-3 | 4-7), lane l addressing row l % 8 + 8 *
+  // (l / 8 % 2), col 8 * (l / 16) (tf32: 4 * (l / 16)).
   Value row =
       e.add(e.add(warpRow0, e.idx(16 * m)),
             e.add(e.remU(lane, e.idx(8)),
                   e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)), e.idx(8))));
-  Value col =
-      e.add(e.idx(kStep * 16), e.mul(e.divU(lane, e.idx(16)), e.idx(8)));
+  Value col = e.add(e.idx(kStep * g.kElems()),
+                    e.mul(e.divU(lane, e.idx(16)), e.idx(g.chunk)));
   return ldmatrix(qS.mem, row, col, 4, /*transpose=*/false);
 }
 

@@ -11,7 +11,9 @@
 // holds accumulator elements (quadRow + 8 * (i / 2), 2 * quadCol + i % 2),
 // i = 0..3, of each 16x8 tile. The S accumulator of QK therefore has the
 // layout of PV's A operand, so P never leaves registers; row statistics
-// reduce over the four lanes of a quad with two xor shuffles. wgmma's
+// reduce over the four lanes of a quad with two xor shuffles. f32 programs
+// run mma.sync.m16n8k8 on tf32 (Mma k of 8; WarpTf32.cpp), whose
+// accumulator layout is the same. wgmma's
 // m64nNk16 accumulators are, per warp, those of N / 8 such tiles, and its
 // register A operand is mma.sync's, so the softmax is shared.
 //
@@ -40,10 +42,11 @@ inline int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 /// [w * warpRows(), (w + 1) * warpRows()): mFrags 16-row MMA tiles that
 /// share every K/V fragment read from shared memory.
 struct Geometry {
+  int64_t chunk; // elements per 16 bytes (an ldmatrix row): 8, or 4 of f32
   int64_t warps;
   int64_t mFrags;
   int64_t mRows;  // M tile rows: warps * 16 * mFrags
-  int64_t dPad;   // head dim rounded up to the MMA k of 16
+  int64_t dPad;   // head dim rounded up to 16 (the MMA k, or two of tf32)
   int64_t stride; // shared-memory row stride in elements: 16 bytes of
                   // padding keep ldmatrix rows in distinct banks
   int64_t bn;
@@ -54,6 +57,8 @@ struct Geometry {
   /// padding) that the MMAs read through descriptors.
   bool wgmma = false;
   int64_t warpRows() const { return 16 * mFrags; }
+  /// Elements of one MMA k step: two ldmatrix columns (k16, or tf32's k8).
+  int64_t kElems() const { return 2 * chunk; }
   /// Elements of the V buffer: a [bn, D] tile or a transposed [D, bn] one.
   int64_t vElems() const { return std::max(bn * stride, dPad * vtStride); }
   int64_t kvElems() const { return bn * stride + vElems(); }
@@ -69,9 +74,10 @@ struct Geometry {
 /// 1024-byte boundary (the descriptors' base offset is 0).
 constexpr int64_t kAlignSlack = wgmma::kGroupBytes;
 
-/// The geometry of a program with tile shape `s`; `wgmma` allows warpgroup
-/// MMAs (NvidiaChip::wgmma).
-Geometry geometryOf(const TileShape &s, bool wgmma);
+/// The geometry of a program with tile shape `s` and compute-type elements
+/// of `elemBytes`; `wgmma` allows warpgroup MMAs (NvidiaChip::wgmma; not
+/// for f32).
+Geometry geometryOf(const TileShape &s, bool wgmma, int64_t elemBytes);
 
 /// A [rows, cols] tile of the compute type in shared memory: row-major with
 /// a padded stride (read by ldmatrix), or in 128-byte swizzled atoms of 64
@@ -90,10 +96,12 @@ public:
   WarpAttentionBuilder(LoopEmitter &e, const TileShape &shape,
                        const AttentionFeatures &f, const AttentionOutput &o,
                        Value q, Block *entry, Value shared, Type ct,
-                       int64_t threads, NvidiaChip chip)
-      : e(e), b(e.builder()), shape(shape), g(geometryOf(shape, chip.wgmma)),
+                       int64_t threads, NvidiaChip chip, bool exactF32)
+      : e(e), b(e.builder()), shape(shape),
+        g(geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8)),
         math(e, shape, f), f(f), o(o), q(q), entry(entry), shared(shared),
-        ct(ct), threads(threads), chip(chip) {}
+        ct(ct), threads(threads), chip(chip), exactF32(exactF32 && ct.isF32()) {
+  }
 
   void emit(const ProgramRows &rows, ArrayRef<KvWalk> walks);
 
@@ -121,8 +129,9 @@ private:
   /// The plain tile `t` as raw fp8 (`elem`): the same bytes, twice the
   /// columns. (qk8: its compute-type view then holds pairs.)
   SharedTile bytesOf(const SharedTile &t, Type elem);
-  /// k steps of the QK product: 16 dims per m16n8k16, 32 per fp8 m16n8k32.
-  int64_t qkSteps() const { return g.dPad / (qk8 ? 32 : 16); }
+  /// k steps of the QK product: 16 dims per m16n8k16, 32 per fp8 m16n8k32,
+  /// 8 per tf32 m16n8k8.
+  int64_t qkSteps() const { return g.dPad / (qk8 ? 32 : g.kElems()); }
   /// Decides qk8 and dotScale for the program's walks.
   void chooseScoreOperands(const ProgramRows &rows, ArrayRef<KvWalk> walks);
   /// The [rows, cols] tile at element `offset`: swizzled for wgmma, else
@@ -209,6 +218,21 @@ private:
                               bool transpose);
   Value operandReg(Value pair);
   Value pack(Value lo, Value hi);
+  /// The type of a pack()ed pair of P (what activeScores yields).
+  Type pairType();
+  // tf32 (f32 programs, WarpTf32.cpp). An f32 operand register is its tf32
+  // (cvt.rna: round to nearest) as i32, or with exactF32 the vector<2xi32>
+  // of that and the tf32 of the remainder (3xTF32).
+  Value tf32Operand(Value x);
+  /// mma.sync.m16n8k8 tf32 of such registers: a = (g, t), (g + 8, t),
+  /// (g, t + 4), (g + 8, t + 4); b = (k t, n g), (k t + 4, n g).
+  Acc mmaTf32(ArrayRef<Value> a, ArrayRef<Value> bRegs, const Acc &c);
+  /// O += P V of f32 programs: the k index of key step j (S tile j) is
+  /// permuted so that P stays in the accumulator layout, its lane's keys
+  /// 2t and 2t + 1 being k = t and t + 4; V is read as that lane's two
+  /// keys at dim g of each 8-dim tile.
+  void accumulateTf32(const Probabilities &probs, bool vTransposed,
+                      SmallVector<Acc> &acc);
   Acc mma(ArrayRef<Value> a, ArrayRef<Value> bRegs, const Acc &c);
   /// mma.sync.m16n8k32 of fp8 Q and K (qk8): the fragments of 32 fp8
   /// values have the bytes of m16n8k16's of 16 pairs.
@@ -252,6 +276,9 @@ private:
   Type ct;
   int64_t threads;
   NvidiaChip chip;
+  /// f32 programs multiply with 3xTF32 (about f32's accuracy) instead of
+  /// one tf32 product.
+  bool exactF32;
   /// fp8 Q and K multiply as stored, on mma.sync's fp8 shape (sm_89+, not
   /// warpgroups): their tiles hold the raw bytes (ldmatrix reads them as
   /// pairs), and dotScale (q scale times k scale, null for 1) scales the

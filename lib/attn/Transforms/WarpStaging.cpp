@@ -20,25 +20,26 @@ using namespace mlir::attn;
 
 namespace mlir::attn::warp {
 
-Geometry geometryOf(const TileShape &s, bool wgmma) {
+Geometry geometryOf(const TileShape &s, bool wgmma, int64_t elemBytes) {
   Geometry g;
+  g.chunk = 16 / elemBytes;
   int64_t rows16 = roundUp(s.rows(), 16);
   g.warps = s.warps > 0 ? s.warps : rows16 / 16;
   g.mFrags = std::max<int64_t>(1, (rows16 / 16 + g.warps - 1) / g.warps);
   g.mRows = g.warps * 16 * g.mFrags;
   g.dPad = roundUp(s.headDim, 16);
-  g.stride = g.dPad + 8;
+  g.stride = g.dPad + g.chunk;
   g.bn = roundUp(s.blockN, 16);
-  g.vtStride = g.bn + 8;
+  g.vtStride = g.bn + g.chunk;
   // Prefill tiles (128 rows) double-buffer K and V: one barrier per KV tile
   // instead of four. Smaller (decode) programs keep one buffer, so that more
   // of them fit on an SM.
   g.stages = g.mRows >= 128 ? 2 : 1;
   // Whole warpgroups of one fragment per warp on the double-buffered walk,
   // and tiles of whole swizzle atoms (N of an MMA is at most 256).
-  g.wgmma = wgmma && g.warps % 4 == 0 && g.mFrags == 1 && g.stages == 2 &&
-            g.dPad % wgmma::kAtomCols == 0 && g.bn % wgmma::kAtomCols == 0 &&
-            g.dPad <= 256 && g.bn <= 256;
+  g.wgmma = wgmma && elemBytes == 2 && g.warps % 4 == 0 && g.mFrags == 1 &&
+            g.stages == 2 && g.dPad % wgmma::kAtomCols == 0 &&
+            g.bn % wgmma::kAtomCols == 0 && g.dPad <= 256 && g.bn <= 256;
   if (g.wgmma) {
     g.stride = g.dPad;
     g.vtStride = g.bn;
@@ -138,15 +139,26 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
                                  llvm::function_ref<StagedRow(Value)> source) {
   TileStager::Hooks hooks;
   // Whole chunks: 16 bytes (8 of raw fp8) with cp.async, which bypasses L1
-  // only for 16-byte copies.
+  // only for 16-byte copies. A chunk of 8 f32 is two copies of 16 bytes.
   hooks.copyChunk = [&](Value dstMem, ValueRange dstAt, Value src,
                         ValueRange srcAt, Value count) {
     Type dt = cast<MemRefType>(dstMem.getType()).getElementType();
     UnitAttr bypassL1 =
         isa<Float8E4M3FNType, Float8E5M2Type>(dt) ? UnitAttr() : b.getUnitAttr();
     auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
-    nvgpu::DeviceAsyncCopyOp::create(b, tokenType, dstMem, dstAt, src, srcAt,
-                                     b.getIndexAttr(8), count, bypassL1);
+    if (!dt.isF32())
+      return (void)nvgpu::DeviceAsyncCopyOp::create(
+          b, tokenType, dstMem, dstAt, src, srcAt, b.getIndexAttr(8), count,
+          bypassL1);
+    // (count is 8 or 0: whole chunks or none.)
+    Value half = count ? e.divU(count, e.idx(2)) : Value();
+    for (int64_t h = 0; h < 2; ++h) {
+      SmallVector<Value> d(dstAt), s(srcAt);
+      d.back() = e.add(d.back(), e.idx(4 * h));
+      s.back() = e.add(s.back(), e.idx(4 * h));
+      nvgpu::DeviceAsyncCopyOp::create(b, tokenType, dstMem, d, src, s,
+                                       b.getIndexAttr(4), half, bypassL1);
+    }
   };
   if (chip.fp8) {
     // Pairs through the hardware conversion (exact: every fp8 value is an

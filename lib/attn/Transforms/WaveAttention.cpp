@@ -271,17 +271,24 @@ class RocdlTarget : public GpuTarget {
 public:
   explicit RocdlTarget(AmdChip chip) : chip(chip) {}
   FailureOr<Type> computeType(Type qType) const override {
-    return gpuComputeType(qType);
+    // f32 on CDNA's MFMA f32; RDNA3 has no f32 WMMA.
+    return gpuComputeType(qType, /*f32=*/!chip.wmma);
+  }
+  std::string supportedTypes() const override {
+    if (chip.wmma)
+      return "f16, bf16 and fp8 do; RDNA3 has no f32 WMMA: run f32 on the "
+             "CPU pipeline, or on gfx90a/gfx942 (MFMA f32)";
+    return "f16, bf16, fp8 and f32 do";
   }
   KernelLaunch launchFor(const TileShape &shape, Type ct) const override {
-    Geometry g = geometryOf(shape);
+    Geometry g = geometryOf(shape, ct.getIntOrFloatBitWidth() / 8);
     return {saturatingMul(g.waves, chip.waveSize),
             saturatingMul(g.ldsElems(), ct.getIntOrFloatBitWidth() / 8)};
   }
   ProgramBody bodyOf(const TileShape &shape) const override {
     // Per fragment, S^T and O^T are nBlocks and dBlocks 16x16 blocks of
-    // accElems elements per lane.
-    Geometry g = geometryOf(shape);
+    // accElems elements per lane. (Independent of the element size.)
+    Geometry g = geometryOf(shape, 2);
     MatrixCore mc{chip.waveSize, chip.wmma};
     int64_t blocks = saturatingAdd(g.nBlocks(), g.dBlocks());
     return {16 * g.mFrags,

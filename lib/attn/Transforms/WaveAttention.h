@@ -19,6 +19,9 @@
 //                           D[4g + j][l % 16], j < 4
 //   WMMA 16x16x16 (wave32): A[l % 16][j], B[j][l % 16] (j < 16, both
 //                           half-waves alike), D[2j + g][l % 16], j < 8
+// f32 (CDNA only; RDNA3 has no f32 WMMA) runs each 16x16x16 step as four
+// MFMA 16x16x4 f32 (v_mfma_f32_16x16x4f32, full f32): the j-th takes the
+// lane's k = 4g + j as its k = g, so operands and P keep the layouts above.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,7 +69,9 @@ struct Geometry {
   }
 };
 
-Geometry geometryOf(const TileShape &s);
+/// The geometry of tile shape `s` with compute-type elements of
+/// `elemBytes`.
+Geometry geometryOf(const TileShape &s, int64_t elemBytes);
 
 class WaveProgramTarget : public GpuProgramTarget {
 public:
@@ -94,9 +99,11 @@ public:
                        const AttentionFeatures &f, const AttentionOutput &o,
                        Value q, Block *entry, Value shared, Type ct,
                        int64_t threads, AmdChip chip)
-      : e(e), b(e.builder()), shape(shape), g(geometryOf(shape)),
-        mc{chip.waveSize, chip.wmma}, math(e, shape, f), f(f), o(o), q(q),
-        entry(entry), shared(shared), ct(ct), threads(threads) {}
+      : e(e), b(e.builder()), shape(shape),
+        g(geometryOf(shape, ct.getIntOrFloatBitWidth() / 8)), mc{chip.waveSize,
+                                                                 chip.wmma},
+        math(e, shape, f), f(f), o(o), q(q), entry(entry), shared(shared),
+        ct(ct), threads(threads) {}
 
   void emit(const ProgramRows &rows, ArrayRef<KvWalk> walks);
 

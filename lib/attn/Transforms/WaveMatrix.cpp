@@ -32,7 +32,7 @@ std::optional<AmdChip> AmdChip::parse(StringRef chip) {
   return std::nullopt;
 }
 
-Geometry mlir::attn::wave::geometryOf(const TileShape &s) {
+Geometry mlir::attn::wave::geometryOf(const TileShape &s, int64_t elemBytes) {
   Geometry g;
   int64_t frags = roundUp(s.rows(), 16) / 16;
   g.waves = s.warps > 0 ? s.warps : std::min<int64_t>(4, frags);
@@ -42,8 +42,8 @@ Geometry mlir::attn::wave::geometryOf(const TileShape &s) {
   g.bn = roundUp(s.blockN, 16);
   // 16 bytes of padding per row: the 16 lanes that read one fragment hit
   // different banks, and chunks stay 16-byte aligned.
-  g.stride = g.dPad + 8;
-  g.vtStride = g.bn + 8;
+  g.stride = g.dPad + 16 / elemBytes;
+  g.vtStride = g.bn + 16 / elemBytes;
   return g;
 }
 
@@ -130,6 +130,16 @@ Value WaveAttentionBuilder::operand(Value tile, Value row, int64_t col0) {
 
 Value WaveAttentionBuilder::mma(Value a, Value bOperand, Value c) {
   Type accType = c.getType();
+  if (ct.isF32()) {
+    // Four MFMA 16x16x4 f32: the j-th sums k = 4g + j over the groups g.
+    for (int64_t j = 0; j < mc.operandElems(); ++j)
+      c = amdgpu::MFMAOp::create(b, accType, b.getI32IntegerAttr(16),
+                                 b.getI32IntegerAttr(16),
+                                 b.getI32IntegerAttr(4), b.getI32IntegerAttr(1),
+                                 vector::ExtractOp::create(b, a, j),
+                                 vector::ExtractOp::create(b, bOperand, j), c);
+    return c;
+  }
   if (mc.wmma)
     return amdgpu::WMMAOp::create(b, accType, b.getI32IntegerAttr(16),
                                   b.getI32IntegerAttr(16),
@@ -154,17 +164,18 @@ Value WaveAttentionBuilder::probabilityOperand(ArrayRef<Value> p, int64_t m,
   int64_t n = mc.accElems(), base = (m * g.nBlocks() + nb) * n;
   auto operandType = VectorType::get({mc.operandElems()}, ct);
   SmallVector<Value> mine;
+  auto toCt = [&](Value x) -> Value {
+    return ct.isF32() ? x : arith::TruncFOp::create(b, ct, x);
+  };
   for (int64_t j = 0; j < n; ++j)
-    mine.push_back(arith::TruncFOp::create(b, ct, p[base + j]));
+    mine.push_back(toCt(p[base + j]));
   if (!mc.wmma)
     return vector::FromElementsOp::create(b, operandType, mine);
   SmallVector<Value> other;
   for (int64_t j = 0; j < n; ++j)
-    other.push_back(arith::TruncFOp::create(
-        b, ct,
-        gpu::ShuffleOp::create(b, p[base + j], 16, mc.wave,
-                               gpu::ShuffleMode::XOR)
-            .getShuffleResult()));
+    other.push_back(toCt(gpu::ShuffleOp::create(b, p[base + j], 16, mc.wave,
+                                                gpu::ShuffleMode::XOR)
+                             .getShuffleResult()));
   SmallVector<Value> even, odd; // for group 0 and group 1
   for (int64_t j = 0; j < n; ++j) {
     even.append({mine[j], other[j]});
