@@ -3,6 +3,7 @@ same bounds, and the largest schedule the verifier accepts runs on the CPU
 (before the bounds, schedule=(2**31, 64, 1) verified and the CPU kernel
 segfaulted)."""
 
+import os
 import re
 from pathlib import Path
 
@@ -48,6 +49,9 @@ def test_schedule_2pow31_is_a_value_error(monkeypatch):
         ops.flash(q, k, v, cq, ck, o, scale=0.2, schedule=(2 ** 31, 64, 1))
 
 
+@pytest.mark.skipif(os.environ.get("ATTN_MLIR_TEST_DEVICE") == "cuda",
+                    reason="GPU programs reject schedules past the unrolled-"
+                    "body budget (test/Conversion checks the diagnostic)")
 @pytest.mark.parametrize("schedule", [(4096, 16, 1), (16, 4096, 1),
                                       (1024, 64, 4)])
 def test_largest_schedules_run_on_the_cpu(monkeypatch, schedule):
