@@ -1,0 +1,117 @@
+"""Ports of vLLM's own kernel tests for the four entry points of
+`attn_mlir.vllm` (issue "Drop-in parity"), one file per entry point.
+
+Each port calls `attn_mlir.vllm` the way vLLM's test calls vLLM's function
+(same argument names and positions), with inputs built by numpy on the host
+(bf16/fp8 as ml_dtypes; fp8 caches as uint8 storage where vLLM passes them
+so), and checks the result against a numpy reimplementation of the test's
+reference with vLLM's tolerances. Each file's docstring names the vLLM file
+and commit it follows and what was adapted.
+
+Grids: vLLM's full grids run with ATTN_MLIR_FULL_GRID=1 (meant for the GPU
+machine: ATTN_MLIR_TEST_DEVICE=cuda ATTN_MLIR_FULL_GRID=1 pytest
+test/python/vllm_ported). By default a covering subset runs: every value of
+every axis of vLLM's grid appears in at least one case (`cases` checks this
+when the module is imported), except the few values named as full-grid-only
+at their definition, and problem sizes that make a case take minutes on the
+CPU (sequence counts and lengths) are scaled down where the file says so.
+
+This package's __init__ exists because the port files share their basenames
+with test/python's own tests; it also holds the helpers the four files share.
+"""
+
+import itertools
+import os
+
+import ml_dtypes
+import numpy as np
+
+FULL_GRID = os.environ.get("ATTN_MLIR_FULL_GRID") == "1"
+
+# vLLM's dtypes as numpy types (current_platform.fp8_dtype() is e4m3fn on
+# CUDA; the ROCm e4m3fnuz variants are ROCm-only and not ported).
+BF16 = ml_dtypes.bfloat16
+FP8_E4M3 = ml_dtypes.float8_e4m3fn
+FP8_E5M2 = ml_dtypes.float8_e5m2
+FP8_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
+
+
+def cases(names, full_axes, reduced, full_only=None):
+    """The parameter tuples of one test: the product of `full_axes` (a dict
+    axis -> values, in `names` order) under ATTN_MLIR_FULL_GRID=1, else the
+    hand-picked `reduced` tuples. Checks that every reduced tuple lies in the
+    full grid and that every value of every axis appears in some reduced
+    tuple, except those listed in `full_only` (axis -> values that only the
+    full grid runs, each with its reason at the call)."""
+    names = [n.strip() for n in names.split(",")]
+    assert list(full_axes) == names, (list(full_axes), names)
+    full_only = full_only or {}
+    for case in reduced:
+        assert len(case) == len(names), case
+        for name, value in zip(names, case):
+            assert value in full_axes[name], f"{name}={value!r} is not in vLLM's grid"
+    for i, name in enumerate(names):
+        for value in full_axes[name]:
+            if value in full_only.get(name, ()):
+                continue
+            assert any(case[i] == value for case in reduced), \
+                f"the reduced grid never sets {name}={value!r}"
+    if FULL_GRID:
+        return [tuple(c) for c in itertools.product(*full_axes.values())]
+    return [tuple(c) for c in reduced]
+
+
+def f64(x):
+    return np.asarray(x).astype(np.float64)
+
+
+def cast(x, dtype):
+    """Round float64 values to `dtype` (RNE) and return them as float64, as
+    comparing two tensors of `dtype` does."""
+    return np.asarray(x).astype(dtype).astype(np.float64)
+
+
+def assert_close(actual, expected, *, atol, rtol, what=""):
+    """torch.testing.assert_close(actual, expected, atol=, rtol=) on float64
+    copies: |actual - expected| <= atol + rtol * |expected| elementwise, and
+    a NaN anywhere fails (equal_nan=False)."""
+    a, e = f64(actual), f64(expected)
+    assert a.shape == e.shape, f"{what}: shape {a.shape} != {e.shape}"
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(a - e)
+        ok = diff <= atol + rtol * np.abs(e)
+    if ok.all():
+        return
+    bad = ~ok
+    i = np.unravel_index(int(np.argmax(bad)), a.shape)
+    worst = np.nanmax(np.where(bad, diff, np.nan)) if not np.isnan(diff[bad]).all() else np.nan
+    raise AssertionError(
+        f"{what}: {int(bad.sum())} of {bad.size} elements differ beyond "
+        f"atol={atol}, rtol={rtol} (greatest |difference| {worst:.4g}); first "
+        f"at {tuple(int(x) for x in i)}: {a[i]!r} vs {e[i]!r}")
+
+
+def assert_discriminates(wrong, expected, *, atol, rtol, what):
+    """A guard on the test itself: the result of a mistaken semantics
+    (`wrong`, e.g. ignoring sinks or the sparsity) must fail the same check,
+    else the test could not tell the two apart."""
+    with np.errstate(invalid="ignore"):
+        close = np.abs(f64(wrong) - f64(expected)) <= atol + rtol * np.abs(f64(expected))
+    assert not close.all(), f"the test cannot tell {what} from the reference"
+
+
+def softmax_rows(s, extra=None):
+    """Row softmax of float64 scores with -inf for masked keys; `extra` an
+    additional per-row logit in the denominator only (a sink). Rows with no
+    visible key give 0 (NaN -> 0, as vLLM's references and docs/semantics.md
+    say)."""
+    m = np.max(s, axis=-1, keepdims=True) if s.shape[-1] else \
+        np.full(s.shape[:-1] + (1,), -np.inf)
+    if extra is not None:
+        m = np.maximum(m, extra)
+    m = np.where(np.isfinite(m), m, 0.0)
+    p = np.exp(s - m)
+    z = p.sum(axis=-1, keepdims=True)
+    if extra is not None:
+        z = z + np.exp(extra - m)
+    return np.where(z > 0, p / np.where(z > 0, z, 1.0), 0.0)
