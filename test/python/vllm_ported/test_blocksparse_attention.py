@@ -125,8 +125,10 @@ def attend(q, k, v, scale, visible):
     head h reads KV head h // (Hq / Hk)), visible [Hq or 1, lq, lk]."""
     group = q.shape[1] // k.shape[1]
     qq = np.ascontiguousarray(np.asarray(q, np.float32).transpose(1, 0, 2))
-    kk = np.ascontiguousarray(np.repeat(np.asarray(k, np.float32), group, axis=1).transpose(1, 2, 0))
-    vv = np.ascontiguousarray(np.repeat(np.asarray(v, np.float32), group, axis=1).transpose(1, 0, 2))
+    k = np.repeat(np.asarray(k, np.float32), group, axis=1)
+    v = np.repeat(np.asarray(v, np.float32), group, axis=1)
+    kk = np.ascontiguousarray(k.transpose(1, 2, 0))
+    vv = np.ascontiguousarray(v.transpose(1, 0, 2))
     s = np.matmul(qq, kk)
     s *= np.float32(scale)
     np.copyto(s, np.float32(-np.inf), where=~np.broadcast_to(visible, s.shape))
@@ -344,8 +346,9 @@ def run_decode(num_seqs, num_heads, head_size, dtype, seed, local_blocks,
         for b in range(num_seqs):
             ks = slice(cu_seqlens_k[b], cu_seqlens_k[b + 1])
             for h in range(num_query_heads):
-                s = f64(key[ks, h // (num_query_heads // num_kv_heads)]) @ f64(query[b, h]) * scale
-                dense[b, h] = softmax_rows(s) @ f64(value[ks, h // (num_query_heads // num_kv_heads)])
+                kvh = h // (num_query_heads // num_kv_heads)
+                s = f64(key[ks, kvh]) @ f64(query[b, h]) * scale
+                dense[b, h] = softmax_rows(s) @ f64(value[ks, kvh])
         assert_discriminates(cast(dense, dt), cast(ref, dt), atol=1e-3,
                              rtol=1e-5, what="dense attention")
 

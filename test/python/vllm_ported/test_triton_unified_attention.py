@@ -33,7 +33,14 @@ Adapted:
   them, `layer._k_scale.expand((num_seqs, num_kv_heads))` (a stride-0
   broadcast), and attention sinks through both the one-pass and the split
   (3D) path (test_triton_unified_attn_sinks); vLLM's test of this commit
-  passes neither sinks, ALiBi nor qq_bias.
+  passes neither sinks, ALiBi nor qq_bias. Each 3D case also checks that
+  the caller's softmax_segm_* buffers were used.
+
+vLLM's test is weaker than it looks in one axis: its softcap of 50 never
+bites (randn inputs give scores within ~+-6, where 50 tanh(s / 50) moves no
+score by 0.02), so its softcap cases pass with the softcap ignored;
+test_triton_unified_attn_softcap_real_values checks it with scores of
+~+-100.
 """
 
 import enum
