@@ -219,6 +219,24 @@ UNIFIED_CASES = cases(UNIFIED_NAMES, dict(
 ])
 
 
+def fp8_inputs(query, key_cache, value_cache, used, num_seqs, num_kv_heads,
+               q_dtype):
+    """(q, k, v, q_descale, k_descale, v_descale, kv_quant_mode) as vLLM's
+    tests pass them: the tensors as they are, or (with an fp8 q_dtype)
+    quantized with non-1 scales, so that each descale is tested, and the
+    descales as vLLM's full((num_seqs, num_kv_heads), s)."""
+    if q_dtype is None:
+        return (query, key_cache, value_cache, None, None, None,
+                KVQuantMode.NONE)
+    q_scale, k_scale, v_scale = 0.75, 0.5, 0.25
+    return (quantize(query, q_scale), quantize(key_cache, k_scale, used),
+            quantize(value_cache, v_scale, used),
+            np.array(q_scale, np.float32),
+            np.full((num_seqs, num_kv_heads), k_scale, np.float32),
+            np.full((num_seqs, num_kv_heads), v_scale, np.float32),
+            KVQuantMode.FP8_PER_TENSOR)
+
+
 @pytest.mark.parametrize(UNIFIED_NAMES, UNIFIED_CASES, ids=_ids)
 def test_triton_unified_attn(seq_lens, num_heads, head_size, block_size,
                              sliding_window, dtype, soft_cap, num_blocks,
@@ -237,19 +255,9 @@ def test_triton_unified_attn(seq_lens, num_heads, head_size, block_size,
                     NUMPY[dtype])
     output = np.full(query.shape, np.nan, query.dtype)
 
-    q_in, k_in, v_in = query, key_cache, value_cache
-    q_descale = k_descale = v_descale = None
-    kv_quant_mode = KVQuantMode.NONE
-    if q_dtype is not None:
-        # non-1 scales so the Q/K/V descales are tested explicitly
-        q_scale, k_scale, v_scale = 0.75, 0.5, 0.25
-        q_descale = np.array(q_scale, np.float32)
-        k_descale = np.full((num_seqs, num_kv_heads), k_scale, np.float32)
-        v_descale = np.full((num_seqs, num_kv_heads), v_scale, np.float32)
-        q_in = quantize(query, q_scale)
-        k_in = quantize(key_cache, k_scale, used)
-        v_in = quantize(value_cache, v_scale, used)
-        kv_quant_mode = KVQuantMode.FP8_PER_TENSOR
+    (q_in, k_in, v_in, q_descale, k_descale, v_descale,
+     kv_quant_mode) = fp8_inputs(query, key_cache, value_cache, used,
+                                 num_seqs, num_kv_heads, q_dtype)
 
     segm_output, segm_max, segm_expsum = segment_buffers(
         seq_threshold_3D, num_query_heads, head_size)
@@ -601,19 +609,10 @@ def test_triton_unified_attn_sinks(seq_lens, sliding_window, q_dtype,
     query, key_cache, value_cache, used, cu_query_lens, kv_lens_t, block_tables = \
         make_inputs(rng, seq_lens, num_heads, head_size, block_size, num_blocks, BF16)
     sinks = rng.uniform(2.0, 8.0, num_heads[0]).astype(np.float32)
-    q_in, k_in, v_in = query, key_cache, value_cache
-    q_descale = k_descale = v_descale = None
-    kv_quant_mode = KVQuantMode.NONE
-    atol, rtol = 1.5e-2, 1e-2
-    if q_dtype is not None:
-        q_descale = np.array(0.75, np.float32)
-        k_descale = np.full((num_seqs, num_heads[1]), 0.5, np.float32)
-        v_descale = np.full((num_seqs, num_heads[1]), 0.25, np.float32)
-        q_in = quantize(query, 0.75)
-        k_in = quantize(key_cache, 0.5, used)
-        v_in = quantize(value_cache, 0.25, used)
-        kv_quant_mode = KVQuantMode.FP8_PER_TENSOR
-        atol, rtol = 1.5e-1, 1.5e-1
+    (q_in, k_in, v_in, q_descale, k_descale, v_descale,
+     kv_quant_mode) = fp8_inputs(query, key_cache, value_cache, used,
+                                 num_seqs, num_heads[1], q_dtype)
+    atol, rtol = (1.5e-2, 1e-2) if q_dtype is None else (1.5e-1, 1.5e-1)
     output = np.full(query.shape, np.nan, BF16)
     segm_output, segm_max, segm_expsum = segment_buffers(
         seq_threshold_3D, num_heads[0], head_size)
@@ -672,19 +671,10 @@ def test_triton_unified_attn_softcap_real_values(seq_lens, num_heads,
     query, key_cache, value_cache, used, cu_query_lens, kv_lens_t, block_tables = \
         make_inputs(rng, seq_lens, num_heads, head_size, block_size, num_blocks, BF16)
     query = (query.astype(np.float32) * 16).astype(BF16)
-    q_in, k_in, v_in = query, key_cache, value_cache
-    q_descale = k_descale = v_descale = None
-    kv_quant_mode = KVQuantMode.NONE
-    atol, rtol = 1.5e-2, 1e-2
-    if q_dtype is not None:
-        q_descale = np.array(0.75, np.float32)
-        k_descale = np.full((num_seqs, num_heads[1]), 0.5, np.float32)
-        v_descale = np.full((num_seqs, num_heads[1]), 0.25, np.float32)
-        q_in = quantize(query, 0.75)
-        k_in = quantize(key_cache, 0.5, used)
-        v_in = quantize(value_cache, 0.25, used)
-        kv_quant_mode = KVQuantMode.FP8_PER_TENSOR
-        atol, rtol = 1.5e-1, 1.5e-1
+    (q_in, k_in, v_in, q_descale, k_descale, v_descale,
+     kv_quant_mode) = fp8_inputs(query, key_cache, value_cache, used,
+                                 num_seqs, num_heads[1], q_dtype)
+    atol, rtol = (1.5e-2, 1e-2) if q_dtype is None else (1.5e-1, 1.5e-1)
     output = np.full(query.shape, np.nan, BF16)
     segm_output, segm_max, segm_expsum = segment_buffers(
         seq_threshold_3D, num_heads[0], head_size)
