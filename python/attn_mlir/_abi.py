@@ -23,8 +23,11 @@ NUMPY_DTYPES = {
     "i32": np.dtype(np.int32),
     "i64": np.dtype(np.int64),
     "u8": np.dtype(np.uint8),
+    "i8": np.dtype(np.int8),
 }
 _BY_NUMPY = {v: k for k, v in NUMPY_DTYPES.items()}
+# Booleans travel as their bytes (0 or 1): i8 flags.
+_BY_NUMPY[np.dtype(np.bool_)] = "i8"
 FP8 = ("f8E4M3FN", "f8E5M2")
 FLOATS = ("f32", "f16", "bf16")
 
@@ -47,7 +50,8 @@ def _torch_dtype_name(dtype):
         _TORCH_DTYPES = {
             torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
             torch.float8_e4m3fn: "f8E4M3FN", torch.float8_e5m2: "f8E5M2",
-            torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8"}
+            torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8",
+            torch.int8: "i8", torch.bool: "i8"}
     return _TORCH_DTYPES.get(dtype)
 
 

@@ -577,10 +577,16 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
             out_scale=None, sliding_window=None, num_segments=None,
             segment_max=None, segment_sum=None, qq_bias=None,
             mm_prefix_range=None, mm_prefix_clamp_window=False,
-            rswa_prefix_lens=None, rswa_window=None, schedule=None):
+            rswa_prefix_lens=None, rswa_window=None, causal=True,
+            chunk_lookback=None, k_scale_cache=None, v_scale_cache=None,
+            schedule=None):
     """qq_bias: tree bias [rows, cols]; mm_prefix_range: bidirectional
     (start, end) ranges [batch, R, 2] i32; rswa_prefix_lens ([batch] i32) with
-    rswa_window: R-SWA (docs/semantics.md 2 and 3.2)."""
+    rswa_window: R-SWA (docs/semantics.md 2 and 3.2). causal: True, False
+    (bidirectional) or per-sequence flags [batch] (bool or int8);
+    chunk_lookback (with sliding_window): chunked attention;
+    k_scale_cache/v_scale_cache [num_blocks, block_size, kv_heads] f32:
+    per-token-head scales of i8 or fp8 caches (vLLM's kv_quant_mode 2, 3)."""
     if num_segments is not None:
         num_segments = check_int(num_segments, "num_segments", "num_segments")
     c = _Call("unified")
@@ -597,9 +603,12 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     c.scalar("scale", scale)
     c.scalar("softcap", _softcap(softcap))
     _fp8_scale(qv, q_descale, "q_descale")
-    _fp8_scale(kc, k_descale, "k_descale")
-    _fp8_scale(vc, v_descale, "v_descale")
     kv_heads = kc.shape[2] if kc is not None else 0
+    token_scales = _check_token_scales(kc, qv, k_scale_cache, v_scale_cache,
+                                       k_descale, v_descale)
+    if not token_scales:
+        _fp8_scale(kc, k_descale, "k_descale")
+        _fp8_scale(vc, v_descale, "v_descale")
     qs = c.descale("q_descale", q_descale, kv_heads)
     ks = c.descale("k_descale", k_descale, kv_heads)
     vs = c.descale("v_descale", v_descale, kv_heads)
@@ -618,6 +627,9 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
                              "sliding_window or mm_prefix_range")
     if mm_prefix_clamp_window and mm_prefix_range is None:
         raise ValueError("mm_prefix_clamp_window: requires mm_prefix_range")
+    if token_scales:
+        _token_scale_operands(c, kc, k_scale_cache, v_scale_cache)
+    _causal_operand(c, causal)
     os_ = c.scale("out_scale", out_scale)
     ov = c.mem("out", out, (1, 2, 3) if num_segments else (1, 2), output=True)
     c.mem("segment_max", segment_max, (1, 2), output=True)
@@ -639,19 +651,87 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     c.attr("alibi_form", _alibi_form(alibi_form))
     c.attr("rswa_window", f"{rswa_window} : i64" if rswa_window else None)
     c.attr("mm_prefix_clamp_window", bool(mm_prefix_clamp_window))
+    _chunk_lookback(c, chunk_lookback, sliding_window, rswa_window)
     c.attr("schedule", _schedule_attr(schedule))
     c.check_aliasing()
     c.run()
 
 
+def _check_token_scales(kc, qv, k_scales, v_scales, k_descale, v_descale):
+    """Per-token-head scale caches of unified(); returns whether given."""
+    if k_scales is None and v_scales is None:
+        if kc is not None and kc.dtype == "i8":
+            raise ValueError("k_cache: an int8 cache needs k_scale_cache and "
+                             "v_scale_cache (per-token-head scales)")
+        return False
+    if k_scales is None or v_scales is None:
+        missing = "k_scale_cache" if k_scales is None else "v_scale_cache"
+        raise ValueError(f"{missing}: per-token-head scales come in pairs")
+    for name, d in (("k_descale", k_descale), ("v_descale", v_descale)):
+        if d is not None:
+            raise ValueError(f"{name}: not valid with per-token-head scale "
+                             f"caches (they replace it)")
+    if kc.dtype not in FP8 + ("i8",):
+        raise ValueError(f"k_cache: per-token-head scale caches need an int8 "
+                         f"or fp8 cache, got {kc.dtype}")
+    if qv is not None and qv.dtype in FP8:
+        raise ValueError("q: must not be fp8 with per-token-head scale caches")
+    return True
+
+
+def _token_scale_operands(c, kc, k_scales, v_scales):
+    for kw, x in (("k_scale_cache", k_scales), ("v_scale_cache", v_scales)):
+        v = c.mem(kw, x, (1, 2))
+        if v.dtype != "f32":
+            raise ValueError(f"{kw}: must be float32, got {v.dtype}")
+        if v.ndim != 3 or tuple(v.shape) != tuple(kc.shape[:3]):
+            raise ValueError(f"{kw}: expected [num_blocks, block_size, "
+                             f"kv_heads] = {tuple(kc.shape[:3])}, got shape "
+                             f"{tuple(v.shape)}")
+        if device_of(v.owner) is None or validating():
+            _check_finite_values(v, kw)
+
+
+def _causal_operand(c, causal):
+    """unified()'s causal: a bool, or per-sequence flags [batch]."""
+    if isinstance(causal, (bool, np.bool_)):
+        c.attr("bidirectional", not bool(causal))
+        return
+    flags = c.mem("causal_flags", causal)
+    if flags.ndim != 1 or flags.dtype != "i8":
+        raise ValueError(f"causal: expected a bool or a [num_seqs] bool/"
+                         f"int8 tensor, got {flags.dtype} of shape "
+                         f"{tuple(flags.shape)}")
+
+
+def _chunk_lookback(c, chunk_lookback, sliding_window, rswa_window):
+    if chunk_lookback is None:
+        return
+    lookback = check_int(chunk_lookback, "chunk_lookback", label="")
+    if sliding_window is None:
+        raise ValueError("chunk_lookback: requires sliding_window (the "
+                         "chunks are cut from it)")
+    window = int(sliding_window)
+    if not 0 <= lookback < window:
+        raise ValueError(f"chunk_lookback: must be in [0, {window}) so that "
+                         f"chunks of sliding_window // (chunk_lookback + 1) "
+                         f"keys are not empty, got {lookback}")
+    if rswa_window is not None:
+        raise ValueError("chunk_lookback: cannot be combined with R-SWA")
+    c.attr("chunk_lookback", f"{lookback} : i64")
+
+
 def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
           bias=None, dropout=None, fp8_scales=None, out_scale=None,
           schedule=None):
-    """dropout: (p, philox_seed, philox_offset); fp8_scales: (q, k, v, p)."""
+    """dropout: (p, philox_seed, philox_offset); fp8_scales: (q, k, v, p).
+    With fp8_scales, q, k and v that are not fp8 are quantized to fp8 (e4m3,
+    or the type of those that are) as the kernel loads them, as vLLM's
+    wrapper does with torch ops before its launch."""
     c = _Call("flash")
     qv = c.mem("q", q, (1, 2))
     check_head_dim(qv)
-    c.mem("k", k, (1, 2))
+    kv_ = c.mem("k", k, (1, 2))
     vv = c.mem("v", v, (1, 2))
     c.mem("cu_seqlens_q", cu_seqlens_q)
     c.mem("cu_seqlens_k", cu_seqlens_k)
@@ -675,23 +755,29 @@ def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
     fp8 = qv.dtype in FP8
     if fp8 and fp8_scales is None:
         raise ValueError(f"fp8_scales: required when q is fp8 ({qv.dtype})")
+    quantize_to = None
     if fp8_scales is not None:
         if not isinstance(fp8_scales, (tuple, list)) or len(fp8_scales) != 4:
             raise ValueError("fp8_scales: expected (q_scale, k_scale, "
                              "v_scale, p_scale)")
-        if not fp8:
-            raise ValueError(f"fp8_scales: only valid when q is fp8, but it "
-                             f"is {qv.dtype}")
+        types = [t.dtype for t in (qv, kv_, vv)]
+        fp8_types = sorted({t for t in types if t in FP8})
+        if len(fp8_types) > 1:
+            raise ValueError(f"fp8_scales: q, k, v mix fp8 types {fp8_types}")
+        if any(t not in FP8 for t in types):
+            # Quantized on load to the fp8 type of the others, or e4m3.
+            quantize_to = fp8_types[0] if fp8_types else "f8E4M3FN"
         values = [c.scale(kw, s) for kw, s in zip(names, fp8_scales)]
         qs, ks, vs, ps = values
         _product_range([("scale", scale), ("q_scale", qs), ("k_scale", ks)])
         _product_range([("p_scale", ps), ("v_scale", vs)])
-        _p_scale_range(ps, vv.dtype)
+        _p_scale_range(ps, quantize_to or vv.dtype)
     os_ = c.scale("out_scale", out_scale)
     ov = c.mem("out", out, (1, 2), output=True)
     _out_scale(ov, out_scale)
     _out_scale_range(os_)
     c.attr("causal", bool(causal))
+    c.attr("quantize_to", quantize_to)
     c.attr("schedule", _schedule_attr(schedule))
     c.check_aliasing()
     c.run()

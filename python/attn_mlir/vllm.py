@@ -253,10 +253,14 @@ def _paged_batch(lens, offsets, table, tokens, block_size, num_blocks, dev,
     return lens, offsets, table
 
 
-def _dense_qkv(qv, kv_, vv):
-    """Varlen q [total_q, Hq, D] and k/v [total_k, Hk, D] of one dtype."""
-    _same(kv_.dtype, qv.dtype, f"k: dtype {kv_.dtype} differs from q's {qv.dtype}")
-    _same(vv.dtype, qv.dtype, f"v: dtype {vv.dtype} differs from q's {qv.dtype}")
+def _dense_qkv(qv, kv_, vv, same_dtype=True):
+    """Varlen q [total_q, Hq, D] and k/v [total_k, Hk, D] of one dtype
+    (unless `same_dtype` is off: fp8 inputs quantized on load)."""
+    if same_dtype:
+        _same(kv_.dtype, qv.dtype,
+              f"k: dtype {kv_.dtype} differs from q's {qv.dtype}")
+        _same(vv.dtype, qv.dtype,
+              f"v: dtype {vv.dtype} differs from q's {qv.dtype}")
     _same(kv_.shape, vv.shape, f"v: shape {vv.shape} differs from k's {kv_.shape}")
     hq, d = qv.shape[1], qv.shape[2]
     hk, dk = kv_.shape[1], kv_.shape[2]
@@ -434,33 +438,64 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
       to the batch, nothing allocated), merged into `out`; else one pass.
     * qq_bias, mm_prefix_range (+ mm_prefix_clamp_sliding_window),
       rswa_prefix_lens + rswa_window, use_alibi_sqrt: docs/semantics.md.
-    * kv_quant_mode 0 (none) and 1 (fp8 per tensor, the fp8 cache path);
-      the per-token-head modes (2, 3) and chunk_lookback are rejected by name.
+    * kv_quant_mode 0 (none; an fp8 cache still uses k/v_descale, as the
+      seed's kernel did), 1 (fp8 per tensor), 2 (int8 cache) and 3 (fp8
+      cache) with per-token-head k_scale_cache/v_scale_cache
+      [num_blocks, block_size, kv_heads] f32 (k/v_descale are ignored then,
+      as vLLM does); modes >= 4 (int4, NVFP4) have their own vLLM kernels
+      and are rejected by name.
+    * causal: a bool (False: bidirectional) or per-sequence flags
+      [num_seqs] (bool); chunk_lookback >= 0 with a window: chunked
+      attention (ignored without a window, as in vLLM).
     * use_td selects Intel tensor-descriptor loads in vLLM: same math,
       ignored here.
 
     `num_segments` (keyword, not in vLLM) forces the split-KV form."""
     mode = check_int(kv_quant_mode, "kv_quant_mode", label="")
-    if mode not in (0, 1):
-        raise ValueError(f"kv_quant_mode: {mode} (per-token-head scale "
-                         f"caches) is not supported; modes 0 and 1 are")
-    if k_scale_cache is not None or v_scale_cache is not None:
-        raise ValueError("k_scale_cache/v_scale_cache: per-token-head scale "
-                         "caches are not supported (kv_quant_mode 2, 3)")
-    if check_int(chunk_lookback, "chunk_lookback", label="") != -1:
-        raise ValueError(f"chunk_lookback: chunked attention "
-                         f"({chunk_lookback}) is not supported; pass -1")
+    if mode not in (0, 1, 2, 3):
+        raise ValueError(f"kv_quant_mode: {mode} is not supported here "
+                         f"(vLLM runs modes >= 4, int4 and NVFP4, in kernels "
+                         f"of their own); modes 0-3 are")
+    token_scales = mode in (2, 3)
+    if token_scales:
+        if k_scale_cache is None or v_scale_cache is None:
+            raise ValueError(f"k_scale_cache/v_scale_cache: required with "
+                             f"kv_quant_mode {mode} (per-token-head scales)")
+        # vLLM ignores the per-tensor descales in these modes.
+        k_descale = v_descale = None
+    elif k_scale_cache is not None or v_scale_cache is not None:
+        raise ValueError(f"k_scale_cache/v_scale_cache: only valid with "
+                         f"kv_quant_mode 2 or 3, got {mode}")
+    chunk_lookback = check_int(chunk_lookback, "chunk_lookback", label="")
     dev = device_of(q)
-    if not causal:
-        raise ValueError("causal: only causal attention is supported")
+    if is_torch(causal) or isinstance(causal, np.ndarray):
+        # Per-sequence flags (vLLM: a bool tensor of num_seqs entries).
+        if device_of(causal) != dev:
+            where = device_of(causal) or "the host"
+            raise ValueError(f"causal: flags on {where}, but q is on "
+                             f"{dev or 'the host'}")
+        flags = view(causal, "causal")
+        if flags.ndim != 1 or flags.dtype != "i8" or \
+                flags.shape[0] != len(seqused_k):
+            raise ValueError(f"causal: expected a bool or {len(seqused_k)} "
+                             f"per-sequence bool flags, got {flags.dtype} of "
+                             f"shape {tuple(flags.shape)}")
+    else:
+        causal = bool(causal)
     qv, kc, vc, ov = (view(q, "q"), view(k, "k"), view(v, "v"), view(out, "out"))
     _rank(qv, 3, "[tokens, q_heads, head_dim]")
     _rank(ov, 3, "[tokens, q_heads, head_dim]")
     _rank(kc, 4, "[num_blocks, block_size, kv_heads, head_dim]")
     _same(kc.shape, vc.shape, f"v: shape {vc.shape} differs from k's {kc.shape}")
     _dtype(qv, FLOATS + FP8)
-    _dtype(kc, FLOATS + FP8)
+    _dtype(kc, FLOATS + FP8 + (("i8",) if token_scales else ()))
     _same(vc.dtype, kc.dtype, f"v: dtype {vc.dtype} differs from k's {kc.dtype}")
+    if mode == 2 and kc.dtype != "i8":
+        raise ValueError(f"k: kv_quant_mode 2 (int8 per token-head) needs an "
+                         f"int8 cache, got {kc.dtype}")
+    if mode == 3 and kc.dtype not in FP8:
+        raise ValueError(f"k: kv_quant_mode 3 (fp8 per token-head) needs an "
+                         f"fp8 cache, got {kc.dtype}")
     check_head_dim(qv)
     tokens, hq, d = qv.shape
     num_blocks, block_size, hk, dk = kc.shape
@@ -470,10 +505,11 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
     if dk != d:
         raise ValueError(f"k: head dim {dk} differs from q's {d}")
     _same(ov.shape, qv.shape, f"out: shape {ov.shape} differs from q's {qv.shape}")
-    cache_fp8, q_fp8 = kc.dtype in FP8, qv.dtype in FP8
-    if q_fp8 and not cache_fp8:
-        raise ValueError("q: an fp8 query needs an fp8 KV cache")
-    if not cache_fp8 and kc.dtype != qv.dtype:
+    cache_fp8, q_fp8 = kc.dtype in FP8 and not token_scales, qv.dtype in FP8
+    if q_fp8 and (kc.dtype not in FP8 or token_scales):
+        raise ValueError("q: an fp8 query needs an fp8 KV cache with "
+                         "per-tensor scales")
+    if not cache_fp8 and not token_scales and kc.dtype != qv.dtype:
         raise ValueError(f"k: dtype {kc.dtype} differs from q's {qv.dtype}")
     if q_fp8 and q_descale is None:
         raise ValueError("q_descale: required when q is fp8")
@@ -534,7 +570,12 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
         window is not None,
         rswa_prefix_lens=None if rswa_window is None else
         _ranks(rswa_prefix_lens, "rswa_prefix_lens", dev, 1),
-        rswa_window=rswa_window)
+        rswa_window=rswa_window, causal=causal,
+        # vLLM: chunks only with a window (chunk_lookback is -1 without).
+        chunk_lookback=chunk_lookback if chunk_lookback >= 0 and
+        window is not None else None,
+        k_scale_cache=k_scale_cache if token_scales else None,
+        v_scale_cache=v_scale_cache if token_scales else None)
     common = dict(scale=softmax_scale,
                   softcap=softcap if softcap else None,
                   q_descale=q_descale if q_fp8 else None,
@@ -588,14 +629,6 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
 # ---------------------------------------------------------------------------
 
 
-def _quantize_fp8(x, scale, name):
-    """The seed's check_and_convert: x / scale clamped to e4m3's range."""
-    vals = np.asarray(host_values(x, name), dtype=np.float32)
-    s = float(np.asarray(host_values(scale, name)).reshape(-1)[0]) \
-        if not isinstance(scale, (int, float)) else float(scale)
-    return np.clip(vals / s, -448.0, 448.0).astype(NUMPY_DTYPES["f8E4M3FN"])
-
-
 def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
                      max_seqlens_k, causal=False, sm_scale=1.0, bias=None,
                      fp8_scales=None, fp8_out_scale=None, *, dropout_p=0.0,
@@ -606,27 +639,20 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
     qv, kv_, vv = view(q, "q"), view(k, "k"), view(v, "v")
     for t in (qv, kv_, vv):
         _rank(t, 3, "[tokens, heads, head_dim]")
-    orig_dtype = qv.dtype
     if fp8_scales is not None:
         if len(fp8_scales) != 4:
             raise ValueError("fp8_scales: expected (q_scale, k_scale, v_scale, "
                              "p_scale)")
-        qs, ks, vs, _ = fp8_scales
         for name, scale in zip(("q_scale", "k_scale", "v_scale", "p_scale"),
                                fp8_scales):
             if device_of(scale) is None:
-                # Host values: checked before quantizing with them.
                 check_scale(scale, f"fp8_scales ({name})")
-        if qv.dtype not in FP8 and dev is not None:
-            raise ValueError("fp8_scales: on the GPU q, k and v must already "
-                             "be fp8 (quantizing here would allocate and "
-                             "synchronize)")
-        if qv.dtype not in FP8:
-            q, k, v = (_quantize_fp8(q, qs, "q"), _quantize_fp8(k, ks, "k"),
-                       _quantize_fp8(v, vs, "v"))
-            qv, kv_, vv = view(q, "q"), view(k, "k"), view(v, "v")
-    _dtype(qv, FLOATS + FP8)
-    _dense_qkv(qv, kv_, vv)
+        # q, k, v that are not fp8 are quantized as the kernel loads them
+        # (vLLM quantizes them with torch ops before its launch): nothing
+        # is allocated and nothing waits for the device.
+    for t in (qv, kv_, vv):
+        _dtype(t, FLOATS + FP8)
+    _dense_qkv(qv, kv_, vv, same_dtype=fp8_scales is None)
     if qv.dtype in FP8 and fp8_scales is None:
         raise ValueError("fp8_scales: required when q, k, v are fp8")
     total_q, hq, d = qv.shape
@@ -649,18 +675,21 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
         # The longest sequences as the caller states them (vLLM passes them).
         lq_max, lk_max = int(max_seqlens_q), int(max_seqlens_k)
     if o is None:
-        o = _new_like(q, orig_dtype if orig_dtype in FLOATS else "bf16",
+        # vLLM: torch.empty_like(q, dtype=v.dtype) with v already quantized,
+        # so fp8 (e4m3, or v's own fp8 type) whenever fp8_scales are given.
+        o = _new_like(q, (vv.dtype if vv.dtype in FP8 else "f8E4M3FN")
+                      if fp8_scales is not None else vv.dtype,
                       (total_q, hq, d))
     ov = view(o, "o")
     _same(ov.shape, qv.shape, f"o: shape {ov.shape} differs from q's {qv.shape}")
-    if ov.dtype in FP8:
-        if fp8_out_scale is None:
-            raise ValueError("fp8_out_scale: required when o is fp8")
-        _host_scale(fp8_out_scale, "fp8_out_scale")
-    elif fp8_out_scale is not None:
+    if fp8_out_scale is not None:
         # vLLM quantizes to the fp8 range whenever a scale is given.
         _host_scale(fp8_out_scale, "fp8_out_scale")
-    if ov.dtype not in FP8 and qv.dtype not in FP8 and ov.dtype != qv.dtype:
+    elif ov.dtype in FP8:
+        # vLLM then casts to fp8 as it is (saturating): a scale of 1.
+        fp8_out_scale = 1.0
+    if (ov.dtype not in FP8 and fp8_scales is None and
+            ov.dtype != qv.dtype):
         raise ValueError(f"o: dtype {ov.dtype} differs from q's {qv.dtype}")
     if bias is not None:
         bv = view(bias, "bias")

@@ -664,7 +664,7 @@ func.func @prefix_prefill_required_operand_doubled(%q: memref<?x32x128xbf16>, %k
 
 func.func @unified_required_operand_empty(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
   // expected-error @+1 {{operand 'scale' requires exactly 1 value, but 'operandSegmentSizes' gives it 0}}
-  "attn.unified"(%q, %kc, %vc, %bt, %cu, %su, %s, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0>}> : (memref<?x32x128xbf16>, memref<?x16x8x128xbf16>, memref<?x16x8x128xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?xi32>, f32, memref<?x32x128xbf16>) -> ()
+  "attn.unified"(%q, %kc, %vc, %bt, %cu, %su, %s, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0>}> : (memref<?x32x128xbf16>, memref<?x16x8x128xbf16>, memref<?x16x8x128xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?xi32>, f32, memref<?x32x128xbf16>) -> ()
   return
 }
 
@@ -827,5 +827,117 @@ func.func @unified_rswa_with_sliding_window(%q: memref<?x32x128xbf16>, %kc: memr
 func.func @unified_descale_not_per_kv_head(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %ks: memref<?x4xf32>, %vs: memref<1xf32>) {
   // expected-error @+1 {{operand 'k_descale' dimension 1 (kv_heads = 4) must be 8 (one value per KV head)}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%ks : memref<?x4xf32>) v_descale(%vs : memref<1xf32>) out(%o : memref<?x32x128xbf16>)
+  return
+}
+
+// -----
+
+func.func @unified_scale_cache_without_pair(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xi8>, %vc: memref<?x16x8x128xi8>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %ksc: memref<?x16x8xf32>, %f: memref<?xi8>, %d: memref<1xf32>) {
+  // expected-error @+1 {{operand 'k_scale_cache' requires operand 'v_scale_cache' (per-token-head scales come in pairs)}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xi8>) v_cache(%vc : memref<?x16x8x128xi8>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_scale_cache(%ksc : memref<?x16x8xf32>) out(%o : memref<?x32x128xbf16>) 
+  return
+}
+
+// -----
+
+func.func @unified_int8_cache_without_scale_caches(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xi8>, %vc: memref<?x16x8x128xi8>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %ksc: memref<?x16x8xf32>, %f: memref<?xi8>, %d: memref<1xf32>) {
+  // expected-error @+1 {{operand 'k_cache' must have element type f32, f16, bf16, f8E4M3FN, f8E5M2, got 'i8'}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xi8>) v_cache(%vc : memref<?x16x8x128xi8>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) 
+  return
+}
+
+// -----
+
+func.func @unified_scale_caches_need_quantized_cache(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %ksc: memref<?x16x8xf32>, %f: memref<?xi8>, %d: memref<1xf32>) {
+  // expected-error @+1 {{operand 'k_cache' must hold i8 or fp8 values with per-token-head scale caches, got 'bf16'}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_scale_cache(%ksc : memref<?x16x8xf32>) v_scale_cache(%ksc : memref<?x16x8xf32>) out(%o : memref<?x32x128xbf16>) 
+  return
+}
+
+// -----
+
+func.func @unified_scale_cache_not_per_kv_head(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xi8>, %vc: memref<?x16x8x128xi8>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %ksc: memref<?x16x4xf32>, %f: memref<?xi8>, %d: memref<1xf32>) {
+  // expected-error @+1 {{dimension 2}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xi8>) v_cache(%vc : memref<?x16x8x128xi8>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_scale_cache(%ksc : memref<?x16x4xf32>) v_scale_cache(%ksc : memref<?x16x4xf32>) out(%o : memref<?x32x128xbf16>) 
+  return
+}
+
+// -----
+
+func.func @unified_scale_caches_with_descale(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %ksc: memref<?x16x8xf32>, %f: memref<?xi8>, %d: memref<1xf32>) {
+  // expected-error @+1 {{operand 'k_descale' cannot be combined with per-token-head scale caches}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%d : memref<1xf32>) v_descale(%d : memref<1xf32>) k_scale_cache(%ksc : memref<?x16x8xf32>) v_scale_cache(%ksc : memref<?x16x8xf32>) out(%o : memref<?x32x128xbf16>) 
+  return
+}
+
+// -----
+
+func.func @unified_scale_caches_with_fp8_query(%q: memref<?x32x128xf8E4M3FN>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %ksc: memref<?x16x8xf32>, %f: memref<?xi8>, %d: memref<1xf32>) {
+  // expected-error @+1 {{operand 'q' must not be fp8 with per-token-head scale caches}}
+  attn.unified q(%q : memref<?x32x128xf8E4M3FN>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) q_descale(%d : memref<1xf32>) k_scale_cache(%ksc : memref<?x16x8xf32>) v_scale_cache(%ksc : memref<?x16x8xf32>) out(%o : memref<?x32x128xbf16>) 
+  return
+}
+
+// -----
+
+func.func @unified_causal_flags_not_i8(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %ksc: memref<?x16x8xf32>, %f: memref<?xi32>, %d: memref<1xf32>) {
+  // expected-error @+1 {{operand 'causal_flags' must have element type i8, got 'i32'}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) causal_flags(%f : memref<?xi32>) out(%o : memref<?x32x128xbf16>) 
+  return
+}
+
+// -----
+
+func.func @unified_causal_flags_with_bidirectional(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %ksc: memref<?x16x8xf32>, %f: memref<?xi8>, %d: memref<1xf32>) {
+  // expected-error @+1 {{operand 'causal_flags' and attribute 'bidirectional' are exclusive}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) causal_flags(%f : memref<?xi8>) out(%o : memref<?x32x128xbf16>) {bidirectional}
+  return
+}
+
+// -----
+
+func.func @unified_chunk_lookback_without_window(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %ksc: memref<?x16x8xf32>, %f: memref<?xi8>, %d: memref<1xf32>) {
+  // expected-error @+1 {{attribute 'chunk_lookback' requires attribute 'sliding_window'}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {chunk_lookback = 1 : i64}
+  return
+}
+
+// -----
+
+func.func @unified_chunk_lookback_empty_chunks(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>, %ksc: memref<?x16x8xf32>, %f: memref<?xi8>, %d: memref<1xf32>) {
+  // expected-error @+1 {{attribute 'chunk_lookback' must be in [0, sliding_window)}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {chunk_lookback = 8 : i64, sliding_window = 8 : i64}
+  return
+}
+
+// -----
+
+func.func @flash_quantize_to_not_fp8(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %x: memref<1xf32>, %o: memref<?x16x128xbf16>) {
+  // expected-error @+1 {{attribute 'quantize_to' must be an fp8 type, got 'bf16'}}
+  attn.flash q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%x : memref<1xf32>) k_scale(%x : memref<1xf32>) v_scale(%x : memref<1xf32>) p_scale(%x : memref<1xf32>) out(%o : memref<?x16x128xbf16>) {quantize_to = bf16}
+  return
+}
+
+// -----
+
+func.func @flash_quantize_to_other_fp8_input(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xf8E5M2>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %x: memref<1xf32>, %o: memref<?x16x128xbf16>) {
+  // expected-error @+1 {{operand 'k' must be 'f8E4M3FN' or a float type quantized on load, got 'f8E5M2'}}
+  attn.flash q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xf8E5M2>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%x : memref<1xf32>) k_scale(%x : memref<1xf32>) v_scale(%x : memref<1xf32>) p_scale(%x : memref<1xf32>) out(%o : memref<?x16x128xbf16>) {quantize_to = f8E4M3FN}
+  return
+}
+
+// -----
+
+func.func @flash_quantize_to_without_scales(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %x: memref<1xf32>, %o: memref<?x16x128xbf16>) {
+  // expected-error @+1 {{operand 'q' is fp8 and requires operand 'q_scale'}}
+  attn.flash q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {quantize_to = f8E4M3FN}
+  return
+}
+
+// -----
+
+func.func @flash_mixed_types_without_quantize_to(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xf8E4M3FN>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %x: memref<1xf32>, %o: memref<?x16x128xbf16>) {
+  // expected-error @+1 {{operand 'k' must have the element type of 'q' ('bf16'), got 'f8E4M3FN'}}
+  attn.flash q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xf8E4M3FN>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) 
   return
 }

@@ -120,6 +120,41 @@ func.func @unified_rswa(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>,
   return
 }
 
+// CHECK-LABEL: func.func @unified_token_scales_and_flags
+// CHECK: k_scale_cache(%{{.*}} : memref<?x16x8xf32>) v_scale_cache(%{{.*}} : memref<?x16x8xf32>) causal_flags(%{{.*}} : memref<?xi8>)
+// CHECK-SAME: {chunk_lookback = 3 : i64, sliding_window = 1024 : i64}
+func.func @unified_token_scales_and_flags(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xi8>, %vc: memref<?x16x8x128xi8>,
+    %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %ksc: memref<?x16x8xf32>, %vsc: memref<?x16x8xf32>,
+    %flags: memref<?xi8>, %o: memref<?x32x128xbf16>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xi8>) v_cache(%vc : memref<?x16x8x128xi8>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s)
+      k_scale_cache(%ksc : memref<?x16x8xf32>) v_scale_cache(%vsc : memref<?x16x8xf32>) causal_flags(%flags : memref<?xi8>)
+      out(%o : memref<?x32x128xbf16>) {sliding_window = 1024 : i64, chunk_lookback = 3 : i64}
+  return
+}
+
+// CHECK-LABEL: func.func @unified_bidirectional
+// CHECK: {bidirectional}
+func.func @unified_bidirectional(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>,
+    %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s)
+      out(%o : memref<?x32x128xbf16>) {bidirectional}
+  return
+}
+
+// CHECK-LABEL: func.func @flash_quantize_on_load
+// CHECK: {causal, quantize_to = f8E4M3FN}
+func.func @flash_quantize_on_load(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xf8E4M3FN>, %v: memref<?x16x128xbf16>,
+    %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>,
+    %ps: memref<1xf32>, %o: memref<?x16x128xbf16>) {
+  attn.flash q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xf8E4M3FN>) v(%v : memref<?x16x128xbf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s)
+      q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>)
+      out(%o : memref<?x16x128xbf16>) {causal, quantize_to = f8E4M3FN}
+  return
+}
+
 // CHECK-LABEL: func.func @flash_minimal
 // CHECK: attn.flash q(%{{.*}} : memref<?x16x128xf16>) k(%{{.*}} : memref<?x16x128xf16>) v(%{{.*}} : memref<?x16x128xf16>) cu_seqlens_q(%{{.*}} : memref<?xi32>) cu_seqlens_k(%{{.*}} : memref<?xi32>) scale(%{{.*}}) out(%{{.*}} : memref<?x16x128xf16>){{$}}
 func.func @flash_minimal(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>,

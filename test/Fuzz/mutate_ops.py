@@ -48,6 +48,7 @@ GROUPS = {
     "unified": "q k_cache v_cache block_table cu_seqlens_q seqused_k scale "
                "softcap? q_descale? k_descale? v_descale? alibi_slopes? "
                "sinks? qq_bias? mm_prefix_range? rswa_prefix_lens? "
+               "k_scale_cache? v_scale_cache? causal_flags? "
                "out_scale? out segment_max? segment_sum?",
     "flash": "q k v cu_seqlens_q cu_seqlens_k scale bias? dropout_p? "
              "philox_seed? philox_offset? q_scale? k_scale? v_scale? "
@@ -61,6 +62,7 @@ GROUPS = {op: names.split() for op, names in GROUPS.items()}
 INT_ATTR_RANGES = {"sliding_window": (1, 2**31 - 1),
                    "num_segments": (1, 4096),
                    "rswa_window": (1, 2**31 - 1),
+                   "chunk_lookback": (0, 2**31 - 2),
                    "block_size": (1, 65536),
                    "q_block_size": (1, 65536)}
 SCHEDULE_RANGES = {"block_q": (1, 4096), "block_n": (1, 4096),

@@ -8,23 +8,27 @@ def memref(*dims, t):
     return "memref<" + "x".join(str(d) for d in dims) + "x" + t + ">"
 
 
-def flash(D, t="bf16", causal=True, hq=16, hk=16):
+def flash(D, t="bf16", causal=True, hq=16, hk=16, quantize=False):
+    """quantize: t inputs quantized to fp8 e4m3 on load."""
     q, kv = memref("?", hq, D, t=t), memref("?", hk, D, t=t)
     out = memref("?", hq, D, t="bf16" if t.startswith("f8") else t)
     scales = ""
     args = ""
-    if t.startswith("f8"):
+    if t.startswith("f8") or quantize:
         args = (", %qs: memref<1xf32>, %ks: memref<1xf32>, "
                 "%vs: memref<1xf32>, %ps: memref<1xf32>")
         scales = (" q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>)"
                   " v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>)")
+    attrs = ", ".join((["causal"] if causal else []) +
+                      (["quantize_to = f8E4M3FN"] if quantize else []))
+    attrs = f" {{{attrs}}}" if attrs else ""
     return (f"func.func @kernel(%q: {q}, %k: {kv}, %v: {kv}, "
             f"%cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32{args}, "
             f"%o: {out}) {{\n"
             f"  attn.flash q(%q : {q}) k(%k : {kv}) v(%v : {kv}) "
             f"cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>)"
             f" scale(%s){scales} out(%o : {out})"
-            f"{' {causal}' if causal else ''}\n  return\n}}\n")
+            f"{attrs}\n  return\n}}\n")
 
 
 def prefix(D, cache=None, hq=32, hk=8, page=16, t="bf16"):
@@ -84,18 +88,51 @@ def unified_vllm(D, kind, hq=32, hk=8, page=16):
     and an output scale on a bf16 out (speculative decoding); "mm": sqrt ALiBi
     with bidirectional ranges clamped to the window; "rswa": R-SWA."""
     q, o = memref("?", hq, D, t="bf16"), memref("?", hq, D, t="bf16")
-    kc = memref("?", page, hk, D, t="f8E4M3FN" if kind == "spec" else "bf16")
+    cache = {"spec": "f8E4M3FN", "spec-q8": "f8E4M3FN", "int8": "i8",
+             "fp8-token": "f8E4M3FN", "fp8-tree-alibi": "f8E4M3FN",
+             "fp8-q-descales": "f8E4M3FN"}.get(kind, "bf16")
+    kc = memref("?", page, hk, D, t=cache)
+    if kind in ("spec-q8", "fp8-q-descales"):
+        q = memref("?", hq, D, t="f8E4M3FN")
     if kind == "rswa":
         args = ", %p: memref<?xi32>"
         uses = " rswa_prefix_lens(%p : memref<?xi32>)"
         attrs = " {rswa_window = 128 : i64}"
-    elif kind == "spec":
+    elif kind in ("spec", "spec-q8"):
         ds = f"memref<?x{hk}xf32, strided<[?, ?], offset: ?>>"
         args = (f", %ks: {ds}, %vs: {ds}, %qq: memref<?x?xf32>, "
                 f"%os: memref<1xf32>")
         uses = (f" k_descale(%ks : {ds}) v_descale(%vs : {ds})"
                 f" qq_bias(%qq : memref<?x?xf32>) out_scale(%os : memref<1xf32>)")
+        if kind == "spec-q8":
+            args += f", %qd: {ds}"
+            uses = f" q_descale(%qd : {ds})" + uses
         attrs = ""
+    elif kind == "fp8-q-descales":
+        ds = f"memref<?x{hk}xf32, strided<[?, ?], offset: ?>>"
+        args = f", %qd: {ds}, %ks: {ds}, %vs: {ds}"
+        uses = (f" q_descale(%qd : {ds}) k_descale(%ks : {ds})"
+                f" v_descale(%vs : {ds})")
+        attrs = ""
+    elif kind == "fp8-tree-alibi":
+        args = (f", %ks: memref<1xf32>, %vs: memref<1xf32>,"
+                f" %al: memref<{hq}xf32>, %qq: memref<?x?xf32>")
+        uses = (" k_descale(%ks : memref<1xf32>) v_descale(%vs : memref<1xf32>)"
+                f" alibi_slopes(%al : memref<{hq}xf32>)"
+                " qq_bias(%qq : memref<?x?xf32>)")
+        attrs = " {alibi_form = #attn.alibi<sqrt>}"
+    elif kind in ("int8", "fp8-token"):
+        sc = f"memref<?x{page}x{hk}xf32>"
+        args = f", %ksc: {sc}, %vsc: {sc}"
+        uses = f" k_scale_cache(%ksc : {sc}) v_scale_cache(%vsc : {sc})"
+        attrs = ""
+    elif kind == "flags":
+        args = ", %f: memref<?xi8>"
+        uses = " causal_flags(%f : memref<?xi8>)"
+        attrs = " {sliding_window = 1024 : i64, chunk_lookback = 3 : i64}"
+    elif kind == "bidirectional":
+        args = uses = ""
+        attrs = " {sliding_window = 512 : i64, bidirectional}"
     else:
         args = f", %al: memref<{hq}xf32>, %mm: memref<?x?x2xi32>"
         uses = (f" alibi_slopes(%al : memref<{hq}xf32>)"
@@ -142,8 +179,14 @@ def cases():
     yield "unified D=128 fp8 q", unified(128, cache="f8E4M3FN", q8=True)
     yield "flash D=64 fp8 e5m2", flash(64, t="f8E5M2")
     yield "unified D=128 split-KV", unified(128, segments=16)
-    for kind in ("spec", "mm", "rswa"):
+    for kind in ("spec", "spec-q8", "mm", "rswa", "int8", "fp8-token",
+                 "flags", "bidirectional", "fp8-q-descales",
+                 "fp8-tree-alibi"):
         yield f"unified D=128 vLLM {kind}", unified_vllm(128, kind)
+    yield "unified D=64 vLLM int8", unified_vllm(64, "int8")
+    for t in ("bf16", "f32"):
+        yield f"flash D=128 {t} quantized on load", flash(128, t=t,
+                                                          quantize=True)
     for D, block in ((64, 64), (80, 64), (96, 64), (112, 64), (128, 64),
                      (128, 16)):
         yield f"blocksparse D={D} block {block}", blocksparse(D, block)

@@ -170,3 +170,62 @@ def test_schedule_override_same_result():
         o = np.full(q.shape, np.nan, np.float32)
         ops.flash(q, k, v, cq, ck, o, scale=0.125, causal=True, schedule=sched)
         check(o, ref, "f32", f"schedule {sched}")
+
+
+def quantize_like_vllm(x, scale, dtype):
+    """vLLM's check_and_convert: (x * (1 / scale)) in x's dtype, clamped,
+    cast to fp8 e4m3 (round to nearest even)."""
+    y = (f64(x).astype(np.float32) * np.float32(1.0 / scale)).astype(
+        DTYPES[dtype])
+    return np.clip(y.astype(np.float32), -448, 448).astype(F8["f8E4M3FN"])
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("which", ["qkv", "q"])
+def test_fp8_scales_quantize_on_load(dtype, which):
+    """fp8_scales with 16/32-bit inputs: each non-fp8 input is quantized as
+    the kernel loads it. The result equals attention on the tensors vLLM's
+    wrapper would have quantized first (bit for bit: after the load both
+    programs see the same values). `which="q"`: k and v arrive in fp8, and
+    only q is quantized."""
+    rng = np.random.default_rng(len(dtype))
+    q, k, v, cq, ck = make(rng, [16, 40, 5], [16, 40, 70], 8, 2, 64, dtype)
+    # Scales that make some values saturate and round on both sides.
+    scales = (0.004, 0.003, 0.005, 1.0 / 448)
+    qq, kq, vq = [quantize_like_vllm(x, s, dtype)
+                  for x, s in zip((q, k, v), scales[:3])]
+    if which == "q":
+        k, v = kq, vq
+    o = np.full(q.shape, np.nan, DTYPES[dtype])
+    out, _ = vllm.triton_attention(q, k, v, o, cq, ck, 40, 70, causal=True,
+                                   sm_scale=0.125, fp8_scales=scales)
+    assert out is o
+    want = np.full(q.shape, np.nan, DTYPES[dtype])
+    vllm.triton_attention(qq, kq, vq, want, cq, ck, 40, 70, causal=True,
+                          sm_scale=0.125, fp8_scales=scales)
+    np.testing.assert_array_equal(f64(o), f64(want))
+    ref = reference(f64(qq) * scales[0], f64(kq) * scales[1],
+                    f64(vq) * scales[2], cq, ck, 0.125, True)
+    check(o, ref, "f8E4M3FN", "quantized on load")
+    # Saturation happened: the clamp is part of what is checked.
+    assert (np.abs(f64(qq)) == 448).any()
+
+
+def test_fp8_scales_output_dtype_like_vllm():
+    """o=None with fp8_scales: vLLM allocates empty_like(q, dtype=v.dtype)
+    after quantizing v, so the output is fp8 (cast at scale 1 without
+    fp8_out_scale); without fp8_scales, v's dtype."""
+    rng = np.random.default_rng(9)
+    q, k, v, cq, ck = make(rng, [8, 20], [8, 20], 4, 4, 32, "bf16")
+    scales = (0.01, 0.01, 0.01, 1.0 / 448)
+    out, _ = vllm.triton_attention(q, k, v, None, cq, ck, 20, 20, False, 0.2,
+                                   None, scales, None)
+    assert out.dtype == F8["f8E4M3FN"]
+    kept = np.full(q.shape, np.nan, np.float32)
+    vllm.triton_attention(q, k, v, kept, cq, ck, 20, 20, False, 0.2, None,
+                          scales, None)
+    np.testing.assert_array_equal(
+        f64(out), f64(np.clip(kept, -448, 448).astype(F8["f8E4M3FN"])))
+    plain, _ = vllm.triton_attention(q, k, v, None, cq, ck, 20, 20, False,
+                                     0.2, None, None, None)
+    assert plain.dtype == DTYPES["bf16"]

@@ -24,9 +24,15 @@ def make(rng, *, q_lens, k_lens, hq, hk, d, block_size, dtype, fp8=None,
 
 def reference(q, kc, vc, cu, seqused, table, scale, *, q_scale=1.0, k_scale=1.0,
               v_scale=1.0, window=None, softcap=None, slopes=None,
-              alibi_form="context", sinks=None):
+              alibi_form="context", sinks=None, causal=True,
+              chunk_lookback=None, k_token_scales=None, v_token_scales=None):
+    """causal: a bool or per-sequence flags; chunk_lookback (with window):
+    chunked attention; *_token_scales [blocks, block_size, kv_heads]."""
     hq, bs, hk = q.shape[1], kc.shape[1], kc.shape[2]
     kf, vf, qf = f64(kc) * k_scale, f64(vc) * v_scale, f64(q) * q_scale
+    if k_token_scales is not None:
+        kf = kf * np.asarray(k_token_scales, np.float64)[..., None]
+        vf = vf * np.asarray(v_token_scales, np.float64)[..., None]
     ref = np.full(q.shape, np.nan)
     for b in range(len(seqused)):
         L, N = cu[b + 1] - cu[b], int(seqused[b])
@@ -34,9 +40,15 @@ def reference(q, kc, vc, cu, seqused, table, scale, *, q_scale=1.0, k_scale=1.0,
         blocks, slot = table[b, np.arange(N) // bs], np.arange(N) % bs
         qpos = C + np.arange(L)[:, None]
         kpos = np.arange(N)[None, :]
-        vis = kpos <= qpos
-        if window:
+        seq_causal = bool(causal if np.ndim(causal) == 0 else causal[b])
+        vis = kpos <= qpos if seq_causal else np.ones((L, N), bool)
+        if chunk_lookback is not None:
+            c = window // (chunk_lookback + 1)
+            vis &= (qpos // c - kpos // c) <= chunk_lookback
+        elif window:
             vis &= (qpos - kpos) < window
+            if not seq_causal:
+                vis &= (kpos - qpos) < window
         for h in range(hq):
             kvh = h // (hq // hk)
             ab = None
@@ -184,3 +196,137 @@ def test_planned_split_for_long_decode():
     vllm.unified_attention(q, kc, vc, o, cu, 1, su, 2000, 0.125, True, (-1, -1),
                            table, 0, None, None, None)
     check(o, reference(q, kc, vc, cu, su, table, 0.125), "f32", "planned split")
+
+
+# --- vLLM's newer masks: bidirectional, per-sequence causal, chunked -------
+
+
+@pytest.mark.parametrize("window", [None, 1, 40])
+@pytest.mark.parametrize("causal", ["false", "flags"])
+def test_bidirectional_and_per_sequence_causal(causal, window):
+    """causal=False sees every key < seqused_k (a window then bounds both
+    sides); a bool tensor picks causal or bidirectional per sequence."""
+    rng = np.random.default_rng(7 + (window or 0))
+    q, kc, vc, cu, su, table = make(rng, hq=8, hk=2, d=64, block_size=16,
+                                    dtype="bf16", **MIXED)
+    flags = False if causal == "false" else \
+        np.array([True, False, False, True, False])
+    o = np.full(q.shape, np.nan, DTYPES["bf16"])
+    ws = (-1, -1) if window is None else (window - 1, window - 1)
+    vllm.unified_attention(q, kc, vc, o, cu, 37, su, 300, 0.125, flags, ws,
+                           table, 0, None, None, None)
+    ref = reference(q, kc, vc, cu, su, table, 0.125, window=window,
+                    causal=flags)
+    check(o, ref, "bf16", f"causal={causal} window={window}")
+    # Not the causal answer: the mask changed something (a window of 1 is
+    # the row itself either way).
+    causal_ref = reference(q, kc, vc, cu, su, table, 0.125, window=window)
+    assert (np.abs(ref - causal_ref).max() > 0.05) == (window != 1)
+
+
+@pytest.mark.parametrize("window,lookback", [(64, 0), (64, 1), (96, 2),
+                                             (33, 10)])
+@pytest.mark.parametrize("causal", [True, False])
+def test_chunked_attention(window, lookback, causal):
+    """chunk_lookback L with window W: chunks of W // (L + 1) keys; a query
+    sees its own chunk and the L before it (vLLM's chunked local
+    attention)."""
+    rng = np.random.default_rng(window + lookback)
+    q, kc, vc, cu, su, table = make(rng, hq=4, hk=4, d=32, block_size=16,
+                                    dtype="f32", **MIXED)
+    o = np.full(q.shape, np.nan, np.float32)
+    vllm.unified_attention(q, kc, vc, o, cu, 37, su, 300, 0.2, causal,
+                           (window - 1, -1), table, 0, None, None, None,
+                           chunk_lookback=lookback)
+    ref = reference(q, kc, vc, cu, su, table, 0.2, window=window,
+                    causal=causal, chunk_lookback=lookback)
+    check(o, ref, "f32", f"chunks W={window} L={lookback}")
+    windowed = reference(q, kc, vc, cu, su, table, 0.2, window=window,
+                         causal=causal)
+    assert np.abs(ref - windowed).max() > 0.05
+
+
+def test_chunk_lookback_without_window_is_ignored():
+    """vLLM sets chunk_lookback = -1 when there is no window."""
+    rng = np.random.default_rng(3)
+    q, kc, vc, cu, su, table = make(rng, hq=2, hk=1, d=32, block_size=16,
+                                    dtype="f32", **MIXED)
+    o = np.full(q.shape, np.nan, np.float32)
+    vllm.unified_attention(q, kc, vc, o, cu, 37, su, 300, 0.2, True,
+                           (-1, -1), table, 0, None, None, None,
+                           chunk_lookback=2)
+    check(o, reference(q, kc, vc, cu, su, table, 0.2), "f32", "no window")
+
+
+# --- kv_quant_mode 2 / 3: per-token-head scale caches -----------------------
+
+
+def token_scaled_caches(rng, kc_shape, mode):
+    """An int8 (mode 2) or fp8 e4m3 (mode 3) cache and its per-token-head
+    f32 scales, from randn values (scale = amax / 127 or amax / 448)."""
+    vals = rng.standard_normal(kc_shape) * rng.uniform(0.5, 3.0,
+                                                       kc_shape[:3])[..., None]
+    amax = np.abs(vals).max(-1)
+    if mode == 2:
+        scales = (amax / 127.0).astype(np.float32)
+        data = np.clip(np.rint(vals / scales[..., None]), -127, 127)
+        return data.astype(np.int8), scales
+    scales = (amax / 448.0).astype(np.float32)
+    return (vals / scales[..., None]).astype(F8["f8E4M3FN"]), scales
+
+
+@pytest.mark.parametrize("mode", [2, 3])
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "f32"])
+@pytest.mark.parametrize("split", [False, True])
+def test_per_token_head_scale_caches(mode, dtype, split):
+    """vLLM's kv_quant_mode 2 (int8) and 3 (fp8): key j of KV head g is
+    cache[blk, off, g] * scale_cache[blk, off, g]; k/v_descale are ignored."""
+    rng = np.random.default_rng(mode * 10 + len(dtype))
+    lens = dict(q_lens=[1, 1, 1], k_lens=[700, 33, 520]) if split else MIXED
+    q, kc, _, cu, su, table = make(rng, hq=8, hk=2, d=64, block_size=16,
+                                   dtype=dtype, **lens)
+    kq, ks = token_scaled_caches(rng, kc.shape, mode)
+    vq, vs = token_scaled_caches(rng, kc.shape, mode)
+    o = np.full(q.shape, np.nan, DTYPES[dtype])
+    max_q = int(np.diff(cu).max())
+    vllm.unified_attention(q, kq, vq, o, cu, max_q, su, int(su.max()), 0.125,
+                           True, (-1, -1), table, 0, None, 7.0, 7.0,
+                           kv_quant_mode=mode, k_scale_cache=ks,
+                           v_scale_cache=vs,
+                           num_segments=4 if split else None)
+    ref = reference(q, kq, vq, cu, su, table, 0.125, k_token_scales=ks,
+                    v_token_scales=vs)
+    check(o, ref, dtype, f"kv_quant_mode {mode}")
+
+
+def test_per_token_head_scale_cache_errors():
+    rng = np.random.default_rng(0)
+    q, kc, vc, cu, su, table = make(rng, hq=2, hk=1, d=32, block_size=16,
+                                    dtype="bf16", **MIXED)
+    kq, ks = token_scaled_caches(rng, kc.shape, 2)
+    o = np.zeros(q.shape, DTYPES["bf16"])
+    args = (q, kq, kq, o, cu, 37, su, 300, 0.1, True, (-1, -1), table, 0,
+            None, None, None)
+    with pytest.raises(ValueError, match="k_scale_cache/v_scale_cache"):
+        vllm.unified_attention(*args, kv_quant_mode=2)
+    with pytest.raises(ValueError, match="v_scale_cache"):
+        ops.unified(q, kq, kq, table, cu, su, o, scale=0.1,
+                    k_scale_cache=ks)
+    with pytest.raises(ValueError, match="k_scale_cache: expected"):
+        vllm.unified_attention(*args, kv_quant_mode=2,
+                               k_scale_cache=ks[:, :8], v_scale_cache=ks)
+    with pytest.raises(ValueError, match="kv_quant_mode 3 .* fp8 cache"):
+        vllm.unified_attention(*args, kv_quant_mode=3, k_scale_cache=ks,
+                               v_scale_cache=ks)
+    with pytest.raises(ValueError, match="kv_quant_mode: 5"):
+        vllm.unified_attention(*args, kv_quant_mode=5)
+    with pytest.raises(ValueError, match="int8 cache needs k_scale_cache"):
+        ops.unified(q, kq, kq, table, cu, su, o, scale=0.1)
+    with pytest.raises(ValueError, match="chunk_lookback: must be in"):
+        vllm.unified_attention(q, kc, vc, o, cu, 37, su, 300, 0.1, True,
+                               (7, -1), table, 0, None, None, None,
+                               chunk_lookback=8)
+    with pytest.raises(ValueError, match="causal: expected"):
+        vllm.unified_attention(q, kc, vc, o, cu, 37, su, 300, 0.1,
+                               np.array([True, False]), (-1, -1), table, 0,
+                               None, None, None)

@@ -157,6 +157,19 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments]> {
     `exp` (natural) domain; empty segments write (0, -inf, 0).
     `attn.merge_states` combines them.
 
+    Masks beyond causal: `bidirectional` drops the causal mask (every key
+    `j < N_b` is visible; a window then also bounds `kpos - qpos <
+    sliding_window`); `causal_flags[b]` (i8) picks causal (non-zero) or
+    bidirectional per sequence. `chunk_lookback = L` (with `sliding_window =
+    W`) replaces the window by chunked attention: with `C = W / (L + 1)`,
+    key `j` is visible to query position `p` when `p / C - j / C <= L`.
+
+    Per-token-head scale caches (vLLM's `kv_quant_mode` 2 and 3): with
+    `k_scale_cache` / `v_scale_cache` (`[num_blocks, block_size, kv_heads]`
+    f32) the caches hold i8 or fp8 values and key `j` of KV head `g` is
+    `k_cache[blk, off, g, :] * k_scale_cache[blk, off, g]` (the same for v),
+    `blk = block_table[b, j / BS]`, `off = j % BS`.
+
     ```mlir
     attn.unified q(%q : memref<?x32x128xbf16>)
         k_cache(%kc : memref<?x16x8x128xbf16>)
@@ -183,6 +196,9 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments]> {
     Attn_OptIn<"tree speculative-decoding bias [qq_rows, qq_cols]">:$qq_bias,
     Attn_OptIn<"bidirectional ranges [batch, ranges, 2] i32">:$mm_prefix_range,
     Attn_OptIn<"R-SWA prompt lengths [batch] i32">:$rswa_prefix_lens,
+    Attn_OptIn<"per-token-head key scales [blocks, block_size, kv_heads] f32">:$k_scale_cache,
+    Attn_OptIn<"per-token-head value scales [blocks, block_size, kv_heads] f32">:$v_scale_cache,
+    Attn_OptIn<"per-sequence causal flags [batch] i8 (0: bidirectional)">:$causal_flags,
     Attn_OptIn<"fp8 output scale [1] f32">:$out_scale,
     Attn_Out<"output [tokens, q_heads, head_dim], or partial accumulators "
              "[tokens, q_heads, segments, head_dim] f32">:$out,
@@ -193,6 +209,8 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments]> {
     OptionalAttr<Attn_AlibiFormAttr>:$alibi_form,
     OptionalAttr<I64Attr>:$rswa_window,
     UnitAttr:$mm_prefix_clamp_window,
+    UnitAttr:$bidirectional,
+    OptionalAttr<I64Attr>:$chunk_lookback,
     OptionalAttr<Attn_ScheduleAttr>:$schedule
   );
   let assemblyFormat = [{
@@ -212,6 +230,9 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments]> {
     (`qq_bias` `(` $qq_bias^ `:` type($qq_bias) `)`)?
     (`mm_prefix_range` `(` $mm_prefix_range^ `:` type($mm_prefix_range) `)`)?
     (`rswa_prefix_lens` `(` $rswa_prefix_lens^ `:` type($rswa_prefix_lens) `)`)?
+    (`k_scale_cache` `(` $k_scale_cache^ `:` type($k_scale_cache) `)`)?
+    (`v_scale_cache` `(` $v_scale_cache^ `:` type($v_scale_cache) `)`)?
+    (`causal_flags` `(` $causal_flags^ `:` type($causal_flags) `)`)?
     (`out_scale` `(` $out_scale^ `:` type($out_scale) `)`)?
     `out` `(` $out `:` type($out) `)`
     (`segment_max` `(` $segment_max^ `:` type($segment_max) `)`)?
@@ -230,6 +251,12 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments]> {
     }
     /// Tree bias, bidirectional ranges and R-SWA.
     ::llvm::LogicalResult verifyMasksAndBias(detail::OperandChecker &c);
+    /// Per-token-head scale caches (vLLM's kv_quant_mode 2, 3).
+    ::llvm::LogicalResult verifyTokenScales(detail::OperandChecker &c,
+                                            ::mlir::MemRefType kCache);
+    /// bidirectional, causal_flags and chunk_lookback.
+    ::llvm::LogicalResult verifyCausality();
+    bool hasTokenScales() { return getKScaleCache() != nullptr; }
   }];
 }
 
@@ -254,6 +281,12 @@ def Attn_FlashOp : Attn_Op<"flash", [AttrSizedOperandSegments]> {
     `scale * q_scale * k_scale`, the probabilities are quantized as
     `p / p_scale` to the type of `v` before the PV product, whose result is
     multiplied by `p_scale * v_scale`. An fp8 `out` uses `out_scale`.
+    Quantize on load: with `quantize_to = T` (an fp8 type) and the four
+    scales, each of `q`, `k`, `v` whose element type is not `T` is quantized
+    as it is loaded, exactly as vLLM's wrapper does before its launch: `x`
+    becomes `T(clamp(round_X(x * (1 / s)), -max_T, max_T))` (`round_X`:
+    rounding to `x`'s own type, `s` its scale), and the op proceeds as if it
+    had been given the quantized tensor.
 
     Layouts: `q`, `out`: `[total_q, q_heads, head_dim]`; `k`, `v`:
     `[total_k, kv_heads, head_dim]`; `cu_seqlens_q/k`: `[batch+1]` i32;
@@ -284,6 +317,7 @@ def Attn_FlashOp : Attn_Op<"flash", [AttrSizedOperandSegments]> {
     Attn_OptIn<"fp8 output scale [1] f32">:$out_scale,
     Attn_Out<"output [total_q, q_heads, head_dim]">:$out,
     UnitAttr:$causal,
+    OptionalAttr<TypeAttr>:$quantize_to,
     OptionalAttr<Attn_ScheduleAttr>:$schedule
   );
   let assemblyFormat = [{

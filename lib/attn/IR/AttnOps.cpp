@@ -139,14 +139,15 @@ LogicalResult verifyOutput(OperandChecker &c, Value out, MemRefType q,
 /// Dense varlen q/k/v ([tokens, heads, D], one element type, GQA heads) and
 /// their two offset arrays (flash, blocksparse).
 LogicalResult verifyVarlenQkv(OperandChecker &c, Value qv, Value kv, Value vv,
-                              Value cqv, Value ckv, unsigned elems) {
+                              Value cqv, Value ckv, unsigned elems,
+                              bool sameElems = true) {
   MemRefType q = c.memref(qv, "q", kQDims, elems);
   MemRefType k = c.memref(kv, "k", kKvDims, elems);
   MemRefType v = c.memref(vv, "v", kKvDims, elems);
   if (!q || !k || !v)
     return failure();
-  if (failed(c.sameElem(q, "q", k, "k")) ||
-      failed(c.sameElem(q, "q", v, "v")) ||
+  if ((sameElems && (failed(c.sameElem(q, "q", k, "k")) ||
+                     failed(c.sameElem(q, "q", v, "v")))) ||
       failed(verifyHeads(c, q, "q", k, "k", kKvDims, 1, 2)) ||
       failed(c.sameShape(k, "k", v, "v", kKvDims)))
     return failure();
@@ -298,16 +299,18 @@ LogicalResult UnifiedOp::verify() {
           {"q", "k_cache", "v_cache", "block_table", "cu_seqlens_q",
            "seqused_k", "scale", "softcap?", "q_descale?", "k_descale?",
            "v_descale?", "alibi_slopes?", "sinks?", "qq_bias?",
-           "mm_prefix_range?", "rswa_prefix_lens?", "out_scale?", "out",
+           "mm_prefix_range?", "rswa_prefix_lens?", "k_scale_cache?",
+           "v_scale_cache?", "causal_flags?", "out_scale?", "out",
            "segment_max?", "segment_sum?"})))
     return failure();
   OperandChecker c(*this);
-  MemRefType q = c.memref(getQ(), "q", kQDims, kHalfOrFloat | kFp8);
-  MemRefType kc =
-      c.memref(getKCache(), "k_cache", kNhdCacheDims, kHalfOrFloat | kFp8);
-  MemRefType vc =
-      c.memref(getVCache(), "v_cache", kNhdCacheDims, kHalfOrFloat | kFp8);
-  if (!q || !kc || !vc)
+  // Per-token-head scale caches also admit i8 caches (kv_quant_mode 2).
+  bool tokenScales = getKScaleCache() || getVScaleCache();
+  unsigned cacheElems = kHalfOrFloat | kFp8 | (tokenScales ? kI8 : 0u);
+  MemRefType q, kc, vc;
+  if (!(q = c.memref(getQ(), "q", kQDims, kHalfOrFloat | kFp8)) ||
+      !(kc = c.memref(getKCache(), "k_cache", kNhdCacheDims, cacheElems)) ||
+      !(vc = c.memref(getVCache(), "v_cache", kNhdCacheDims, cacheElems)))
     return failure();
   if (failed(c.staticDim(kc, "k_cache", kNhdCacheDims, 1, kMaxBlockSize)) ||
       failed(verifyHeads(c, q, "q", kc, "k_cache", kNhdCacheDims, 2, 3)) ||
@@ -320,13 +323,24 @@ LogicalResult UnifiedOp::verify() {
   if (qFp8 && !cacheFp8)
     return c.error("q") << "is fp8, which requires an fp8 KV cache, got "
                         << kc.getElementType();
-  if (!cacheFp8 && failed(c.sameElem(q, "q", kc, "k_cache")))
+  if (tokenScales && qFp8)
+    return c.error("q") << "must not be fp8 with per-token-head scale caches";
+  if (tokenScales && failed(verifyTokenScales(c, kc)))
+    return failure();
+  if (!cacheFp8 && !tokenScales && failed(c.sameElem(q, "q", kc, "k_cache")))
     return failure();
   int64_t kvHeads = kc.getDimSize(2);
   for (auto [value, name, fp8, tensor] :
        {std::tuple{getQDescale(), "q_descale", qFp8, "q"},
         std::tuple{getKDescale(), "k_descale", cacheFp8, "k_cache"},
         std::tuple{getVDescale(), "v_descale", cacheFp8, "v_cache"}}) {
+    // Per-token-head scales replace the per-tensor descales of the caches.
+    if (tokenScales && StringRef(name) != "q_descale") {
+      if (value)
+        return c.error(name) << "cannot be combined with per-token-head "
+                                "scale caches";
+      continue;
+    }
     if (fp8 && !value)
       return c.error(tensor) << "is fp8 and requires operand '" << name << "'";
     if (!fp8 && value)
@@ -354,7 +368,7 @@ LogicalResult UnifiedOp::verify() {
 
   if (failed(verifySchedule(*this, getScheduleAttr(),
                             groupOf(getQ(), getKCache(), 2))) ||
-      failed(verifyMasksAndBias(c)))
+      failed(verifyMasksAndBias(c)) || failed(verifyCausality()))
     return failure();
   if (!isSplitKv()) {
     if (getSegmentMax() || getSegmentSum())
@@ -395,6 +409,64 @@ LogicalResult UnifiedOp::verify() {
       if (failed(c.sameDim(o, "out", kPartialDims, d, s, name, kStatsDims, d)))
         return failure();
   }
+  return success();
+}
+
+LogicalResult UnifiedOp::verifyTokenScales(OperandChecker &c,
+                                           MemRefType kc) {
+  static constexpr StringRef dims[] = {"num_blocks", "block_size",
+                                       "kv_heads"};
+  Value kScales = getKScaleCache(), vScales = getVScaleCache();
+  if (!kScales || !vScales)
+    return c.error(kScales ? "k_scale_cache" : "v_scale_cache")
+           << "requires operand '" << (kScales ? "v_scale_cache" : "k_scale_cache")
+           << "' (per-token-head scales come in pairs)";
+  if (!isFp8(kc.getElementType()) && !kc.getElementType().isSignlessInteger(8))
+    return c.error("k_cache") << "must hold i8 or fp8 values with "
+                                 "per-token-head scale caches, got "
+                              << kc.getElementType();
+  for (auto [value, name] : {std::pair{kScales, "k_scale_cache"},
+                             std::pair{vScales, "v_scale_cache"}}) {
+    MemRefType t = c.memref(value, name, dims, kF32);
+    if (!t)
+      return failure();
+    for (unsigned d = 0; d < 3; ++d)
+      if (failed(c.sameDim(kc, "k_cache", kNhdCacheDims, d, t, name, dims, d)))
+        return failure();
+  }
+  return success();
+}
+
+LogicalResult UnifiedOp::verifyCausality() {
+  Value flags = getCausalFlags();
+  if (flags && getBidirectional())
+    return emitOpError() << "operand 'causal_flags' and attribute "
+                            "'bidirectional' are exclusive";
+  if (flags) {
+    OperandChecker c(*this);
+    MemRefType t = c.memref(flags, "causal_flags", kPerSeqDims, kI8);
+    auto seqs = cast<MemRefType>(getSequsedK().getType());
+    if (!t || failed(c.sameDim(seqs, "seqused_k", kPerSeqDims, 0, t,
+                               "causal_flags", kPerSeqDims, 0)))
+      return failure();
+  }
+  IntegerAttr lookback = getChunkLookbackAttr();
+  if (!lookback)
+    return success();
+  IntegerAttr window = getSlidingWindowAttr();
+  if (!window)
+    return emitOpError() << "attribute 'chunk_lookback' requires attribute "
+                            "'sliding_window' (the chunks are cut from it)";
+  int64_t l = lookback.getInt();
+  if (l < 0 || l >= window.getInt())
+    return emitOpError() << "attribute 'chunk_lookback' must be in [0, "
+                            "sliding_window), so that chunks of "
+                            "sliding_window / (chunk_lookback + 1) keys are "
+                            "not empty; got "
+                         << l;
+  if (getRswaPrefixLens())
+    return emitOpError() << "attribute 'chunk_lookback' cannot be combined "
+                            "with R-SWA";
   return success();
 }
 
@@ -458,10 +530,28 @@ LogicalResult FlashOp::verify() {
            "k_scale?", "v_scale?", "p_scale?", "out_scale?", "out"})))
     return failure();
   OperandChecker c(*this);
+  TypeAttr quantizeTo = getQuantizeToAttr();
   if (failed(verifyVarlenQkv(c, getQ(), getK(), getV(), getCuSeqlensQ(),
-                             getCuSeqlensK(), kHalfOrFloat | kFp8)))
+                             getCuSeqlensK(), kHalfOrFloat | kFp8,
+                             /*sameElems=*/!quantizeTo)))
     return failure();
   auto q = memrefTypeOf(getQ());
+  if (quantizeTo) {
+    // q, k and v are each either of the quantized type or quantized on load.
+    Type t = quantizeTo.getValue();
+    if (!isFp8(t))
+      return emitOpError() << "attribute 'quantize_to' must be an fp8 type, "
+                              "got "
+                           << t;
+    for (auto [value, name] : {std::pair{getQ(), "q"}, std::pair{getK(), "k"},
+                               std::pair{getV(), "v"}}) {
+      Type elem = memrefTypeOf(value).getElementType();
+      if (isFp8(elem) && elem != t)
+        return c.error(name) << "must be " << t
+                             << " or a float type quantized on load, got "
+                             << elem;
+    }
+  }
 
   if (Value bias = getBias()) {
     MemRefType b = c.memref(bias, "bias", kBiasDims, kHalfOrFloat);
@@ -476,7 +566,8 @@ LogicalResult FlashOp::verify() {
     return emitOpError() << "dropout needs all of 'dropout_p', 'philox_seed' "
                             "and 'philox_offset'";
 
-  bool fp8 = isFp8(q.getElementType());
+  // Quantized on load: every scale is needed, as for fp8 inputs.
+  bool fp8 = quantizeTo || isFp8(q.getElementType());
   if (failed(verifyFp8Scale(c, getQScale(), "q_scale", fp8, "q")) ||
       failed(verifyFp8Scale(c, getKScale(), "k_scale", fp8, "k")) ||
       failed(verifyFp8Scale(c, getVScale(), "v_scale", fp8, "v")) ||
@@ -484,7 +575,12 @@ LogicalResult FlashOp::verify() {
       failed(verifySchedule(*this, getScheduleAttr(),
                             groupOf(getQ(), getK(), 1))))
     return failure();
-  return verifyOutput(c, getOut(), q, "q", kQDims, getOutScale());
+  // Quantized on load, the output follows the rules of an fp8 query.
+  return verifyOutput(c, getOut(),
+                      quantizeTo ? MemRefType::get(q.getShape(),
+                                                   quantizeTo.getValue())
+                                 : q,
+                      "q", kQDims, getOutScale());
 }
 
 //===----------------------------------------------------------------------===//

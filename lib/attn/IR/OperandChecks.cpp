@@ -21,6 +21,8 @@ unsigned mlir::attn::detail::classify(Type type) {
     return kF8E5M2;
   if (type.isSignlessInteger(32))
     return kI32;
+  if (type.isSignlessInteger(8))
+    return kI8;
   return 0;
 }
 
@@ -38,6 +40,8 @@ std::string mlir::attn::detail::describeElems(unsigned elems) {
     names.push_back("f8E5M2");
   if (elems & kI32)
     names.push_back("i32");
+  if (elems & kI8)
+    names.push_back("i8");
   return llvm::join(names, ", ");
 }
 

@@ -22,6 +22,7 @@ enum ElemClass : unsigned {
   kF8E4M3 = 1u << 3,
   kF8E5M2 = 1u << 4,
   kI32 = 1u << 5,
+  kI8 = 1u << 6,
   kHalfOrFloat = kF32 | kF16 | kBF16,
   kFp8 = kF8E4M3 | kF8E5M2,
 };

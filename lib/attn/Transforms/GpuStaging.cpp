@@ -57,7 +57,8 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
     auto srcType = cast<MemRefType>(k.src.mem.getType());
     k.vector = k.widen = false;
     Type srcElem = srcType.getElementType();
-    bool fp8 = isFp8(srcElem);
+    // fp8 and i8 chunks are widened in registers.
+    bool fp8 = isFp8(srcElem) || srcElem.isSignlessInteger(8);
     if (k.src.chunks && (k.src.limit || headDim % 8 == 0) &&
         ((!k.src.scale && srcElem == dt) || fp8)) {
       SmallVector<int64_t> strides;
@@ -99,7 +100,8 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
             if (rawFp8)
               return SmallVector<Value>{
                   memref::LoadOp::create(b, k.src.mem, at)};
-            return SmallVector<Value>{e.load32(k.src.mem, at, k.src.scale)};
+            return SmallVector<Value>{e.load32(k.src.mem, at, k.src.scale,
+                                                        k.src.quantize)};
           },
           [&] {
             return SmallVector<Value>{arith::ConstantOp::create(
@@ -119,7 +121,11 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
                                        k.src.mem, k.at, /*nontemporal=*/false,
                                        llvm::MaybeAlign(8));
     SmallVector<Value> decoded; // f32, exact
-    if (hooks.decodeFp8) {
+    if (srcElem.isSignlessInteger(8)) {
+      for (int64_t j = 0; j < 8; ++j)
+        decoded.push_back(arith::SIToFPOp::create(
+            b, b.getF32Type(), vector::ExtractOp::create(b, raw, j)));
+    } else if (hooks.decodeFp8) {
       decoded = hooks.decodeFp8(raw);
     } else {
       Value bits =
@@ -192,6 +198,7 @@ StagedRow KvTileRows::key(Value r, bool isK, bool scaled) const {
   s.mem = isK ? kr.k : kr.v;
   s.at = isK ? kr.kAt : kr.vAt;
   s.scale = !scaled ? Value() : isK ? kr.kScale : kr.vScale;
+  s.quantize = scaled ? kr.quantize : Type();
   s.chunks = isK ? kr.kChunks : kr.vChunks;
   return s;
 }
@@ -201,7 +208,9 @@ StagedRow KvTileRows::valueColumn(Value d) const {
   s.valid = e.lt(d, e.idx(headDim));
   KeyRow first = walk.locate(e, n0);
   s.mem = first.v;
+  // (Key-major walks have one scale for every key.)
   s.scale = first.vScale;
+  s.quantize = first.quantize;
   // (Copies: the row outlives this helper.)
   LoopEmitter *em = &e;
   const KvWalk *w = &walk;

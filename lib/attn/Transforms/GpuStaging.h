@@ -28,6 +28,7 @@ struct StagedRow {
   Value mem;
   std::function<SmallVector<Value>(Value)> at;
   Value scale;         // dequantization, or null
+  Type quantize;       // fp8 type to quantize to on load, or null
   bool chunks = false; // elements x0 .. x0 + 7 (x0 a multiple of 8) are
                        // adjacent, x0's indices first (KeyRow::kChunks)
   Value limit;         // run-time row length, or null

@@ -45,6 +45,9 @@ Value LoopEmitter::cmp(arith::CmpIPredicate pred, Value x, Value y) {
 Value LoopEmitter::orI(Value x, Value y) {
   return arith::OrIOp::create(b, x, y);
 }
+Value LoopEmitter::notI(Value x) {
+  return arith::XOrIOp::create(b, x, boolean(true));
+}
 Value LoopEmitter::andI(Value x, Value y) {
   return arith::AndIOp::create(b, x, y);
 }
@@ -176,18 +179,32 @@ Value LoopEmitter::loadIndex(Value memref, ValueRange indices) {
   return toIndex(load(memref, indices));
 }
 
-Value LoopEmitter::load32(Value memref, ValueRange indices, Value scale) {
+Value LoopEmitter::load32(Value memref, ValueRange indices, Value scale,
+                          Type quantize) {
   Value v = load(memref, indices);
   Type t = v.getType();
   if (t.isF32()) {
     // Nothing to widen.
   } else if (t.isF16() || t.isBF16()) {
     v = arith::ExtFOp::create(b, b.getF32Type(), v);
+  } else if (t.isSignlessInteger(8)) {
+    v = arith::SIToFPOp::create(b, b.getF32Type(), v);
   } else {
     Value bits = arith::BitcastOp::create(b, b.getI8Type(), v);
     v = emitFp8ToF32(b, t, bits);
   }
+  if (quantize && t != quantize)
+    v = quantizeFp8(v, t, scale, quantize);
   return scale ? mulF(v, scale) : v;
+}
+
+Value LoopEmitter::quantizeFp8(Value v, Type t, Value scale, Type quantize) {
+  // x * (1 / s), rounded to x's own type as torch computes it.
+  Value x = mulF(v, divF(f32(1.0), scale));
+  if (!t.isF32())
+    x = arith::ExtFOp::create(b, b.getF32Type(),
+                              arith::TruncFOp::create(b, t, x).getResult());
+  return emitFp8ToF32(b, quantize, emitF32ToFp8(b, quantize, x));
 }
 
 void LoopEmitter::storeFrom32(Value value, Value memref, ValueRange indices) {

@@ -45,6 +45,7 @@ public:
   Value eq(Value x, Value y) { return cmp(arith::CmpIPredicate::eq, x, y); }
   Value andI(Value x, Value y);
   Value orI(Value x, Value y);
+  Value notI(Value x);
   Value select(Value cond, Value x, Value y);
   /// An i32 or index value as index.
   Value toIndex(Value v);
@@ -105,11 +106,18 @@ public:
                    llvm::function_ref<void(ArrayRef<Value>)> body);
 
   // Memory. `load32` widens any supported element type to f32 (fp8 through
-  // the exact decoder), optionally multiplying by a dequantization scale.
+  // the exact decoder, i8 exactly), optionally multiplying by a
+  // dequantization scale. With `quantize` (an fp8 type) a value of another
+  // type is first quantized with that scale, as vLLM's wrappers do before
+  // their launch: round(x * (1 / scale)) in x's own type, encoded as
+  // `quantize` (saturating), then dequantized.
   Value load(Value memref, ValueRange indices);
   void store(Value value, Value memref, ValueRange indices);
   Value loadIndex(Value memref, ValueRange indices);
-  Value load32(Value memref, ValueRange indices, Value scale = nullptr);
+  Value load32(Value memref, ValueRange indices, Value scale = nullptr,
+               Type quantize = nullptr);
+  /// The f32 value `v` of element type `t` quantized as load32 describes.
+  Value quantizeFp8(Value v, Type t, Value scale, Type quantize);
   /// Rounds an f32 to `elementType` and stores it (fp8: saturating encoder).
   void storeFrom32(Value value, Value memref, ValueRange indices);
   /// Stores a final output element (already multiplied by 1 / out_scale

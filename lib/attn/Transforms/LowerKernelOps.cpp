@@ -134,10 +134,10 @@ Value scalarScaleOrNull(LoopEmitter &e, Value memref) {
 
 /// Keys of a dense [tokens, kv_heads, D] pair starting at row `base`.
 KeyLocator denseKeys(Value k, Value v, Value base, Value kvHead, Value kScale,
-                     Value vScale) {
+                     Value vScale, Type quantize = Type()) {
   return [=](LoopEmitter &e, Value key) {
     Value row = e.add(base, key);
-    KeyRow r{k, v, nullptr, nullptr, kScale, vScale, true, true};
+    KeyRow r{k, v, nullptr, nullptr, kScale, vScale, true, true, quantize};
     r.kAt = r.vAt = [=](Value d) { return SmallVector<Value>{row, kvHead, d}; };
     return r;
   };
@@ -167,7 +167,7 @@ void emitDenseVarlen(
     LoopEmitter &e, ProgramTarget &target, Operation *op,
     const TileShape &shape, int64_t group, const AttentionFeatures &f,
     const AttentionOutput &out, Value q, Value k, Value v, Value cuQ,
-    Value cuK, Value qScale, Value kScale, Value vScale,
+    Value cuK, Value qScale, Value kScale, Value vScale, Type quantize,
     llvm::function_ref<void(LoopEmitter &, const ProgramRows &, KvWalk &)>
         refineWalk) {
   forEachTile(e, target, op, q, cuQ, shape.blockQ,
@@ -178,13 +178,16 @@ void emitDenseVarlen(
       ProgramRows rows = tileRows(e, shape, bIdx, t, g, qRange.start, lenQ,
                                   lenK, e.sub(lenK, lenQ));
       rows.qScale = qScale;
+      rows.qQuantize = quantize;
       Value kvHead = e.divU(rows.headBase, e.idx(group));
       auto [lo, hi] = AttentionMath(e, shape, f).visibleKeyRange(rows);
       KvWalk walk;
       walk.lo = lo;
       walk.hi = e.min(hi, lenK);
-      walk.locate = denseKeys(k, v, kRange.start, kvHead, kScale, vScale);
-      walk.keyType = cast<MemRefType>(k.getType()).getElementType();
+      walk.locate =
+          denseKeys(k, v, kRange.start, kvHead, kScale, vScale, quantize);
+      // (Keys quantized on load are no raw fp8 bytes.)
+      walk.keyType = !quantize || elemOf(k) == quantize ? elemOf(k) : Type();
       walk.keyScale = kScale;
       refineWalk(e, rows, walk);
       target.emitProgram(e, shape, f, out, q, rows, {walk});
@@ -295,6 +298,12 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
   f.rswaPrefixLens = op.getRswaPrefixLens();
   if (IntegerAttr w = op.getRswaWindowAttr())
     f.rswaWindow = w.getInt();
+  f.causalFlags = op.getCausalFlags();
+  f.causal = !op.getBidirectional() && !f.causalFlags;
+  if (IntegerAttr lookback = op.getChunkLookbackAttr()) {
+    f.chunkLookback = lookback.getInt();
+    f.chunkSize = *f.window / (*f.chunkLookback + 1);
+  }
   AttentionOutput out{op.getOut(), op.getOutScale(), op.getSegmentMax(),
                       op.getSegmentSum()};
   Value qScaleOnce = scalarScaleOrNull(e, op.getQDescale());
@@ -327,13 +336,19 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
         walk.hi = e.min(walk.hi, e.mul(e.add(s, e.idx(1)), segKeys));
       }
       Value kc = op.getKCache(), vc = op.getVCache(), bt = op.getBlockTable();
+      Value kScales = op.getKScaleCache(), vScales = op.getVScaleCache();
       walk.paged = true;
       walk.keyType = cast<MemRefType>(kc.getType()).getElementType();
-      walk.keyScale = kScale;
+      // Per-token-head scales differ from key to key.
+      walk.keyScale = kScales ? Value() : kScale;
       walk.locate = [=](LoopEmitter &e, Value key) {
         Value blk = e.loadIndex(bt, {bIdx, e.divU(key, e.idx(blockSize))});
         Value off = e.remU(key, e.idx(blockSize));
         KeyRow r{kc, vc, nullptr, nullptr, kScale, vScale, true, true};
+        if (kScales) {
+          r.kScale = e.load(kScales, {blk, off, kvHead});
+          r.vScale = e.load(vScales, {blk, off, kvHead});
+        }
         r.kAt = r.vAt = [=](Value d) {
           return SmallVector<Value>{blk, off, kvHead, d};
         };
@@ -360,16 +375,18 @@ void emitFlash(LoopEmitter &e, ProgramTarget &target, FlashOp op) {
   f.philoxSeed = op.getPhiloxSeed();
   f.philoxOffset = op.getPhiloxOffset();
   f.numQueryHeads = op.getNumQueryHeads();
-  if (isFp8Type(elemOf(op.getQ()))) {
+  // Inputs quantized on load follow the fp8 path from there on.
+  Type quantize = op.getQuantizeTo() ? *op.getQuantizeTo() : Type();
+  if (quantize || isFp8Type(elemOf(op.getQ()))) {
     f.pScale = e.loadScalar(op.getPScale());
-    f.pQuantType = elemOf(op.getV());
+    f.pQuantType = quantize ? quantize : elemOf(op.getV());
   }
   AttentionOutput out{op.getOut(), op.getOutScale(), {}, {}};
   emitDenseVarlen(e, target, op, shape, group, f, out, op.getQ(), op.getK(),
                   op.getV(), op.getCuSeqlensQ(), op.getCuSeqlensK(),
                   scaleOrNull(e, op.getQScale()),
                   scaleOrNull(e, op.getKScale()),
-                  scaleOrNull(e, op.getVScale()),
+                  scaleOrNull(e, op.getVScale()), quantize,
                   [](LoopEmitter &, const ProgramRows &, KvWalk &) {});
 }
 
@@ -413,7 +430,7 @@ void emitBlockSparse(LoopEmitter &e, ProgramTarget &target, BlockSparseOp op) {
   };
   emitDenseVarlen(e, target, op, shape, group, f, out, op.getQ(), op.getK(),
                   op.getV(), op.getCuSeqlensQ(), op.getCuSeqlensK(), Value(),
-                  Value(), Value(), csrWalk);
+                  Value(), Value(), Type(), csrWalk);
 }
 
 struct LowerKernelOp : RewritePattern {

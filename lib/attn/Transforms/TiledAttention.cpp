@@ -30,23 +30,41 @@ AttentionMath::visibleKeyRange(const ProgramRows &rows) {
   // Bidirectional ranges may reveal keys outside the window and after the
   // row: such programs walk every key up to the walk's own end.
   bool ranges = bool(f.mmPrefixRange);
-  if (f.window && !ranges)
+  if (f.chunkSize && !ranges) {
+    // The first chunk the first row looks back to.
+    Value c = e.idx(*f.chunkSize);
+    Value first = e.sub(e.divU(rows.qposBase, c), e.idx(*f.chunkLookback));
+    lo = e.max(lo, e.mul(first, c));
+  } else if (f.window && !ranges) {
     lo = e.max(lo, e.sub(rows.qposBase, e.idx(*f.window - 1)));
+  }
   // Without a causal mask every key up to the walk's own end is visible.
-  Value hi = f.causal && !ranges ? e.add(lastPos, e.idx(1))
-                                 : e.idx(std::numeric_limits<int32_t>::max());
+  bool causalEverywhere = f.causal && !f.causalFlags;
+  Value hi = causalEverywhere && !ranges
+                 ? e.add(lastPos, e.idx(1))
+                 : e.idx(std::numeric_limits<int32_t>::max());
   return {lo, hi};
 }
 
 Value AttentionMath::tileFullyVisible(const ProgramRows &rows, Value n0,
                                       Value n1) {
   Value ok = e.boolean(true);
-  // The first row has the smallest position, the last the largest.
-  if (f.causal)
+  // The first row has the smallest position, the last the largest. (With
+  // per-sequence flags, tiles whole under the causal mask are whole either
+  // way: the bidirectional masks only add keys.)
+  if (f.causal || f.causalFlags)
     ok = e.andI(ok, e.le(e.sub(n1, e.idx(1)), rows.qposBase));
   Value lastPos = e.sub(e.add(rows.qposBase, rows.numTokens), e.idx(1));
-  if (f.window)
+  if (f.chunkSize) {
+    Value c = e.idx(*f.chunkSize);
+    ok = e.andI(ok, e.le(e.sub(e.divU(lastPos, c), e.divU(n0, c)),
+                         e.idx(*f.chunkLookback)));
+  } else if (f.window) {
     ok = e.andI(ok, e.lt(e.sub(lastPos, n0), e.idx(*f.window)));
+    if (!f.causal)
+      ok = e.andI(ok, e.lt(e.sub(e.sub(n1, e.idx(1)), rows.qposBase),
+                           e.idx(*f.window)));
+  }
   if (f.rswaPrefixLens) {
     // Every key in the prompt, or every key in every row's R-SWA window.
     Value prompt = e.loadIndex(f.rswaPrefixLens, {rows.batch});
@@ -63,10 +81,28 @@ Value AttentionMath::visible(const ProgramRows &rows, Value row, Value key) {
   Value ok = e.lt(tok, rows.numTokens);
   Value qpos = e.add(rows.qposBase, tok);
   Value valid = ok;
+  Value flag; // per-sequence: causal (true) or bidirectional
+  if (f.causalFlags)
+    flag = e.cmp(arith::CmpIPredicate::ne,
+                 e.loadIndex(f.causalFlags, {rows.batch}), e.idx(0));
   if (f.causal)
     ok = e.andI(ok, e.le(key, qpos));
-  if (f.window)
-    ok = e.andI(ok, e.lt(e.sub(qpos, key), e.idx(*f.window)));
+  else if (flag)
+    ok = e.andI(ok, e.orI(e.le(key, qpos), e.notI(flag)));
+  if (f.chunkSize) {
+    Value c = e.idx(*f.chunkSize);
+    ok = e.andI(ok, e.le(e.sub(e.divU(qpos, c), e.divU(key, c)),
+                         e.idx(*f.chunkLookback)));
+  } else if (f.window) {
+    Value w = e.idx(*f.window);
+    ok = e.andI(ok, e.lt(e.sub(qpos, key), w));
+    // Bidirectional rows: also keys at most w - 1 after the row.
+    Value ahead = e.lt(e.sub(key, qpos), w);
+    if (flag)
+      ok = e.andI(ok, e.orI(ahead, flag));
+    else if (!f.causal)
+      ok = e.andI(ok, ahead);
+  }
   if (f.rswaPrefixLens) {
     Value prompt = e.loadIndex(f.rswaPrefixLens, {rows.batch});
     ok = e.andI(ok, e.orI(e.lt(key, prompt),
@@ -251,7 +287,7 @@ void TiledAttentionBuilder::loadQueries(const ProgramRows &rows) {
       Value qRow = e.add(rows.qTokBase, tok);
       Value head = math.headOf(rows, m);
       e.forLoop(0, shape.headDim, [&](Value dd) {
-        e.store(e.load32(q, {qRow, head, dd}, rows.qScale), qTile, {m, dd});
+        e.store(e.load32(q, {qRow, head, dd}, rows.qScale, rows.qQuantize), qTile, {m, dd});
       });
     });
   });
@@ -285,8 +321,10 @@ void TiledAttentionBuilder::tileStep(const ProgramRows &rows,
   e.forLoop(e.idx(0), nValid, [&](Value n) {
     KeyRow key = walk.locate(e, e.add(n0, n));
     e.forLoop(0, d, [&](Value dd) {
-      e.store(e.load32(key.k, key.kAt(dd), key.kScale), kTile, {n, dd});
-      e.store(e.load32(key.v, key.vAt(dd), key.vScale), vTile, {n, dd});
+      e.store(e.load32(key.k, key.kAt(dd), key.kScale, key.quantize), kTile,
+              {n, dd});
+      e.store(e.load32(key.v, key.vAt(dd), key.vScale, key.quantize), vTile,
+              {n, dd});
     });
   });
   e.forLoop(nValid, e.idx(shape.blockN), [&](Value n) {

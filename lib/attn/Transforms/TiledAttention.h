@@ -40,6 +40,12 @@ struct AttentionFeatures {
   Value sinks;                 // [q_heads] f32
   std::optional<int64_t> window;
   bool causal = false;
+  /// Unified: per-sequence causal flags [batch] i8 (0: bidirectional).
+  /// Bidirectional rows bound a window on both sides.
+  Value causalFlags;
+  /// Chunked attention (replaces the window): key k is visible to position
+  /// p when p / chunkSize - k / chunkSize <= chunkLookback.
+  std::optional<int64_t> chunkSize, chunkLookback;
   Value bias;                  // [1|batch, q_heads, max_q, max_k]
   Value qqBias;                // unified tree bias [rows, cols]
   Value mmPrefixRange;         // unified bidirectional ranges [batch, R, 2]
@@ -72,6 +78,7 @@ struct ProgramRows {
   Value lenQ, lenK;  // sequence lengths (bias, dropout)
   Value segment;     // split-KV segment index (split form only)
   Value qScale;      // dequantization scale of q (fp8 q only)
+  Type qQuantize;    // fp8 type q is quantized to on load (LoopEmitter::load32)
 };
 
 /// Where one key's K and V rows live: element d of K is
@@ -84,6 +91,9 @@ struct KeyRow {
   std::function<SmallVector<Value>(Value d)> kAt, vAt;
   Value kScale, vScale;
   bool kChunks = false, vChunks = false;
+  /// fp8 type K and V are quantized to on load with their scales (as
+  /// LoopEmitter::load32), or null.
+  Type quantize;
 };
 using KeyLocator = std::function<KeyRow(LoopEmitter &, Value key)>;
 

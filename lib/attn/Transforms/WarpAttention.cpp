@@ -75,6 +75,7 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
     s.mem = q;
     s.at = [=](Value d) { return SmallVector<Value>{qRow, head, d}; };
     s.scale = qk8 ? Value() : rows.qScale;
+    s.quantize = qk8 ? Type() : rows.qQuantize;
     s.chunks = true;
     return s;
   });

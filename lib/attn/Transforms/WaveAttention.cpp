@@ -50,6 +50,7 @@ void WaveAttentionBuilder::emit(const ProgramRows &rows,
         s.mem = q;
         s.at = [=](Value d) { return SmallVector<Value>{qRow, head, d}; };
         s.scale = rows.qScale;
+        s.quantize = rows.qQuantize;
         s.chunks = true;
         return s;
       });

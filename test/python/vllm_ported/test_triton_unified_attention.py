@@ -85,6 +85,8 @@ def _ids(value):
         names = {id(MIXED): "mixed", id(DECODE): "decode"}
         if id(value) in names:
             return names[id(value)]
+        if all(isinstance(v, bool) for v in value):   # per-sequence flags
+            return "".join("C" if v else "B" for v in value)
         return f"{len(value)}x{value[0][0]}-{value[0][1]}"
     if isinstance(value, tuple):
         return f"{value[0]}q{value[1]}kv"
@@ -526,15 +528,6 @@ def test_triton_unified_attn_mm_prefix_clamps_seq_len():
 # --- test_triton_mixed_causal (test_mixed_causal_attn.py) --------------------
 
 MIXED_CAUSAL_NAMES = "seq_lens, per_seq_causal, num_heads, head_size, block_size, dtype"
-# FAILS: attn_mlir.vllm.unified_attention rejects causal=False and a
-# per-sequence causal tensor ("causal: only causal attention is supported";
-# a bool array even fails with numpy's "truth value ... is ambiguous"), see
-# report. Every case of vLLM's grid has a non-causal sequence, so the whole
-# test is excluded until then: emptying this predicate re-enables it.
-def _mixed_causal_fails(case):
-    return not all(case[1])
-
-
 MIXED_CAUSAL_CASES = [c for c in cases(MIXED_CAUSAL_NAMES, dict(
     seq_lens=[[(1, 128), (5, 64), (1, 256)]],
     per_seq_causal=[[True, False, True], [False, True, False],
@@ -544,7 +537,7 @@ MIXED_CAUSAL_CASES = [c for c in cases(MIXED_CAUSAL_NAMES, dict(
     ([(1, 128), (5, 64), (1, 256)], [True, False, True], (4, 4), 128, 16, "bf16"),
     ([(1, 128), (5, 64), (1, 256)], [False, True, False], (8, 2), 128, 16, "bf16"),
     ([(1, 128), (5, 64), (1, 256)], [True, True, False], (8, 2), 128, 16, "bf16"),
-]) if not _mixed_causal_fails(c)]
+])]
 
 if MIXED_CAUSAL_CASES:
     @pytest.mark.parametrize(MIXED_CAUSAL_NAMES, MIXED_CAUSAL_CASES, ids=_ids)
