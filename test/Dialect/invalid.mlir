@@ -3,7 +3,7 @@
 // One case per verifier rule; each diagnostic names the operand or
 // attribute and the rule it breaks.
 
-func.func @case0(%q: memref<?x4096xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_q_not_rank_3(%q: memref<?x4096xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'q' must be a rank-3 memref [tokens, q_heads, head_dim], got 'memref<?x4096xbf16>'}}
   attn.prefix_prefill q(%q : memref<?x4096xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -11,7 +11,7 @@ func.func @case0(%q: memref<?x4096xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?
 
 // -----
 
-func.func @case1(%q: memref<?x32x128xi8>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_q_not_float(%q: memref<?x32x128xi8>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'q' must have element type f32, f16, bf16, got 'i8'}}
   attn.prefix_prefill q(%q : memref<?x32x128xi8>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -19,7 +19,7 @@ func.func @case1(%q: memref<?x32x128xi8>, %k: memref<?x8x128xbf16>, %v: memref<?
 
 // -----
 
-func.func @case2(%q: memref<?x32x128xbf16, affine_map<(d0, d1, d2) -> (d0 floordiv 2, d1, d2)>>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_q_not_strided(%q: memref<?x32x128xbf16, affine_map<(d0, d1, d2) -> (d0 floordiv 2, d1, d2)>>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'q' must have a strided layout}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16, affine_map<(d0, d1, d2) -> (d0 floordiv 2, d1, d2)>>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -27,7 +27,7 @@ func.func @case2(%q: memref<?x32x128xbf16, affine_map<(d0, d1, d2) -> (d0 floord
 
 // -----
 
-func.func @case3(%q: memref<?x32x?xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_q_head_dim_dynamic(%q: memref<?x32x?xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'q' dimension 2 (head_dim) must be static}}
   attn.prefix_prefill q(%q : memref<?x32x?xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -35,7 +35,7 @@ func.func @case3(%q: memref<?x32x?xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?
 
 // -----
 
-func.func @case4(%q: memref<?x?x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x?x128xbf16>, %s: f32) {
+func.func @prefix_prefill_q_heads_dynamic(%q: memref<?x?x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x?x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'q' dimension 1 (q_heads) must be static}}
   attn.prefix_prefill q(%q : memref<?x?x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x?x128xbf16>)
   return
@@ -43,7 +43,7 @@ func.func @case4(%q: memref<?x?x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<
 
 // -----
 
-func.func @case5(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_k_type_mismatch(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'k' must have the element type of 'q' ('bf16'), got 'f16'}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -51,7 +51,7 @@ func.func @case5(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xf16>, %v: memref<
 
 // -----
 
-func.func @case6(%q: memref<?x32x128xbf16>, %k: memref<?x6x128xbf16>, %v: memref<?x6x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_gqa_not_dividing(%q: memref<?x32x128xbf16>, %k: memref<?x6x128xbf16>, %v: memref<?x6x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'k' has 6 KV heads, which must divide the 32 query heads of 'q' (GQA)}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x6x128xbf16>) v(%v : memref<?x6x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -59,7 +59,7 @@ func.func @case6(%q: memref<?x32x128xbf16>, %k: memref<?x6x128xbf16>, %v: memref
 
 // -----
 
-func.func @case7(%q: memref<?x32x128xbf16>, %k: memref<?x8x64xbf16>, %v: memref<?x8x64xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_k_head_dim_mismatch(%q: memref<?x32x128xbf16>, %k: memref<?x8x64xbf16>, %v: memref<?x8x64xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'k' dimension 2 (head_dim = 64) must match dimension 2 of 'q' (head_dim = 128)}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x64xbf16>) v(%v : memref<?x8x64xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -67,7 +67,7 @@ func.func @case7(%q: memref<?x32x128xbf16>, %k: memref<?x8x64xbf16>, %v: memref<
 
 // -----
 
-func.func @case8(%q: memref<?x32x128xbf16>, %k: memref<9x8x128xbf16>, %v: memref<7x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_v_tokens_mismatch(%q: memref<?x32x128xbf16>, %k: memref<9x8x128xbf16>, %v: memref<7x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'v' dimension 0 (tokens = 7) must match dimension 0 of 'k' (tokens = 9)}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<9x8x128xbf16>) v(%v : memref<7x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -75,7 +75,7 @@ func.func @case8(%q: memref<?x32x128xbf16>, %k: memref<9x8x128xbf16>, %v: memref
 
 // -----
 
-func.func @case9(%q: memref<10x32x128xbf16>, %k: memref<9x8x128xbf16>, %v: memref<9x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_k_tokens_mismatch(%q: memref<10x32x128xbf16>, %k: memref<9x8x128xbf16>, %v: memref<9x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'k' dimension 0 (tokens = 9) must match dimension 0 of 'q' (tokens = 10)}}
   attn.prefix_prefill q(%q : memref<10x32x128xbf16>) k(%k : memref<9x8x128xbf16>) v(%v : memref<9x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -83,7 +83,7 @@ func.func @case9(%q: memref<10x32x128xbf16>, %k: memref<9x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case10(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_k_cache_not_rank_5(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'k_cache' must be a rank-5 memref [num_blocks, kv_heads, head_dim/x, block_size, x]}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -91,7 +91,7 @@ func.func @case10(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case11(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x?x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_k_cache_block_size_dynamic(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x?x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'k_cache' dimension 3 (block_size) must be static}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x?x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -99,7 +99,7 @@ func.func @case11(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case12(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x4x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_k_cache_kv_heads_mismatch(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x4x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'k_cache' dimension 1 (kv_heads = 4) must be 8 (the KV heads of 'k')}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x4x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -107,7 +107,7 @@ func.func @case12(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case13(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x64x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_v_cache_head_dim_mismatch(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x64x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'v_cache' dimension 2 (head_dim = 64) must be 128 (the head dim of 'q')}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x64x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -115,7 +115,7 @@ func.func @case13(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case14(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x32xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_v_cache_block_size_mismatch(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x32xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'v_cache' dimension 3 (block_size = 32) must match dimension 3 of 'k_cache' (block_size = 16)}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x32xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -123,7 +123,7 @@ func.func @case14(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case15(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<10x8x16x16x8xbf16>, %vc: memref<9x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_v_cache_num_blocks_mismatch(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<10x8x16x16x8xbf16>, %vc: memref<9x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'v_cache' dimension 0 (num_blocks = 9) must match dimension 0 of 'k_cache' (num_blocks = 10)}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<10x8x16x16x8xbf16>) v_cache(%vc : memref<9x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -131,7 +131,7 @@ func.func @case15(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case16(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x4xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_k_cache_head_dim_split_mismatch(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x4xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'k_cache' splits the head dim as 16 x 4, which must equal the head dim 128}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x4xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -139,7 +139,7 @@ func.func @case16(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case17(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xf8E4M3FN>, %vc: memref<?x8x128x16xf8E5M2>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_v_cache_type_mismatch(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xf8E4M3FN>, %vc: memref<?x8x128x16xf8E5M2>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'v_cache' must have the element type of 'k_cache' ('f8E4M3FN'), got 'f8E5M2'}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xf8E4M3FN>) v_cache(%vc : memref<?x8x128x16xf8E5M2>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -147,7 +147,7 @@ func.func @case17(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case18(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_k_cache_type_mismatch(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xf16>, %vc: memref<?x8x128x16xf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'k_cache' must have the element type of 'q' ('bf16'), got 'f16'}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xf16>) v_cache(%vc : memref<?x8x128x16xf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -155,7 +155,7 @@ func.func @case18(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case19(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xf8E4M3FN>, %vc: memref<?x8x128x16xf8E4M3FN>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_fp8_cache_without_k_scale(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xf8E4M3FN>, %vc: memref<?x8x128x16xf8E4M3FN>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'k_cache' is fp8 and requires operand 'k_scale'}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xf8E4M3FN>) v_cache(%vc : memref<?x8x128x16xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -163,7 +163,7 @@ func.func @case19(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case20(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %ks: memref<1xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_k_scale_without_fp8_cache(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %ks: memref<1xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'k_scale' is only valid when 'k_cache' is fp8}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) k_scale(%ks : memref<1xf32>) out(%o : memref<?x32x128xbf16>)
   return
@@ -171,7 +171,7 @@ func.func @case20(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case21(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xf8E4M3FN>, %vc: memref<?x8x128x16xf8E4M3FN>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %ks: memref<2xf32>, %vs: memref<1xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_k_scale_not_one_element(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xf8E4M3FN>, %vc: memref<?x8x128x16xf8E4M3FN>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %ks: memref<2xf32>, %vs: memref<1xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'k_scale' must be a one-element f32 memref (memref<f32> or memref<1xf32>), got 'memref<2xf32>'}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xf8E4M3FN>) v_cache(%vc : memref<?x8x128x16xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) k_scale(%ks : memref<2xf32>) v_scale(%vs : memref<1xf32>) out(%o : memref<?x32x128xbf16>)
   return
@@ -179,7 +179,7 @@ func.func @case21(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case22(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi64>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_block_table_not_i32(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi64>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'block_table' must have element type i32, got 'i64'}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi64>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -187,7 +187,7 @@ func.func @case22(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case23(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<4xi32>, %sl: memref<4xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_query_start_size_mismatch(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<4xi32>, %sl: memref<4xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'query_start' must have one more entry than 'seq_lens' (got 4 and 4)}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<4xi32>) seq_lens(%sl : memref<4xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -195,7 +195,7 @@ func.func @case23(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case24(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xf16>, %s: f32) {
+func.func @prefix_prefill_out_type_mismatch(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xf16>, %s: f32) {
   // expected-error @+1 {{operand 'out' must have the element type of 'q' ('bf16'), got 'f16'}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xf16>)
   return
@@ -203,7 +203,7 @@ func.func @case24(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case25(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
+func.func @prefix_prefill_out_heads_mismatch(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'out' dimension 1 (q_heads = 16) must match dimension 1 of 'q' (q_heads = 32)}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>)
   return
@@ -211,7 +211,7 @@ func.func @case25(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case26(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xf8E4M3FN>, %s: f32) {
+func.func @prefix_prefill_fp8_out_without_out_scale(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xf8E4M3FN>, %s: f32) {
   // expected-error @+1 {{operand 'out' is fp8 and requires operand 'out_scale'}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xf8E4M3FN>)
   return
@@ -227,7 +227,7 @@ func.func @out_scale_not_one_element(%q: memref<?x32x128xbf16>, %k: memref<?x8x1
 
 // -----
 
-func.func @case28(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_sliding_window_not_positive(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{attribute 'sliding_window' must be positive (omit it to disable the window), got 0}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {sliding_window = 0 : i64}
   return
@@ -235,7 +235,7 @@ func.func @case28(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case29(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_alibi_form_without_slopes(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{attribute 'alibi_form' requires operand 'alibi_slopes'}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {alibi_form = #attn.alibi<relative>}
   return
@@ -243,7 +243,7 @@ func.func @case29(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case30(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %a: memref<16xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_alibi_slopes_not_per_q_head(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %a: memref<16xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'alibi_slopes' dimension 0 (q_heads = 16) must be 32 (one value per query head)}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) alibi_slopes(%a : memref<16xf32>) out(%o : memref<?x32x128xbf16>)
   return
@@ -251,7 +251,7 @@ func.func @case30(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case31(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %sk: memref<32xbf16>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_sinks_not_f32(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %sk: memref<32xbf16>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'sinks' must have element type f32, got 'bf16'}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) sinks(%sk : memref<32xbf16>) out(%o : memref<?x32x128xbf16>)
   return
@@ -259,7 +259,7 @@ func.func @case31(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case32(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %a: memref<32xf32>, %sk: memref<32xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @prefix_prefill_sinks_with_alibi(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %a: memref<32xf32>, %sk: memref<32xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'sinks' cannot be combined with 'alibi_slopes' in prefix prefill (the ALiBi kernel has no sinks)}}
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) alibi_slopes(%a : memref<32xf32>) sinks(%sk : memref<32xf32>) out(%o : memref<?x32x128xbf16>)
   return
@@ -267,7 +267,7 @@ func.func @case32(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 
 // -----
 
-func.func @case33(%q: memref<?x32x128xbf16>, %kc: memref<?x?x8x128xbf16>, %vc: memref<?x?x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @unified_k_cache_block_size_dynamic(%q: memref<?x32x128xbf16>, %kc: memref<?x?x8x128xbf16>, %vc: memref<?x?x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'k_cache' dimension 1 (block_size) must be static}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x?x8x128xbf16>) v_cache(%vc : memref<?x?x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -275,7 +275,7 @@ func.func @case33(%q: memref<?x32x128xbf16>, %kc: memref<?x?x8x128xbf16>, %vc: m
 
 // -----
 
-func.func @case34(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x32x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @unified_v_cache_block_size_mismatch(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x32x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'v_cache' dimension 1 (block_size = 32) must match dimension 1 of 'k_cache' (block_size = 16)}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x32x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -283,7 +283,7 @@ func.func @case34(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: 
 
 // -----
 
-func.func @case35(%q: memref<?x32x128xbf16>, %kc: memref<?x16x3x128xbf16>, %vc: memref<?x16x3x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @unified_gqa_not_dividing(%q: memref<?x32x128xbf16>, %kc: memref<?x16x3x128xbf16>, %vc: memref<?x16x3x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'k_cache' has 3 KV heads, which must divide the 32 query heads of 'q' (GQA)}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x3x128xbf16>) v_cache(%vc : memref<?x16x3x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -291,7 +291,7 @@ func.func @case35(%q: memref<?x32x128xbf16>, %kc: memref<?x16x3x128xbf16>, %vc: 
 
 // -----
 
-func.func @case36(%q: memref<?x32x128xf8E4M3FN>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @unified_fp8_q_with_non_fp8_cache(%q: memref<?x32x128xf8E4M3FN>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'q' is fp8, which requires an fp8 KV cache, got 'bf16'}}
   attn.unified q(%q : memref<?x32x128xf8E4M3FN>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -299,7 +299,7 @@ func.func @case36(%q: memref<?x32x128xf8E4M3FN>, %kc: memref<?x16x8x128xbf16>, %
 
 // -----
 
-func.func @case37(%q: memref<?x32x128xf8E4M3FN>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %kd: memref<1xf32>, %vd: memref<1xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @unified_fp8_q_without_q_descale(%q: memref<?x32x128xf8E4M3FN>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %kd: memref<1xf32>, %vd: memref<1xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'q' is fp8 and requires operand 'q_descale'}}
   attn.unified q(%q : memref<?x32x128xf8E4M3FN>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%kd : memref<1xf32>) v_descale(%vd : memref<1xf32>) out(%o : memref<?x32x128xbf16>)
   return
@@ -307,7 +307,7 @@ func.func @case37(%q: memref<?x32x128xf8E4M3FN>, %kc: memref<?x16x8x128xf8E4M3FN
 
 // -----
 
-func.func @case38(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %kd: memref<1xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @unified_fp8_v_cache_without_v_descale(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %kd: memref<1xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'v_cache' is fp8 and requires operand 'v_descale'}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%kd : memref<1xf32>) out(%o : memref<?x32x128xbf16>)
   return
@@ -315,7 +315,7 @@ func.func @case38(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %
 
 // -----
 
-func.func @case39(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %qd: memref<1xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @unified_q_descale_without_fp8_q(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %qd: memref<1xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'q_descale' is only valid when 'q' is fp8}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) q_descale(%qd : memref<1xf32>) out(%o : memref<?x32x128xbf16>)
   return
@@ -323,7 +323,7 @@ func.func @case39(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: 
 
 // -----
 
-func.func @case40(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<3xi32>, %su: memref<3xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @unified_cu_seqlens_q_size_mismatch(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<3xi32>, %su: memref<3xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'cu_seqlens_q' must have one more entry than 'seqused_k' (got 3 and 3)}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<3xi32>) seqused_k(%su : memref<3xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
   return
@@ -331,7 +331,7 @@ func.func @case40(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: 
 
 // -----
 
-func.func @case41(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %s: f32) {
+func.func @unified_segment_max_without_num_segments(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %s: f32) {
   // expected-error @+1 {{operand 'segment_max' is only valid with the 'num_segments' attribute (split-KV)}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>)
   return
@@ -339,7 +339,7 @@ func.func @case41(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: 
 
 // -----
 
-func.func @case42(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %s: f32) {
+func.func @unified_num_segments_not_positive(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %s: f32) {
   // expected-error @+1 {{attribute 'num_segments' must be in [1, 4096], got 0}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) {num_segments = 0 : i64}
   return
@@ -347,7 +347,7 @@ func.func @case42(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: 
 
 // -----
 
-func.func @case43(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %s: f32) {
+func.func @unified_split_kv_without_segment_outputs(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %s: f32) {
   // expected-error @+1 {{split-KV form ('num_segments') requires operands 'segment_max' and 'segment_sum'}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) {num_segments = 4 : i64}
   return
@@ -355,7 +355,7 @@ func.func @case43(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: 
 
 // -----
 
-func.func @case44(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %os: memref<1xf32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %s: f32) {
+func.func @unified_split_kv_with_out_scale(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %os: memref<1xf32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %s: f32) {
   // expected-error @+1 {{operand 'out_scale' is not valid in the split-KV form; the fp8 output belongs to attn.merge_states}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out_scale(%os : memref<1xf32>) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) {num_segments = 4 : i64}
   return
@@ -363,7 +363,7 @@ func.func @case44(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: 
 
 // -----
 
-func.func @case45(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %sk: memref<32xf32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %s: f32) {
+func.func @unified_split_kv_with_sinks(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %sk: memref<32xf32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %s: f32) {
   // expected-error @+1 {{operand 'sinks' is not valid in the split-KV form; sinks are applied once, by attn.merge_states}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) sinks(%sk : memref<32xf32>) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) {num_segments = 4 : i64}
   return
@@ -371,7 +371,7 @@ func.func @case45(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: 
 
 // -----
 
-func.func @case46(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x8x128xf32>, %m: memref<?x32x8xf32>, %l: memref<?x32x8xf32>, %s: f32) {
+func.func @unified_split_kv_out_segments_mismatch(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x8x128xf32>, %m: memref<?x32x8xf32>, %l: memref<?x32x8xf32>, %s: f32) {
   // expected-error @+1 {{operand 'out' dimension 2 (segments = 8) must be 4 ('num_segments')}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x8x128xf32>) segment_max(%m : memref<?x32x8xf32>) segment_sum(%l : memref<?x32x8xf32>) {num_segments = 4 : i64}
   return
@@ -379,7 +379,7 @@ func.func @case46(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: 
 
 // -----
 
-func.func @case47(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xbf16>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %s: f32) {
+func.func @unified_split_kv_out_not_f32(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xbf16>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %s: f32) {
   // expected-error @+1 {{operand 'out' must have element type f32, got 'bf16'}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xbf16>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) {num_segments = 4 : i64}
   return
@@ -387,7 +387,7 @@ func.func @case47(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: 
 
 // -----
 
-func.func @case48(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x2xf32>, %s: f32) {
+func.func @unified_segment_sum_segments_mismatch(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x2xf32>, %s: f32) {
   // expected-error @+1 {{operand 'segment_sum' dimension 2 (segments = 2) must match dimension 2 of 'out' (segments = 4)}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x2xf32>) {num_segments = 4 : i64}
   return
@@ -395,7 +395,7 @@ func.func @case48(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: 
 
 // -----
 
-func.func @case49(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @unified_sliding_window_not_positive(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{attribute 'sliding_window' must be positive (omit it to disable the window), got -1}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {sliding_window = -1 : i64}
   return
@@ -403,7 +403,7 @@ func.func @case49(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: 
 
 // -----
 
-func.func @case50(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @unified_alibi_form_without_slopes(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{attribute 'alibi_form' requires operand 'alibi_slopes'}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {alibi_form = #attn.alibi<context>}
   return
@@ -411,7 +411,7 @@ func.func @case50(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: 
 
 // -----
 
-func.func @case51(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %o: memref<?x16x128xf16>, %s: f32) {
+func.func @flash_v_type_mismatch(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %o: memref<?x16x128xf16>, %s: f32) {
   // expected-error @+1 {{operand 'v' must have the element type of 'q' ('f16'), got 'bf16'}}
   attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>)
   return
@@ -419,7 +419,7 @@ func.func @case51(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref
 
 // -----
 
-func.func @case52(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<3xi32>, %ck: memref<4xi32>, %o: memref<?x16x128xf16>, %s: f32) {
+func.func @flash_cu_seqlens_k_size_mismatch(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<3xi32>, %ck: memref<4xi32>, %o: memref<?x16x128xf16>, %s: f32) {
   // expected-error @+1 {{operand 'cu_seqlens_k' dimension 0 (batch+1 = 4) must match dimension 0 of 'cu_seqlens_q' (batch+1 = 3)}}
   attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<3xi32>) cu_seqlens_k(%ck : memref<4xi32>) scale(%s) out(%o : memref<?x16x128xf16>)
   return
@@ -427,7 +427,7 @@ func.func @case52(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref
 
 // -----
 
-func.func @case53(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %b: memref<1x8x?x?xf32>, %o: memref<?x16x128xf16>, %s: f32) {
+func.func @flash_bias_heads_mismatch(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %b: memref<1x8x?x?xf32>, %o: memref<?x16x128xf16>, %s: f32) {
   // expected-error @+1 {{operand 'bias' dimension 1 (q_heads = 8) must be 16 (the query heads of 'q')}}
   attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) bias(%b : memref<1x8x?x?xf32>) out(%o : memref<?x16x128xf16>)
   return
@@ -435,7 +435,7 @@ func.func @case53(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref
 
 // -----
 
-func.func @case54(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %b: memref<16x?x?xf32>, %o: memref<?x16x128xf16>, %s: f32) {
+func.func @flash_bias_not_rank_4(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %b: memref<16x?x?xf32>, %o: memref<?x16x128xf16>, %s: f32) {
   // expected-error @+1 {{operand 'bias' must be a rank-4 memref [batch, q_heads, max_seqlen_q, max_seqlen_k]}}
   attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) bias(%b : memref<16x?x?xf32>) out(%o : memref<?x16x128xf16>)
   return
@@ -443,7 +443,7 @@ func.func @case54(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref
 
 // -----
 
-func.func @case55(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x16x128xf8E4M3FN>, %v: memref<?x16x128xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %o: memref<?x16x128xf16>, %s: f32) {
+func.func @flash_fp8_q_without_q_scale(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x16x128xf8E4M3FN>, %v: memref<?x16x128xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %o: memref<?x16x128xf16>, %s: f32) {
   // expected-error @+1 {{operand 'q' is fp8 and requires operand 'q_scale'}}
   attn.flash q(%q : memref<?x16x128xf8E4M3FN>) k(%k : memref<?x16x128xf8E4M3FN>) v(%v : memref<?x16x128xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>)
   return
@@ -451,7 +451,7 @@ func.func @case55(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x16x128xf8E4M3FN>, 
 
 // -----
 
-func.func @case56(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x16x128xf8E4M3FN>, %v: memref<?x16x128xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x16x128xf16>, %s: f32) {
+func.func @flash_fp8_v_without_p_scale(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x16x128xf8E4M3FN>, %v: memref<?x16x128xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x16x128xf16>, %s: f32) {
   // expected-error @+1 {{operand 'v' is fp8 and requires operand 'p_scale'}}
   attn.flash q(%q : memref<?x16x128xf8E4M3FN>) k(%k : memref<?x16x128xf8E4M3FN>) v(%v : memref<?x16x128xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) out(%o : memref<?x16x128xf16>)
   return
@@ -459,7 +459,7 @@ func.func @case56(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x16x128xf8E4M3FN>, 
 
 // -----
 
-func.func @case57(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %ps: memref<1xf32>, %o: memref<?x16x128xf16>, %s: f32) {
+func.func @flash_p_scale_without_fp8_v(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %ps: memref<1xf32>, %o: memref<?x16x128xf16>, %s: f32) {
   // expected-error @+1 {{operand 'p_scale' is only valid when 'v' is fp8}}
   attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) p_scale(%ps : memref<1xf32>) out(%o : memref<?x16x128xf16>)
   return
@@ -467,7 +467,7 @@ func.func @case57(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref
 
 // -----
 
-func.func @case58(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<?x?xi32>, %col: memref<?x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
+func.func @blocksparse_crow_heads_dynamic(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<?x?xi32>, %col: memref<?x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'crow' dimension 0 (layout_heads) must be static}}
   attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<?x?xi32>) col(%col : memref<?x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64}
   return
@@ -475,7 +475,7 @@ func.func @case58(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memre
 
 // -----
 
-func.func @case59(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<4x?xi32>, %col: memref<4x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
+func.func @blocksparse_crow_heads_not_shared_or_per_head(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<4x?xi32>, %col: memref<4x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'crow' dimension 0 (layout_heads = 4) must be 1 (a shared layout) or the 16 query heads}}
   attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<4x?xi32>) col(%col : memref<4x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64}
   return
@@ -483,7 +483,7 @@ func.func @case59(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memre
 
 // -----
 
-func.func @case60(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x?xi32>, %col: memref<1x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
+func.func @blocksparse_col_heads_mismatch(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x?xi32>, %col: memref<1x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'col' dimension 0 (layout_heads = 1) must match dimension 0 of 'crow' (layout_heads = 16)}}
   attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x?xi32>) col(%col : memref<1x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64}
   return
@@ -491,7 +491,7 @@ func.func @case60(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memre
 
 // -----
 
-func.func @case61(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x1xi32>, %col: memref<16x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
+func.func @blocksparse_crow_without_rows(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x1xi32>, %col: memref<16x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'crow' must have at least one row (rows+1 >= 2)}}
   attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x1xi32>) col(%col : memref<16x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64}
   return
@@ -499,7 +499,7 @@ func.func @case61(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memre
 
 // -----
 
-func.func @case62(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x?xi32>, %col: memref<16x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
+func.func @blocksparse_block_size_not_positive(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x?xi32>, %col: memref<16x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
   // expected-error @+1 {{attribute 'block_size' must be in [1, 65536], got 0}}
   attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x?xi32>) col(%col : memref<16x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 0 : i64}
   return
@@ -507,7 +507,7 @@ func.func @case62(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memre
 
 // -----
 
-func.func @case63(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x?xi32>, %col: memref<16x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
+func.func @blocksparse_q_block_size_not_positive(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x?xi32>, %col: memref<16x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
   // expected-error @+1 {{attribute 'q_block_size' must be in [1, 65536], got -16}}
   attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x?xi32>) col(%col : memref<16x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64, q_block_size = -16 : i64}
   return
@@ -515,7 +515,7 @@ func.func @case63(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memre
 
 // -----
 
-func.func @case64(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x?xi32>, %col: memref<16x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
+func.func @blocksparse_fp8_q(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x?xi32>, %col: memref<16x?xi32>, %o: memref<?x16x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'q' must have element type f32, f16, bf16, got 'f8E4M3FN'}}
   attn.blocksparse q(%q : memref<?x16x128xf8E4M3FN>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x?xi32>) col(%col : memref<16x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64}
   return
@@ -523,7 +523,7 @@ func.func @case64(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x4x128xbf16>, %v: m
 
 // -----
 
-func.func @case65(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x?xi32>, %col: memref<16x?xi32>, %o: memref<?x16x128xf32>, %s: f32) {
+func.func @blocksparse_out_type_mismatch(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x?xi32>, %col: memref<16x?xi32>, %o: memref<?x16x128xf32>, %s: f32) {
   // expected-error @+1 {{operand 'out' must have the element type of 'q' ('bf16'), got 'f32'}}
   attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x?xi32>) col(%col : memref<16x?xi32>) scale(%s) out(%o : memref<?x16x128xf32>) {block_size = 64 : i64}
   return
@@ -531,7 +531,7 @@ func.func @case65(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memre
 
 // -----
 
-func.func @case66(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %l: memref<?x32x16xf32>, %lse: memref<?x32x16xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @merge_states_max_sum_with_lse(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %l: memref<?x32x16xf32>, %lse: memref<?x32x16xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{takes either 'segment_max' and 'segment_sum' or 'segment_lse', not both}}
   attn.merge_states partial(%p : memref<?x32x16x128xf32>) segment_max(%m : memref<?x32x16xf32>) segment_sum(%l : memref<?x32x16xf32>) segment_lse(%lse : memref<?x32x16xf32>) out(%o : memref<?x32x128xbf16>)
   return
@@ -539,7 +539,7 @@ func.func @case66(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %l: memr
 
 // -----
 
-func.func @case67(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @merge_states_without_segment_stats(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{requires 'segment_max' and 'segment_sum' (or 'segment_lse')}}
   attn.merge_states partial(%p : memref<?x32x16x128xf32>) segment_max(%m : memref<?x32x16xf32>) out(%o : memref<?x32x128xbf16>)
   return
@@ -547,7 +547,7 @@ func.func @case67(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %o: memr
 
 // -----
 
-func.func @case68(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %l: memref<?x32x8xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @merge_states_segment_sum_segments_mismatch(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %l: memref<?x32x8xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'segment_sum' dimension 2 (segments = 8) must match dimension 2 of 'partial' (segments = 16)}}
   attn.merge_states partial(%p : memref<?x32x16x128xf32>) segment_max(%m : memref<?x32x16xf32>) segment_sum(%l : memref<?x32x8xf32>) out(%o : memref<?x32x128xbf16>)
   return
@@ -555,7 +555,7 @@ func.func @case68(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %l: memr
 
 // -----
 
-func.func @case69(%p: memref<?x32x16x?xf32>, %m: memref<?x32x16xf32>, %l: memref<?x32x16xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @merge_states_partial_head_dim_dynamic(%p: memref<?x32x16x?xf32>, %m: memref<?x32x16xf32>, %l: memref<?x32x16xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'partial' dimension 3 (head_dim) must be static}}
   attn.merge_states partial(%p : memref<?x32x16x?xf32>) segment_max(%m : memref<?x32x16xf32>) segment_sum(%l : memref<?x32x16xf32>) out(%o : memref<?x32x128xbf16>)
   return
@@ -563,7 +563,7 @@ func.func @case69(%p: memref<?x32x16x?xf32>, %m: memref<?x32x16xf32>, %l: memref
 
 // -----
 
-func.func @case70(%p: memref<?x32x16x128xbf16>, %m: memref<?x32x16xf32>, %l: memref<?x32x16xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @merge_states_partial_not_f32(%p: memref<?x32x16x128xbf16>, %m: memref<?x32x16xf32>, %l: memref<?x32x16xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'partial' must have element type f32, got 'bf16'}}
   attn.merge_states partial(%p : memref<?x32x16x128xbf16>) segment_max(%m : memref<?x32x16xf32>) segment_sum(%l : memref<?x32x16xf32>) out(%o : memref<?x32x128xbf16>)
   return
@@ -571,7 +571,7 @@ func.func @case70(%p: memref<?x32x16x128xbf16>, %m: memref<?x32x16xf32>, %l: mem
 
 // -----
 
-func.func @case71(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %l: memref<?x32x16xf32>, %o: memref<?x32x64xbf16>, %s: f32) {
+func.func @merge_states_out_head_dim_mismatch(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %l: memref<?x32x16xf32>, %o: memref<?x32x64xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'out' dimension 2 (head_dim = 64) must match dimension 3 of 'partial' (head_dim = 128)}}
   attn.merge_states partial(%p : memref<?x32x16x128xf32>) segment_max(%m : memref<?x32x16xf32>) segment_sum(%l : memref<?x32x16xf32>) out(%o : memref<?x32x64xbf16>)
   return
@@ -579,7 +579,7 @@ func.func @case71(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %l: memr
 
 // -----
 
-func.func @case72(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %l: memref<?x32x16xf32>, %o: memref<?x32x128xf8E4M3FN>, %s: f32) {
+func.func @merge_states_fp8_out_without_out_scale(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %l: memref<?x32x16xf32>, %o: memref<?x32x128xf8E4M3FN>, %s: f32) {
   // expected-error @+1 {{operand 'out' is fp8 and requires operand 'out_scale'}}
   attn.merge_states partial(%p : memref<?x32x16x128xf32>) segment_max(%m : memref<?x32x16xf32>) segment_sum(%l : memref<?x32x16xf32>) out(%o : memref<?x32x128xf8E4M3FN>)
   return
@@ -587,7 +587,7 @@ func.func @case72(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %l: memr
 
 // -----
 
-func.func @case73(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %l: memref<?x32x16xf32>, %sk: memref<8xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
+func.func @merge_states_sinks_not_per_q_head(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %l: memref<?x32x16xf32>, %sk: memref<8xf32>, %o: memref<?x32x128xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'sinks' dimension 0 (q_heads = 8) must be 32 (one value per query head)}}
   attn.merge_states partial(%p : memref<?x32x16x128xf32>) segment_max(%m : memref<?x32x16xf32>) segment_sum(%l : memref<?x32x16xf32>) sinks(%sk : memref<8xf32>) out(%o : memref<?x32x128xbf16>)
   return
