@@ -55,7 +55,7 @@ def unified_args(**over):
 
 
 @pytest.mark.parametrize("over,match", [
-    (dict(causal=False), "causal: only causal"),
+    (dict(causal=np.array([True, False, True])), "causal: expected a bool or 2 per-sequence"),
     (dict(block_table=np.array([[0, 1], [2, 6]], np.int32)), "block_table: sequence 1 uses block 6"),
     (dict(block_table=np.array([[0], [2]], np.int32)), "block_table: sequence 0 needs 2 blocks"),
     (dict(seqused_k=np.array([20, 1], np.int32)), "seqused_k: sequence 1 has 1 keys but 2 queries"),

@@ -16,6 +16,7 @@ from test_errors import prefix_args, unified_args
 
 F = np.float32
 E4 = F8["f8E4M3FN"]
+E5 = F8["f8E5M2"]
 BAD_SCALES = [0.0, -0.0, math.nan, math.inf, -math.inf, 1e39, 1e-50]
 BAD_IDS = ["zero", "negzero", "nan", "inf", "-inf", "f32-overflow", "f32-zero"]
 # The softmax scale may be 0 (uniform weights, test_flash checks it) or
@@ -535,8 +536,11 @@ def test_ops_fp8_scale_required():
         ops.flash(np.zeros((8, 4, 32), E4), np.zeros((8, 2, 32), E4),
                   np.zeros((8, 2, 32), E4), np.array([0, 8], np.int32),
                   np.array([0, 8], np.int32), np.zeros((8, 4, 32), F), scale=0.1)
-    with pytest.raises(ValueError, match=r"^fp8_scales: only valid when q is fp8"):
-        op_calls()["flash"](fp8_scales=(1.0, 1.0, 1.0, 1.0))
+    with pytest.raises(ValueError, match=r"^fp8_scales: q, k, v mix fp8 types"):
+        ops.flash(np.zeros((8, 4, 32), E4), np.zeros((8, 2, 32), E5),
+                  np.zeros((8, 2, 32), F), np.array([0, 8], np.int32),
+                  np.array([0, 8], np.int32), np.zeros((8, 4, 32), F),
+                  scale=0.1, fp8_scales=(1.0, 1.0, 1.0, 1.0))
     with pytest.raises(ValueError, match=r"^out_scale: not valid in the split-KV"):
         op_calls()["unified"](num_segments=2, out=np.zeros((3, 4, 2, 32), F),
                               segment_max=np.zeros((3, 4, 2), F),

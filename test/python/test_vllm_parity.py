@@ -342,8 +342,11 @@ def test_unified_segment_buffers_too_small_are_named():
 
 
 @pytest.mark.parametrize("kw,match", [
-    (dict(kv_quant_mode=2), r"^kv_quant_mode: 2 \(per-token-head"),
-    (dict(chunk_lookback=2), r"^chunk_lookback: chunked attention"),
+    (dict(kv_quant_mode=2), r"^k_scale_cache/v_scale_cache: required with "
+                            r"kv_quant_mode 2"),
+    (dict(kv_quant_mode=4), r"^kv_quant_mode: 4 is not supported"),
+    (dict(k_scale_cache=np.ones((1, 1, 1), np.float32)),
+     r"^k_scale_cache/v_scale_cache: only valid with kv_quant_mode 2 or 3"),
     (dict(rswa_window=4), r"^rswa_window: R-SWA needs both"),
     (dict(use_alibi_sqrt=True), r"^use_alibi_sqrt: requires alibi_slopes"),
 ])
