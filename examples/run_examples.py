@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "test" / "python"))
 
-from attn_mlir.runtime import run_function  # noqa: E402
+from attn_mlir.run_mlir import run_function  # noqa: E402
 from reference import DTYPES, F8, attend, f64  # noqa: E402
 
 rng = np.random.default_rng(2026)

@@ -1,9 +1,10 @@
-"""Running any MLIR function that attn-opt lowers, from Python.
+"""Running any MLIR function that attn-opt lowers, on the CPU, from Python.
 
 `run_function(mlir_text, name, args)` compiles the module with the CPU
 pipeline (cached like every kernel) and calls `name` with numpy arrays /
 torch CPU tensors for its memref parameters and Python numbers for its
-scalar parameters, in signature order.
+scalar parameters, in signature order. (GPU kernels run through `ops` and
+`_gpu`, not here.)
 """
 
 import ctypes
