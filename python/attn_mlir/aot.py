@@ -52,10 +52,12 @@ def compile_all(texts, chip, out, jobs=2):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m attn_mlir.aot",
-                                 description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--chip", required=True, help="e.g. sm_80, sm_89, sm_90a (NVVM) or gfx90a, gfx942, gfx1100 (ROCDL)")
+    ap = argparse.ArgumentParser(
+        prog="python -m attn_mlir.aot", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--chip", required=True,
+                    help="e.g. sm_80, sm_89, sm_90a (NVVM) or gfx90a, gfx942, "
+                         "gfx1100 (ROCDL)")
     ap.add_argument("--record", required=True, nargs="+",
                     help="JSON-lines files written under ATTN_MLIR_RECORD")
     ap.add_argument("--out", required=True, help="bundle directory")

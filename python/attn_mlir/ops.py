@@ -13,13 +13,14 @@ record and run nothing.
 Before compiling, every call checks its arguments with a ValueError naming
 the bad one: integers (real ints within LIMITS), scales (finite and non-zero
 in f32, the softmax scale only finite; in CUDA tensors only under
-ATTN_MLIR_VALIDATE=1, reading them synchronizes), softcap > 0, dropout p in [0, 1), Philox seed/offset within
-64 bits, ALiBi slopes and sinks finite (host arrays; CUDA ones under
-ATTN_MLIR_VALIDATE), fp8 scales present exactly where their tensor is fp8,
-and outputs (writable, no element addressed twice, no memory shared with
-another operand: the kernels do not run in place). Scales that put fp8
-values out of range raise Fp8RangeWarning (once per kind). Run-time contents
-(offsets, block tables) are `attn_mlir.vllm`'s to check.
+ATTN_MLIR_VALIDATE=1, reading them synchronizes), softcap > 0, dropout p in
+[0, 1), Philox seed/offset within 64 bits, ALiBi slopes and sinks finite
+(host arrays; CUDA ones under ATTN_MLIR_VALIDATE), fp8 scales present
+exactly where their tensor is fp8, and outputs (writable, no element
+addressed twice, no memory shared with another operand: the kernels do not
+run in place). Scales that put fp8 values out of range raise
+Fp8RangeWarning (once per kind). Run-time contents (offsets, block tables)
+are `attn_mlir.vllm`'s to check.
 """
 
 import ctypes

@@ -210,9 +210,9 @@ def _block_table(x, name, keys_per_seq, block_size, num_blocks):
                              f"table has {table.shape[1]} columns")
         row = table[b, :used]
         if row.size and (row.min() < 0 or row.max() >= num_blocks):
-            raise ValueError(f"{name}: sequence {b} uses block "
-                             f"{int(row.max() if row.max() >= num_blocks else row.min())}"
-                             f", outside [0, {num_blocks})")
+            bad = row.max() if row.max() >= num_blocks else row.min()
+            raise ValueError(f"{name}: sequence {b} uses block {int(bad)}, "
+                             f"outside [0, {num_blocks})")
     return table
 
 
