@@ -19,14 +19,15 @@ damaged one is compiled again where attn-opt is (with a CacheWarning), and
 is an error that names it elsewhere; so is one whose manifest records no
 hashes (made before they existed).
 
-Launches go through the C runtime (lib/attn/Runtime/GpuRuntime.cpp), which
-opens the CUDA driver with dlopen; they run on the current torch stream,
-with no synchronization and no allocation.
+Launches go through the C runtime (_native/gpu_runtime.cpp, package data of
+attn_mlir, compiled into the cache on first use), which opens the CUDA
+driver with dlopen; they run on the current torch stream, with no
+synchronization and no allocation.
 """
 
 import ctypes
-import fcntl
 import hashlib
+import importlib.resources
 import json
 import os
 import re
@@ -39,7 +40,7 @@ from pathlib import Path
 
 from . import _toolchain
 from ._abi import View
-from ._toolchain import CacheWarning, CompileError, _REPO, attn_opt, cache_dir
+from ._toolchain import CacheWarning, CompileError, attn_opt, cache_dir
 
 _F32, _F32_BITS = struct.Struct("<f"), struct.Struct("<I")
 
@@ -227,47 +228,39 @@ def _lower(tmp, chip, options, out_name):
     return (tmp / out_name).read_text()
 
 
-def _write_synced(path, data):
-    with open(path, "wb") as f:
-        f.write(data.encode() if isinstance(data, str) else data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
 def compile_bundle(mlir_text, chip, dest):
     """Compiles one specialization into the bundle directory `dest`: PTX
     (and a cubin where ptxas is) for NVIDIA chips, an HSACO code object for
     AMD ones (gfx90a, gfx942, gfx1100). The bundle is written and fsynced in
     a staging directory and renamed to `dest` (which must not exist), so
-    readers see all of it or none."""
+    readers see all of it or none (_toolchain.publish)."""
     dest = Path(dest)
     with tempfile.TemporaryDirectory(prefix="attn_mlir_gpu_") as tmp:
         tmp = Path(tmp)
         (tmp / "kernel.mlir").write_text(mlir_text)
         out = _lower(tmp, chip, "format=isa", "kernel.gpu.mlir")
-        manifest = json.loads(_string_attr(out, r"attn\.manifest = "))
+        manifest = _string_attr(out, r"attn\.manifest = ")
         isa = _string_attr(out, r"#gpu\.object<.*?assembly = ")
         if manifest is None or isa is None:
             raise CompileError("attn-opt produced no kernel manifest or ISA")
-        staging = Path(tempfile.mkdtemp(prefix=dest.name + ".", dir=dest.parent))
-        try:
-            record = {"chip": chip, "key": dest.name, "kernels": manifest,
-                      "binary": "kernel.ptx", "mlir": mlir_text,
-                      "compiler": compiler_fingerprint()}
+        record = {"chip": chip, "key": dest.name,
+                  "kernels": json.loads(manifest), "binary": "kernel.ptx",
+                  "mlir": mlir_text, "compiler": compiler_fingerprint()}
+
+        def write(staging):
             if is_amd(chip):
-                _write_synced(staging / "kernel.s", isa)
+                (staging / "kernel.s").write_bytes(isa.encode())
                 binary = _string_attr(
                     _lower(tmp, chip, "format=bin", "kernel.bin.mlir"),
                     r"#gpu\.object<.*?bin = ")
                 if binary is None:
                     raise CompileError("attn-opt produced no code object")
-                _write_synced(staging / "kernel.hsaco",
-                              binary.encode("latin-1"))
+                (staging / "kernel.hsaco").write_bytes(
+                    binary.encode("latin-1"))
                 record["binary"] = "kernel.hsaco"
                 record["resources"] = parse_amdgpu_resources(isa)
-                warn_on_spills(record["resources"], mlir_text, chip)
             else:
-                _write_synced(staging / "kernel.ptx", isa)
+                (staging / "kernel.ptx").write_bytes(isa.encode())
                 ptxas = _ptxas()
                 if ptxas:
                     proc = subprocess.run(
@@ -278,21 +271,17 @@ def compile_bundle(mlir_text, chip, dest):
                     if proc.returncode != 0:
                         raise CompileError(
                             f"ptxas failed:\n{proc.stderr[-4000:]}")
-                    _toolchain.fsync_file(staging / "kernel.cubin")
                     record["binary"] = "kernel.cubin"
                     record["resources"] = parse_resource_report(proc.stderr)
-                    warn_on_spills(record["resources"], mlir_text, chip)
             size, digest = _toolchain.file_digest(staging / record["binary"])
             record.update(binary_size=size, binary_sha256=digest)
             record["manifest_sha256"] = _manifest_digest(record)
-            _write_synced(staging / "manifest.json",
-                          json.dumps(record, indent=1))
-            _toolchain.fsync_dir(staging)
-            os.replace(staging, dest)
-            _toolchain.fsync_dir(dest.parent)
-        finally:
-            if staging.exists():
-                shutil.rmtree(staging)
+            (staging / "manifest.json").write_bytes(
+                json.dumps(record, indent=1).encode())
+
+        _toolchain.publish(dest, write, directory=True)
+    if "resources" in record:
+        warn_on_spills(record["resources"], mlir_text, chip)
     return dest
 
 
@@ -319,13 +308,19 @@ def _manifest_digest(record):
 
 
 class _BadBundle(Exception):
-    """Why a bundle cannot be used. `stale`: it is not damaged but records
-    no hashes (made by an attn_mlir from before they existed); `chip`: the
-    manifest's, where it could be read."""
+    """Why a bundle cannot be used. `kind`: "damaged"; "unhashed", not
+    damaged but recording no hashes (made by an attn_mlir from before they
+    existed). `chip`: the manifest's, where it could be read."""
 
-    def __init__(self, reason, stale=False, chip=None):
+    def __init__(self, reason, kind="damaged", chip=None):
         super().__init__(reason)
-        self.stale, self.chip = stale, chip
+        self.kind, self.chip = kind, chip
+
+    @property
+    def stale(self):
+        """Made by another attn_mlir, not damaged: replaced without a
+        warning where it can be compiled again."""
+        return self.kind != "damaged"
 
 
 def _verified(bundle_dir):
@@ -345,7 +340,7 @@ def _verified(bundle_dir):
                                      "manifest_sha256")):
         raise _BadBundle("manifest.json records no hashes of the bundle "
                          "(made by an older attn_mlir), so it cannot be "
-                         "verified", stale=True, chip=chip)
+                         "verified", kind="unhashed", chip=chip)
     if _manifest_digest(record) != record["manifest_sha256"]:
         raise _BadBundle("manifest.json does not match the sha256 it "
                          "records (changed after it was written)")
@@ -380,14 +375,15 @@ def bundle_problem(bundle_dir):
 def _unusable(bundle_dir, problem, chip=None):
     """The error for a bundle that fails its check and is not compiled
     again (`problem`: the _BadBundle)."""
-    what = "cannot be verified" if problem.stale else "is damaged"
+    what = {"damaged": "is damaged",
+            "unhashed": "cannot be verified"}[problem.kind]
     chip = chip or problem.chip or "CHIP"
-    fix = (f"attn-opt is not available here to compile it again: regenerate "
+    fix = (f"attn-opt is not available here to compile it again: rebuild "
            f"it on a machine with attn-opt (`python -m attn_mlir.aot --chip "
            f"{chip} --record spec.jsonl --out DIR`) and replace the directory"
            if not _can_compile() else
-           f"Delete it (its next use compiles it again) or regenerate it "
-           f"with `python -m attn_mlir.aot --chip {chip} --record spec.jsonl "
+           f"Delete it (its next use compiles it again) or rebuild it with "
+           f"`python -m attn_mlir.aot --chip {chip} --record spec.jsonl "
            f"--out DIR`")
     return DamagedBundleError(f"GPU bundle {bundle_dir} {what}: {problem}. "
                               f"{fix}.")
@@ -440,43 +436,54 @@ def bundle_for(mlir_text, chip):
             f"`python -m attn_mlir.aot --chip {chip} --record spec.jsonl "
             f"--out DIR`, and set {BUNDLES_ENV}=DIR here.")
     root.mkdir(parents=True, exist_ok=True)
-    bundle = root / key
-    with open(root / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        # Checked (again) under the lock: another process may have compiled
-        # it meanwhile.
-        if bundle.exists():
-            try:
-                _verified(bundle)
-                if is_current(bundle):
-                    return bundle
-            except _BadBundle as e:
-                if not e.stale:
-                    warnings.warn(f"attn_mlir cache: discarding the GPU "
-                                  f"bundle {bundle}: {e}; compiling it again",
-                                  CacheWarning, stacklevel=2)
-            shutil.rmtree(bundle, ignore_errors=True)
-        compile_bundle(mlir_text, chip, bundle)
-    return bundle
+
+    def problem(bundle):
+        if not bundle.exists():
+            return "it is missing", False
+        try:
+            _verified(bundle)
+        except _BadBundle as e:
+            return str(e), not e.stale
+        if not is_current(bundle):
+            return "another attn-opt made it", False
+        return None
+
+    return _toolchain.build_locked(
+        root / key, problem, lambda b: shutil.rmtree(b, ignore_errors=True),
+        lambda b: compile_bundle(mlir_text, chip, b), "GPU bundle",
+        "compiling it again", stacklevel=2)
 
 
 # --- launching ---------------------------------------------------------------
 
 _runtime = None
 
+# Package data of attn_mlir (pyproject.toml): the runtime's source, and
+# where a packager may put the library built from it.
+_NATIVE = "_native"
+RUNTIME_SOURCE = "gpu_runtime.cpp"
+RUNTIME_LIBRARY = "libattn_gpu_runtime.so"
+
+
+def _native(name):
+    """A file of the package's _native/ directory (an importlib.resources
+    Traversable)."""
+    return importlib.resources.files(__package__) / _NATIVE / name
+
 
 def _cached_runtime():
-    """The runtime library built from source into the cache (it needs only
-    a C++ compiler and libdl), checked against its sidecar like the kernel
-    libraries (_toolchain.cached_file)."""
-    src = _REPO / "lib" / "attn" / "Runtime" / "GpuRuntime.cpp"
+    """The runtime library built from the package's source into the cache
+    (it needs only a C++ compiler and libdl), checked against its sidecar
+    like the kernel libraries (_toolchain.cached_file)."""
+    src = _native(RUNTIME_SOURCE)
     digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
 
     def build(out):
         cxx = os.environ.get("CXX", "c++")
-        proc = subprocess.run([cxx, "-O2", "-shared", "-fPIC", str(src),
-                               "-o", str(out), "-ldl"],
-                              capture_output=True, text=True)
+        with importlib.resources.as_file(src) as path:
+            proc = subprocess.run([cxx, "-O2", "-shared", "-fPIC", str(path),
+                                   "-o", str(out), "-ldl"],
+                                  capture_output=True, text=True)
         if proc.returncode != 0:
             raise CompileError(f"building the GPU runtime failed:\n"
                                f"{proc.stderr[-2000:]}")
@@ -486,18 +493,27 @@ def _cached_runtime():
         "GPU runtime library")
 
 
+def _open_runtime():
+    """$ATTN_MLIR_RUNTIME, else the library shipped in the package
+    (_native/libattn_gpu_runtime.so), else one built into the cache."""
+    override = os.environ.get("ATTN_MLIR_RUNTIME")
+    if override:
+        return ctypes.CDLL(override)
+    shipped = _native(RUNTIME_LIBRARY)
+    if shipped.is_file():
+        # (A real file for an ordinary install; a temporary copy, which the
+        # open library outlives, for a zipped one.)
+        with importlib.resources.as_file(shipped) as path:
+            return ctypes.CDLL(str(path))
+    return ctypes.CDLL(str(_cached_runtime()))
+
+
 def runtime():
-    """The C runtime library: $ATTN_MLIR_RUNTIME, the CMake build's, or one
-    built into the cache."""
+    """The C runtime library (_open_runtime), with its signatures."""
     global _runtime
     if _runtime is not None:
         return _runtime
-    candidates = [os.environ.get("ATTN_MLIR_RUNTIME"),
-                  _REPO / "build" / "lib" / "libattn_gpu_runtime.so"]
-    path = next((Path(c) for c in candidates if c and Path(c).is_file()), None)
-    if path is None:
-        path = _cached_runtime()
-    lib = ctypes.CDLL(str(path))
+    lib = _open_runtime()
     vp, ci, cu = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint
     lib.attn_rt_load.argtypes = [ci, ci, vp, ctypes.c_char_p, ci,
                                  ctypes.POINTER(vp), ctypes.POINTER(vp),

@@ -11,20 +11,28 @@ A cache entry is never trusted as it is: `{key}.so` has a sidecar
 and a library is checked against it before its first dlopen in a process
 (dlopen of a truncated library dies of SIGBUS, not an exception). A missing,
 damaged or unverifiable entry is discarded with a CacheWarning and rebuilt.
+`build_locked` and `publish` are that lock-check-build-rename protocol, for
+these libraries and for the GPU bundles of `_gpu` alike.
 """
 
 import ctypes
 import fcntl
 import hashlib
+import json
 import os
 import shutil
-import json
 import subprocess
 import tempfile
 import warnings
 from pathlib import Path
 
-_REPO = Path(__file__).resolve().parents[2]
+# attn-opt of the development checkout's build (python/attn_mlir/ -> the
+# repository root -> build/bin): the last place attn-opt is looked for, after
+# $ATTN_MLIR_OPT and PATH. The one path relative to the checkout; nothing
+# else the package needs lives outside it (the GPU runtime's source is
+# package data, _native/).
+_CHECKOUT_ATTN_OPT = (Path(__file__).resolve().parents[2] / "build" / "bin" /
+                      "attn-opt")
 _LLVM_BIN = Path(os.environ.get("ATTN_MLIR_LLVM_BIN", "/usr/lib/llvm-22/bin"))
 
 
@@ -37,25 +45,36 @@ class CacheWarning(UserWarning):
     being rebuilt."""
 
 
-def _find(tool, candidates):
-    for c in candidates:
-        if c and Path(c).is_file() and os.access(c, os.X_OK):
+def _executable(path):
+    return bool(path) and Path(path).is_file() and os.access(path, os.X_OK)
+
+
+def _find(tool, first=(), last=()):
+    """`tool`: the first executable of `first`, else on PATH, else the first
+    of `last`."""
+    for c in first:
+        if _executable(c):
             return str(c)
     found = shutil.which(tool)
     if found:
         return found
+    for c in last:
+        if _executable(c):
+            return str(c)
     raise CompileError(
         f"cannot find {tool!r}: build the project first (scripts/build.sh) or "
         f"set ATTN_MLIR_OPT / ATTN_MLIR_LLVM_BIN")
 
 
 def attn_opt():
-    return _find("attn-opt", [os.environ.get("ATTN_MLIR_OPT"),
-                              _REPO / "build" / "bin" / "attn-opt"])
+    """$ATTN_MLIR_OPT, else attn-opt on PATH, else the development
+    checkout's build/bin/attn-opt."""
+    return _find("attn-opt", first=[os.environ.get("ATTN_MLIR_OPT")],
+                 last=[_CHECKOUT_ATTN_OPT])
 
 
 def _llvm_tool(name):
-    return _find(name, [_LLVM_BIN / name])
+    return _find(name, first=[_LLVM_BIN / name])
 
 
 _compiler_hash = None
@@ -209,6 +228,79 @@ def discard_entry(path):
         p.unlink(missing_ok=True)
 
 
+def publish(dest, make, directory=False, before_rename=None):
+    """Makes `dest`, a file or (`directory`) a directory, all at once:
+    `make(staging)` writes it at a staging path beside `dest` (a file path
+    that does not exist, or an empty directory); its files are fsynced,
+    `before_rename(staging)` runs (a file's sidecar is written then), and
+    it is renamed to `dest` and the parent directory fsynced. Readers see
+    all of `dest` or none of it; a failure leaves no staging path behind.
+    A file `dest` is replaced; a directory `dest` must not exist."""
+    dest = Path(dest)
+    if directory:
+        staging = Path(tempfile.mkdtemp(prefix=dest.name + ".",
+                                        dir=dest.parent))
+    else:
+        staging = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
+    try:
+        make(staging)
+        if directory:
+            for p in staging.rglob("*"):
+                if p.is_file():
+                    fsync_file(p)
+            fsync_dir(staging)
+        else:
+            fsync_file(staging)
+        if before_rename is not None:
+            before_rename(staging)
+        os.replace(staging, dest)
+        fsync_dir(dest.parent)
+    finally:
+        if staging.is_dir():
+            shutil.rmtree(staging)
+        elif staging.exists():
+            staging.unlink()
+    return dest
+
+
+def build_locked(dest, problem, discard, build, what, redo, stacklevel=1):
+    """Returns `dest`, a cache entry, once it is usable, holding the file
+    lock `{dest less suffix}.lock` while it is checked and (re)built, so
+    that concurrent processes build it once. `problem(dest)` is None where
+    it can be used as it is, else (reason, damaged): a damaged entry is
+    reported with a CacheWarning ("discarding the {what} {dest}: {reason};
+    {redo}"), an absent or stale one is replaced silently; then
+    `discard(dest)` removes what is there and `build(dest)` makes it anew
+    (through `publish`, so a failed build leaves nothing). `stacklevel`:
+    that of the warning as seen from the caller."""
+    dest = Path(dest)
+    with open(dest.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        # Checked (again) under the lock: another process may have (re)built
+        # the entry while this one waited, or have been half-way through
+        # writing it when this one first looked.
+        found = problem(dest)
+        if found is None:
+            return dest
+        reason, damaged = found
+        if damaged:
+            warnings.warn(f"attn_mlir cache: discarding the {what} {dest}: "
+                          f"{reason}; {redo}", CacheWarning,
+                          stacklevel=stacklevel + 1)
+        discard(dest)
+        build(dest)
+    return dest
+
+
+def _write_sidecar(staging, dest):
+    """Records the size and sha256 of `staging` in the sidecar of `dest`,
+    the entry it becomes (before the rename: a crash in between leaves a
+    sidecar without a library, which the check rejects)."""
+    size, digest = file_digest(staging)
+    write_durably(sidecar(dest), json.dumps(
+        {"file": Path(dest).name, "size": size, "sha256": digest}))
+
+
 def cached_file(path, build, what):
     """Returns `path`, a cache entry that `build(staging_path)` makes, after
     checking it against its sidecar. A missing entry is built; a damaged
@@ -218,34 +310,19 @@ def cached_file(path, build, what):
     path = Path(path)
     if entry_problem(path) is None:
         return path
-    with open(path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        # Checked again under the lock: another process may have (re)built
-        # the entry while this one waited, or have been half-way through
-        # writing it when this one first looked.
-        problem = entry_problem(path)
-        if problem is None:
-            return path
-        if path.exists() or sidecar(path).exists():
-            warnings.warn(f"attn_mlir cache: discarding the {what} {path}: "
-                          f"{problem}; rebuilding it", CacheWarning,
-                          stacklevel=3)
-        discard_entry(path)
-        staging = path.with_name(f"{path.name}.tmp{os.getpid()}")
-        try:
-            build(staging)
-            fsync_file(staging)
-            size, digest = file_digest(staging)
-            # Sidecar first: a crash before the rename below leaves a
-            # sidecar without a library, which the check rejects.
-            write_durably(sidecar(path), json.dumps(
-                {"file": path.name, "size": size, "sha256": digest}))
-            os.replace(staging, path)
-            fsync_dir(path.parent)
-        finally:
-            if staging.exists():
-                staging.unlink()
-    return path
+
+    def problem(p):
+        reason = entry_problem(p)
+        if reason is None:
+            return None
+        # Nothing there at all is no damage: just not built yet.
+        return reason, p.exists() or sidecar(p).exists()
+
+    return build_locked(
+        path, problem, discard_entry,
+        lambda p: publish(p, build,
+                          before_rename=lambda s: _write_sidecar(s, p)),
+        what, "rebuilding it", stacklevel=3)
 
 
 def load_kernel(mlir_text, func_name):

@@ -249,6 +249,14 @@ def test_failed_build_leaves_no_entry(tmp_path):
 
 # --- the GPU runtime library -------------------------------------------------
 
+def test_runtime_source_is_package_data():
+    # Found in the package (importlib.resources), not through the checkout.
+    src = _gpu._native(_gpu.RUNTIME_SOURCE)
+    assert src.is_file()
+    assert Path(str(src)).parent == Path(_gpu.__file__).parent / "_native"
+    assert b"attn_rt_launch" in src.read_bytes()
+
+
 RUNTIME_SCRIPT = """\
 import ctypes
 from attn_mlir import _gpu

@@ -153,6 +153,32 @@ def test_cpu_plan_env(monkeypatch):
     assert _toolchain.cpu_plan() == ("cpu", "")
 
 
+def test_attn_opt_lookup(tmp_path, monkeypatch):
+    # $ATTN_MLIR_OPT, then PATH, then the development checkout's build; a
+    # missing one is an error that says how to get one.
+    from attn_mlir import _toolchain
+
+    def tool(d):
+        d.mkdir()
+        exe = d / "attn-opt"
+        exe.write_text("#!/bin/sh\n")
+        exe.chmod(0o755)
+        return str(exe)
+    env, on_path, checkout = (tool(tmp_path / d) for d in ("env", "path", "co"))
+    monkeypatch.setattr(_toolchain, "_CHECKOUT_ATTN_OPT", Path(checkout))
+    monkeypatch.setenv("PATH", str(Path(on_path).parent))
+    monkeypatch.setenv("ATTN_MLIR_OPT", env)
+    assert _toolchain.attn_opt() == env
+    monkeypatch.delenv("ATTN_MLIR_OPT")
+    assert _toolchain.attn_opt() == on_path
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    assert _toolchain.attn_opt() == checkout
+    monkeypatch.setattr(_toolchain, "_CHECKOUT_ATTN_OPT", tmp_path / "none")
+    with pytest.raises(_toolchain.CompileError, match="cannot find 'attn-opt'.*"
+                                                      "ATTN_MLIR_OPT"):
+        _toolchain.attn_opt()
+
+
 def test_spill_warning():
     # A kernel that spills (only pinned schedules may) is reported with its
     # op and schedule; a clean one is not.

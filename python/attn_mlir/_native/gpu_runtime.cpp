@@ -1,4 +1,4 @@
-//===- GpuRuntime.cpp - launch attn kernel bundles on CUDA or HIP ---------===//
+//===- gpu_runtime.cpp - launch attn kernel bundles on CUDA or HIP --------===//
 //
 // A C ABI over the CUDA driver API (libcuda.so.1) or the HIP module API
 // (libamdhip64.so), both opened with dlopen at run time: the project builds
