@@ -13,11 +13,12 @@ prepared: record the specializations with ATTN_MLIR_RECORD=file.jsonl (plus
 ATTN_MLIR_DRY_RUN=1 to skip execution) on a machine with attn-opt, then
 `python -m attn_mlir.aot --chip sm_90a --record file.jsonl --out DIR`.
 
-The manifest records the binary's size and sha256 and a sha256 of itself;
-a bundle is checked against them before its binary goes to the driver. A
-damaged one is compiled again where attn-opt is (with a CacheWarning), and
-is an error that names it elsewhere; so is one whose manifest records no
-hashes (made before they existed).
+The manifest records its `format_version` (MANIFEST_FORMAT), the binary's
+size and sha256 and a sha256 of itself; a bundle is checked against them
+before its binary goes to the driver. A damaged one is compiled again where
+attn-opt is (with a CacheWarning), and is an error that names it elsewhere;
+so is one whose manifest records no hashes (made before they existed) or
+another format_version (made by another attn_mlir): rebuild it.
 
 Launches go through the C runtime (_native/gpu_runtime.cpp, package data of
 attn_mlir, compiled into the cache on first use), which opens the CUDA
@@ -45,6 +46,17 @@ from ._toolchain import CacheWarning, CompileError, attn_opt, cache_dir
 _F32, _F32_BITS = struct.Struct("<f"), struct.Struct("<I")
 
 BUNDLES_ENV = "ATTN_MLIR_BUNDLES"
+
+# The format of attn-opt's `attn.manifest` attribute ({"format_version": 1,
+# "kernels": [...]}) and of a bundle's manifest.json that this attn_mlir
+# reads and writes; any other is rejected (CompileError, a bundle to
+# rebuild).
+MANIFEST_FORMAT = 1
+
+
+def _is_manifest_format(version):
+    # (bool is an int, and JSON's 1.0 == 1: neither is the format.)
+    return type(version) is int and version == MANIFEST_FORMAT
 
 
 class MissingKernelError(RuntimeError):
@@ -228,6 +240,33 @@ def _lower(tmp, chip, options, out_name):
     return (tmp / out_name).read_text()
 
 
+def parse_kernel_manifest(text):
+    """The kernel records of attn-opt's `attn.manifest` attribute (its JSON
+    text): {"format_version": MANIFEST_FORMAT, "kernels": [record, ...]}.
+    CompileError for any other format."""
+    try:
+        manifest = json.loads(text)
+    except ValueError as e:
+        raise CompileError(
+            f"attn-opt's attn.manifest is not JSON ({e})") from None
+    if not isinstance(manifest, dict) or "format_version" not in manifest:
+        raise CompileError(
+            f"attn-opt's attn.manifest has no format_version (the format "
+            f"of an attn-opt older than this attn_mlir, which reads "
+            f"format_version {MANIFEST_FORMAT}): rebuild attn-opt "
+            f"(scripts/build.sh) or point ATTN_MLIR_OPT at a current one")
+    version = manifest["format_version"]
+    if not _is_manifest_format(version):
+        raise CompileError(
+            f"attn-opt's attn.manifest has format_version {version!r}, this "
+            f"attn_mlir reads format_version {MANIFEST_FORMAT}: use an "
+            f"attn-opt and an attn_mlir of the same version")
+    kernels = manifest.get("kernels")
+    if not isinstance(kernels, list):
+        raise CompileError("attn-opt's attn.manifest has no \"kernels\" list")
+    return kernels
+
+
 def compile_bundle(mlir_text, chip, dest):
     """Compiles one specialization into the bundle directory `dest`: PTX
     (and a cubin where ptxas is) for NVIDIA chips, an HSACO code object for
@@ -243,9 +282,10 @@ def compile_bundle(mlir_text, chip, dest):
         isa = _string_attr(out, r"#gpu\.object<.*?assembly = ")
         if manifest is None or isa is None:
             raise CompileError("attn-opt produced no kernel manifest or ISA")
-        record = {"chip": chip, "key": dest.name,
-                  "kernels": json.loads(manifest), "binary": "kernel.ptx",
-                  "mlir": mlir_text, "compiler": compiler_fingerprint()}
+        record = {"format_version": MANIFEST_FORMAT, "chip": chip,
+                  "key": dest.name, "kernels": parse_kernel_manifest(manifest),
+                  "binary": "kernel.ptx", "mlir": mlir_text,
+                  "compiler": compiler_fingerprint()}
 
         def write(staging):
             if is_amd(chip):
@@ -310,7 +350,9 @@ def _manifest_digest(record):
 class _BadBundle(Exception):
     """Why a bundle cannot be used. `kind`: "damaged"; "unhashed", not
     damaged but recording no hashes (made by an attn_mlir from before they
-    existed). `chip`: the manifest's, where it could be read."""
+    existed); "format", a manifest.json of no or another format_version
+    (made by another attn_mlir). `chip`: the manifest's, where it could be
+    read."""
 
     def __init__(self, reason, kind="damaged", chip=None):
         super().__init__(reason)
@@ -336,6 +378,18 @@ def _verified(bundle_dir):
     if not isinstance(record, dict):
         raise _BadBundle("manifest.json is not a JSON object")
     chip = record.get("chip") if isinstance(record.get("chip"), str) else None
+    # The format first: nothing else of a manifest of another format is
+    # known to mean what this attn_mlir reads it as.
+    if "format_version" not in record:
+        raise _BadBundle(f"manifest.json has no format_version (made by an "
+                         f"older attn_mlir); this attn_mlir reads "
+                         f"format_version {MANIFEST_FORMAT}", kind="format",
+                         chip=chip)
+    if not _is_manifest_format(record["format_version"]):
+        raise _BadBundle(f"manifest.json has format_version "
+                         f"{record['format_version']!r} (made by another "
+                         f"attn_mlir); this attn_mlir reads format_version "
+                         f"{MANIFEST_FORMAT}", kind="format", chip=chip)
     if not all(k in record for k in ("binary_size", "binary_sha256",
                                      "manifest_sha256")):
         raise _BadBundle("manifest.json records no hashes of the bundle "
@@ -375,8 +429,8 @@ def bundle_problem(bundle_dir):
 def _unusable(bundle_dir, problem, chip=None):
     """The error for a bundle that fails its check and is not compiled
     again (`problem`: the _BadBundle)."""
-    what = {"damaged": "is damaged",
-            "unhashed": "cannot be verified"}[problem.kind]
+    what = {"damaged": "is damaged", "unhashed": "cannot be verified",
+            "format": "must be rebuilt"}[problem.kind]
     chip = chip or problem.chip or "CHIP"
     fix = (f"attn-opt is not available here to compile it again: rebuild "
            f"it on a machine with attn-opt (`python -m attn_mlir.aot --chip "
@@ -391,10 +445,11 @@ def _unusable(bundle_dir, problem, chip=None):
 
 def is_current(bundle_dir):
     """Whether a bundle was made by this machine's attn-opt, by an attn_mlir
-    that records hashes. Bundle names depend only on chip and MLIR text, so
-    a rebuilt compiler would otherwise keep serving kernels of the old one;
-    without attn-opt (the GPU machine) every bundle found is used as it is
-    (after its hashes are checked)."""
+    that records hashes, in this manifest format. Bundle names depend only
+    on chip and MLIR text, so a rebuilt compiler would otherwise keep
+    serving kernels of the old one; without attn-opt (the GPU machine)
+    every bundle found is used as it is (after its hashes and format are
+    checked)."""
     current = compiler_fingerprint()
     if current is None:
         return True
@@ -403,7 +458,8 @@ def is_current(bundle_dir):
     except (OSError, ValueError):
         return False
     return (isinstance(record, dict) and record.get("compiler") == current
-            and "binary_sha256" in record)
+            and "binary_sha256" in record
+            and _is_manifest_format(record.get("format_version")))
 
 
 def bundle_for(mlir_text, chip):

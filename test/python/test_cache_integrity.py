@@ -12,6 +12,7 @@ process would die of a signal, which fails the test instead of pytest.
 """
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -482,6 +483,188 @@ def test_load_bundle_checks_before_the_driver(nvvm, cache, tmp_path,
                              r"attn-opt is not available here"):
         _gpu.load_bundle(bundle, 0)
     assert fake.images == []
+
+
+# --- the manifest's format_version --------------------------------------------
+# Without attn-opt: bundles written by hand as compile_bundle writes them, and
+# attn-opt's output faked (_lower), so these hold whatever attn-opt is built.
+
+STAND_IN_PTX = "// stand-in PTX\n.version 8.0\n.target sm_80\n"
+MERGE_KERNELS = [{"name": "merge", "op": "attn.merge_states", "threads": 128,
+                  "shared_bytes": 0,
+                  "grid": [{"terms": [[0, 0, 1]], "add": 0}],
+                  "params": [{"arg": 0, "kind": "memref", "rank": 4,
+                              "dtype": "f32"}]}]
+
+
+def handmade_bundle(root, **fields):
+    """The bundle of MERGE_TEXT for CHIP in `root`, written by hand with a
+    stand-in PTX binary and a manifest recording its hashes; `fields`
+    replace manifest fields (None: drop one) before the hashes are taken,
+    so the bundle is intact but for what they change."""
+    bundle = root / _gpu.bundle_key(MERGE_TEXT, CHIP)
+    bundle.mkdir(parents=True)
+    binary = STAND_IN_PTX.encode()
+    (bundle / "kernel.ptx").write_bytes(binary)
+    record = {"format_version": _gpu.MANIFEST_FORMAT, "chip": CHIP,
+              "key": bundle.name, "kernels": MERGE_KERNELS,
+              "binary": "kernel.ptx", "mlir": MERGE_TEXT,
+              "compiler": "handmade", "binary_size": len(binary),
+              "binary_sha256": hashlib.sha256(binary).hexdigest()}
+    record.update(fields)
+    record = {k: v for k, v in record.items() if v is not None}
+    record["manifest_sha256"] = _gpu._manifest_digest(record)
+    (bundle / "manifest.json").write_text(json.dumps(record, indent=1))
+    return bundle
+
+
+def attn_opt_output(manifest):
+    """What attn-opt's NVVM pipeline (format=isa) prints, with `manifest`
+    as its attn.manifest (escaped as MLIR prints string attributes)."""
+    attr = json.dumps(manifest).replace('"', "\\22")
+    ptx = STAND_IN_PTX.replace("\n", "\\0A")
+    return (f'module attributes {{attn.manifest = "{attr}"}} {{\n'
+            f'  gpu.binary @attn_kernels [#gpu.object<#nvvm.target<chip = '
+            f'"{CHIP}">, assembly = "{ptx}">]\n}}\n')
+
+
+def fake_attn_opt(monkeypatch, manifest):
+    """compile_bundle as if attn-opt printed `manifest` (and no ptxas)."""
+    lowered = attn_opt_output(manifest)
+    monkeypatch.setattr(_gpu, "_lower", lambda *args: lowered)
+    monkeypatch.setattr(_gpu, "_ptxas", lambda: None)
+    monkeypatch.setattr(_gpu, "_can_compile", lambda: True)
+    monkeypatch.setattr(_gpu, "compiler_fingerprint", lambda: "handmade")
+
+
+# manifest.json's format_version (None: none) -> words of the reason.
+BAD_FORMATS = {
+    "missing": (None, r"manifest\.json has no format_version \(made by an "
+                      r"older attn_mlir\); this attn_mlir reads "
+                      r"format_version 1"),
+    "newer": (2, r"manifest\.json has format_version 2 \(made by another "
+                 r"attn_mlir\); this attn_mlir reads format_version 1"),
+    "string": ("1", r"manifest\.json has format_version '1'"),
+    "bool": (True, r"manifest\.json has format_version True"),
+}
+
+
+def test_handmade_bundle_loads(cache, tmp_path, monkeypatch):
+    # The stand-in is a bundle the loader accepts (the tests below change
+    # only its format_version).
+    bundle = handmade_bundle(tmp_path)
+    assert _gpu.bundle_problem(bundle) is None
+    fake = FakeRuntime()
+    monkeypatch.setattr(_gpu, "runtime", lambda: fake)
+    no_compiler(monkeypatch)
+    kernels = _gpu.load_bundle(bundle, 0)
+    assert [k.record["name"] for k in kernels] == ["merge"]
+    assert fake.images == [STAND_IN_PTX.encode() + b"\0"]
+
+
+@pytest.mark.parametrize("kind", BAD_FORMATS)
+@pytest.mark.parametrize("compiler", [False, True])
+def test_load_bundle_rejects_other_formats(cache, tmp_path, monkeypatch, kind,
+                                           compiler):
+    version, reason = BAD_FORMATS[kind]
+    bundle = handmade_bundle(tmp_path, format_version=version)
+    problem = _gpu.bundle_problem(bundle)
+    assert problem is not None and re.search(reason, problem), problem
+    fake = FakeRuntime()
+    monkeypatch.setattr(_gpu, "runtime", lambda: fake)
+    monkeypatch.setattr(_gpu, "_can_compile", lambda: compiler)
+    with pytest.raises(_gpu.DamagedBundleError) as err:
+        _gpu.load_bundle(bundle, 0)
+    message = str(err.value)
+    assert f"GPU bundle {bundle} must be rebuilt: " in message, message
+    assert re.search(reason, message), message
+    assert "rebuild it" in message, message
+    assert f"python -m attn_mlir.aot --chip {CHIP}" in message, message
+    assert fake.images == []   # never handed to the driver
+
+
+def test_format_is_checked_before_the_hashes(cache, tmp_path, monkeypatch):
+    # A format_version changed after the manifest was written: not read as
+    # format 1 with a wrong hash, but as the other format it claims.
+    bundle = handmade_bundle(tmp_path)
+    m = bundle / "manifest.json"
+    record = json.loads(m.read_text())
+    record["format_version"] = 3
+    m.write_text(json.dumps(record))
+    assert "has format_version 3" in _gpu.bundle_problem(bundle)
+
+
+@pytest.mark.parametrize("kind", BAD_FORMATS)
+def test_other_format_aot_bundle_without_compiler_is_an_error(
+        cache, tmp_path, monkeypatch, kind):
+    version, reason = BAD_FORMATS[kind]
+    out = tmp_path / "bundles"
+    bundle = handmade_bundle(out, format_version=version)
+    monkeypatch.setenv(_gpu.BUNDLES_ENV, str(out))
+    no_compiler(monkeypatch)
+    with pytest.raises(_gpu.DamagedBundleError,
+                       match=rf"GPU bundle {bundle} must be rebuilt: {reason}"
+                             r".*attn-opt is not available here.*"
+                             r"python -m attn_mlir\.aot --chip sm_80"):
+        _gpu.bundle_for(MERGE_TEXT, CHIP)
+    assert not (cache / "gpu").exists()
+
+
+def test_other_format_cached_bundle_is_recompiled(cache, monkeypatch):
+    # Made by an older attn_mlir, not damaged: compiled again in place,
+    # without a warning, into a bundle of this format.
+    fake_attn_opt(monkeypatch, {"format_version": 1,
+                                "kernels": MERGE_KERNELS})
+    old = handmade_bundle(cache / "gpu", format_version=None)
+    assert not _gpu.is_current(old)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        bundle = _gpu.bundle_for(MERGE_TEXT, CHIP)
+    assert bundle == old and _gpu.bundle_problem(bundle) is None
+    assert json.loads((bundle / "manifest.json").read_text())[
+        "format_version"] == 1
+    assert _gpu.is_current(bundle)
+
+
+def test_is_current_needs_this_format(tmp_path, monkeypatch):
+    monkeypatch.setattr(_gpu, "compiler_fingerprint", lambda: "handmade")
+    assert _gpu.is_current(handmade_bundle(tmp_path / "a"))
+    assert not _gpu.is_current(handmade_bundle(tmp_path / "b",
+                                               format_version=2))
+    assert not _gpu.is_current(handmade_bundle(tmp_path / "c",
+                                               format_version=None))
+
+
+def test_compile_bundle_writes_the_format(tmp_path, monkeypatch):
+    fake_attn_opt(monkeypatch, {"format_version": 1,
+                                "kernels": MERGE_KERNELS})
+    bundle = _gpu.compile_bundle(MERGE_TEXT, CHIP, tmp_path / "b")
+    record = json.loads((bundle / "manifest.json").read_text())
+    assert record["format_version"] == _gpu.MANIFEST_FORMAT == 1
+    assert record["kernels"] == MERGE_KERNELS
+    assert (bundle / "kernel.ptx").read_text() == STAND_IN_PTX
+    assert _gpu.bundle_problem(bundle) is None
+
+
+# attn-opt's attn.manifest -> words of the CompileError.
+BAD_ATTRIBUTES = {
+    "bare list": (MERGE_KERNELS, "attn.manifest has no format_version"),
+    "no version": ({"kernels": MERGE_KERNELS},
+                   "attn.manifest has no format_version"),
+    "newer": ({"format_version": 2, "kernels": MERGE_KERNELS},
+              "attn.manifest has format_version 2, this attn_mlir reads "
+              "format_version 1"),
+    "no kernels": ({"format_version": 1}, 'no "kernels" list'),
+}
+
+
+@pytest.mark.parametrize("kind", BAD_ATTRIBUTES)
+def test_compile_bundle_rejects_other_formats(tmp_path, monkeypatch, kind):
+    manifest, words = BAD_ATTRIBUTES[kind]
+    fake_attn_opt(monkeypatch, manifest)
+    with pytest.raises(_gpu.CompileError, match=re.escape(words)):
+        _gpu.compile_bundle(MERGE_TEXT, CHIP, tmp_path / "b")
+    assert list(tmp_path.iterdir()) == []   # no bundle, no staging
 
 
 def test_aot_recompiles_damaged_bundles(nvvm, tmp_path, monkeypatch):
