@@ -1,5 +1,7 @@
 """attn.flash through attn_mlir.vllm.triton_attention, against reference.py."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -203,7 +205,13 @@ def test_fp8_scales_quantize_on_load(dtype, which):
     want = np.full(q.shape, np.nan, DTYPES[dtype])
     vllm.triton_attention(qq, kq, vq, want, cq, ck, 40, 70, causal=True,
                           sm_scale=0.125, fp8_scales=scales)
-    np.testing.assert_array_equal(f64(o), f64(want))
+    if os.environ.get("ATTN_MLIR_TEST_DEVICE", "cpu") == "cpu":
+        np.testing.assert_array_equal(f64(o), f64(want))
+    else:
+        # On a GPU the fp8 inputs multiply on the fp8 MMA, the quantized
+        # 16/32-bit ones on the 16-bit/tf32 one: the same values in other
+        # arithmetic, so P's fp8 rounding may differ by a step.
+        check(o, f64(want), "f8E4M3FN", "quantized on load vs fp8 inputs")
     ref = reference(f64(qq) * scales[0], f64(kq) * scales[1],
                     f64(vq) * scales[2], cq, ck, 0.125, True)
     check(o, ref, "f8E4M3FN", "quantized on load")
