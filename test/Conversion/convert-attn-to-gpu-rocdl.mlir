@@ -9,7 +9,9 @@
 // S^T = K Q^T on 16x16x16 MFMAs (K the A operand, Q the B operand), row
 // statistics over the lanes 16 and 32 apart, exp2 on v_exp_f32, and
 // O^T += V^T P^T with P as it came out of QK.
-// CDNA: module attributes {attn.manifest = "[{\22name\22: \22flash\22, \22op\22: \22attn.flash\22, \22threads\22: 256, \22shared_bytes\22: 36864
+// CDNA: module attributes {attn.manifest = "{\22format_version\22:1,\22kernels\22:[{\22grid\22:
+// CDNA-SAME: \22name\22:\22flash\22,\22op\22:\22attn.flash\22,\22params\22:
+// CDNA-SAME: \22shared_bytes\22:36864,\22threads\22:256}
 // CDNA-LABEL: func.func @flash
 // CDNA: gpu.launch_func @attn_kernels::@flash blocks in (%{{.*}}, %c2{{.*}}, %c1{{.*}}) threads in (%c256{{.*}}, %c1{{.*}}, %c1{{.*}}) dynamic_shared_memory_size
 // CDNA: gpu.func @flash({{.*}}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
@@ -33,7 +35,7 @@
 // On RDNA3, 4 waves of 32 lanes, one fragment each; WMMA operands of 16
 // elements, P's other half of the keys from the lane 16 apart, and a
 // scheduling fence between k steps.
-// RDNA: \22threads\22: 128
+// RDNA: \22threads\22:128
 // RDNA-LABEL: func.func @flash
 // RDNA: gpu.func @flash({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // RDNA: amdgpu.wmma 16x16x16 {{.*}} : vector<16xbf16>, vector<16xbf16>, vector<8xf32>

@@ -5,7 +5,9 @@
 
 // The host launches one block per program over a shape-only grid; the kernel
 // is a warp program on the tensor cores.
-// CHECK: module attributes {attn.manifest = "[{\22name\22: \22flash\22, \22op\22: \22attn.flash\22, \22threads\22: 128, \22shared_bytes\22: {{[0-9]+}}
+// CHECK: module attributes {attn.manifest = "{\22format_version\22:1,\22kernels\22:[{\22grid\22:
+// CHECK-SAME: \22name\22:\22flash\22,\22op\22:\22attn.flash\22,\22params\22:
+// CHECK-SAME: \22shared_bytes\22:{{[0-9]+}},\22threads\22:128}
 // CHECK-SAME: gpu.container_module
 // CHECK-LABEL: func.func @flash
 // CHECK-SAME: (%[[Q:[a-z0-9]+]]: memref<?x8x64xbf16>, %{{[a-z0-9]+}}: memref<?x2x64xbf16>, %{{[a-z0-9]+}}: memref<?x2x64xbf16>, %[[CQ:[a-z0-9]+]]: memref<?xi32>,
@@ -56,7 +58,8 @@
 // sm_90a: two warpgroups of 64 rows (256 threads) over 64-key tiles (heads
 // of 64), with 1 KB of slack to align the swizzled tiles: Q 16 KB + 2 x
 // (K + V) 16 KB.
-// HOPPER: \22name\22: \22flash\22, \22op\22: \22attn.flash\22, \22threads\22: 256, \22shared_bytes\22: 50176,
+// HOPPER: \22name\22:\22flash\22,\22op\22:\22attn.flash\22,
+// HOPPER-SAME: \22shared_bytes\22:50176,\22threads\22:256
 // HOPPER-LABEL: gpu.func @flash
 // HOPPER-SAME: known_block_size = array<i32: 256, 1, 1>
 // One 16-row fragment per warp: a [16 x 64] output slab.

@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "KernelLowering.h"
 #include "Schedule.h"
 #include "GpuTarget.h"
@@ -26,6 +28,10 @@ namespace mlir::attn {
 using namespace mlir;
 using namespace mlir::attn;
 
+/// The version of the kernel manifest's layout (docs/runtime.md); loaders
+/// reject bundles of another version.
+static constexpr int64_t kManifestFormatVersion = 1;
+
 namespace {
 
 std::string typeName(Type t) {
@@ -39,18 +45,19 @@ std::string typeName(Type t) {
 /// descriptor (allocated ptr, aligned ptr, offset, sizes, strides).
 /// `arg` is the host function's argument the operand comes from (-1 when it
 /// is computed in the function).
-std::string paramJson(Value operand) {
+llvm::json::Value paramJson(Value operand) {
   Type t = operand.getType();
   int64_t arg = -1;
   if (auto ba = dyn_cast<BlockArgument>(operand))
     if (isa<func::FuncOp>(ba.getOwner()->getParentOp()))
       arg = ba.getArgNumber();
-  std::string s = "{\"arg\": " + std::to_string(arg) + ", ";
   if (auto m = dyn_cast<MemRefType>(t))
-    return s + "\"kind\": \"memref\", \"rank\": " +
-           std::to_string(m.getRank()) + ", \"dtype\": \"" +
-           typeName(m.getElementType()) + "\"}";
-  return s + "\"kind\": \"scalar\", \"dtype\": \"" + typeName(t) + "\"}";
+    return llvm::json::Object{{"arg", arg},
+                              {"kind", "memref"},
+                              {"rank", m.getRank()},
+                              {"dtype", typeName(m.getElementType())}};
+  return llvm::json::Object{
+      {"arg", arg}, {"kind", "scalar"}, {"dtype", typeName(t)}};
 }
 
 /// The value of the op's query operand (kernel ops), to pick the compute
@@ -105,20 +112,25 @@ struct ConvertAttnToGPUPass
                     UnitAttr::get(&getContext()));
 
     SymbolTable symbols(kernels);
-    std::string manifest = "[";
+    llvm::json::Array records;
     for (Operation *op : ops) {
-      std::string record;
+      llvm::json::Object record;
       if (failed(outline(op, *gpuTarget, kernels, symbols, record)))
         return signalPassFailure();
-      manifest += (manifest.size() > 1 ? ",\n " : "") + record;
+      records.push_back(std::move(record));
     }
-    manifest += "]";
-    module->setAttr("attn.manifest", StringAttr::get(&getContext(), manifest));
+    // Loaders check the version (docs/runtime.md).
+    llvm::json::Value manifest = llvm::json::Object{
+        {"format_version", kManifestFormatVersion},
+        {"kernels", std::move(records)}};
+    module->setAttr("attn.manifest",
+                    StringAttr::get(&getContext(),
+                                    llvm::formatv("{0}", manifest).str()));
   }
 
   LogicalResult outline(Operation *op, const GpuTarget &gpuTarget,
                         gpu::GPUModuleOp kernels,
-                        SymbolTable &symbols, std::string &record) {
+                        SymbolTable &symbols, llvm::json::Object &record) {
     MLIRContext *ctx = op->getContext();
     auto func = op->getParentOfType<func::FuncOp>();
     std::string name = func ? func.getSymName().str() : "attn_kernel";
@@ -211,18 +223,19 @@ struct ConvertAttnToGPUPass
         gpu::KernelDim3{he.idx(launch.threads), he.idx(1), he.idx(1)}, smem,
         op->getOperands());
     std::string opName = op->getName().getStringRef().str();
-    std::string params;
-    for (auto [i, v] : llvm::enumerate(op->getOperands()))
-      params += (i ? ", " : "") + paramJson(v);
+    llvm::json::Array params, extentsJson;
+    for (Value v : op->getOperands())
+      params.push_back(paramJson(v));
     op->erase();
 
-    // The manifest record.
-    record = "{\"name\": \"" + kernel.getName().str() + "\", \"op\": \"" + opName + "\", \"threads\": " +
-             std::to_string(launch.threads) + ", \"shared_bytes\": " +
-             std::to_string(launch.sharedBytes) + ", \"grid\": [";
-    for (auto [i, x] : llvm::enumerate(*grid))
-      record += (i ? ", " : "") + x.toJson();
-    record += "], \"params\": [" + params + "]}";
+    for (const GridExtent &x : *grid)
+      extentsJson.push_back(x.toJson());
+    record = llvm::json::Object{{"name", kernel.getName().str()},
+                                {"op", opName},
+                                {"threads", launch.threads},
+                                {"shared_bytes", launch.sharedBytes},
+                                {"grid", std::move(extentsJson)},
+                                {"params", std::move(params)}};
     return success();
   }
 };

@@ -11,6 +11,7 @@
 #ifndef ATTN_LIB_TRANSFORMS_KERNELLOWERING_H
 #define ATTN_LIB_TRANSFORMS_KERNELLOWERING_H
 
+#include "llvm/Support/JSON.h"
 #include "TiledAttention.h"
 #include "attn/IR/AttnOps.h"
 
@@ -28,7 +29,7 @@ struct GridExtent {
 
   Value materialize(LoopEmitter &e, ValueRange operands) const;
   /// JSON for the kernel manifest: {"terms": [[op, dim, div], ...], "add": c}.
-  std::string toJson() const;
+  llvm::json::Value toJson() const;
 };
 
 /// The launch grid of an attn op (1 to 3 extents); failure for other ops.

@@ -461,12 +461,12 @@ Value GridExtent::materialize(LoopEmitter &e, ValueRange operands) const {
   return sum;
 }
 
-std::string GridExtent::toJson() const {
-  std::string s = "{\"terms\": [";
-  for (auto [i, t] : llvm::enumerate(terms))
-    s += (i ? ", [" : "[") + std::to_string(t.operand) + ", " +
-         std::to_string(t.dim) + ", " + std::to_string(t.divisor) + "]";
-  return s + "], \"add\": " + std::to_string(constant) + "}";
+llvm::json::Value GridExtent::toJson() const {
+  llvm::json::Array termList;
+  for (const Term &t : terms)
+    termList.push_back(llvm::json::Array{t.operand, t.dim, t.divisor});
+  return llvm::json::Object{{"terms", std::move(termList)},
+                            {"add", constant}};
 }
 
 FailureOr<SmallVector<GridExtent>> mlir::attn::kernelGrid(Operation *op) {
