@@ -181,7 +181,12 @@ def malformed(text):
                 if size > 1 or (size == 0 and not name.endswith("?")):
                     return f"operand segment '{name}' has {size} values"
     op_line = re.search(r"attn\.\w+.*", text, flags=re.S)
-    if op_line and re.search(r"memref<[^>]*x(i64|i8)[,>]", op_line.group(0)):
+    # (i8 is valid in attn.unified: int8 caches with per-token-head scales
+    # and the per-sequence causal flags.)
+    bad_ints = "i64" if op_line and "attn.unified" in op_line.group(0) \
+        else "i64|i8"
+    if op_line and re.search(rf"memref<[^>]*x({bad_ints})[,>]",
+                             op_line.group(0)):
         return "an operand of element type i64 or i8"
     for name, (lo, hi) in INT_ATTR_RANGES.items():
         for v in re.findall(rf"\b{name} = (-?\d+) : i64", text):

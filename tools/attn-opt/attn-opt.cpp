@@ -5,6 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/Conversion/AttnToGPU/Targets.h"
+#include "attn/Conversion/Passes.h"
 #include "attn/IR/AttnDialect.h"
 #include "attn/Pipelines/Pipelines.h"
 #include "attn/Transforms/Passes.h"
@@ -21,6 +23,8 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::attn::registerAttnPasses();
+  mlir::attn::registerAttnConversionPasses();
+  mlir::attn::registerAttnGpuTargets();
   mlir::attn::registerAttnPipelines();
 
   mlir::DialectRegistry registry;

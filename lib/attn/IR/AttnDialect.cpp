@@ -29,10 +29,9 @@ void AttnDialect::initialize() {
       >();
 }
 
-LogicalResult
-ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                     int64_t blockQ, int64_t blockN, int64_t headsPerProgram,
-                     int64_t warps) {
+LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   int64_t blockQ, int64_t blockN,
+                                   int64_t headsPerProgram, int64_t warps) {
   using namespace limits;
   if (blockQ < 1 || blockN < 1 || headsPerProgram < 1)
     return emitError() << "#attn.schedule needs positive block_q, block_n "
@@ -43,8 +42,7 @@ ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           "most "
                        << kMaxTile << ", got " << blockQ << " and " << blockN;
   // Both factors are at most kMaxTile here: no overflow.
-  if (headsPerProgram > kMaxHeads ||
-      blockQ * headsPerProgram > kMaxProgramRows)
+  if (headsPerProgram > kMaxHeads || blockQ * headsPerProgram > kMaxProgramRows)
     return emitError() << "#attn.schedule tiles " << blockQ << " x "
                        << headsPerProgram
                        << " rows (block_q x heads_per_program) per program; "

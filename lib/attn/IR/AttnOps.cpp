@@ -106,11 +106,11 @@ LogicalResult verifyFp8Scale(OperandChecker &c, Value scale,
                              StringRef scaleName, bool tensorIsFp8,
                              StringRef tensorName) {
   if (tensorIsFp8 && !scale)
-    return c.error(tensorName) << "is fp8 and requires operand '" << scaleName
-                               << "'";
+    return c.error(tensorName)
+           << "is fp8 and requires operand '" << scaleName << "'";
   if (!tensorIsFp8 && scale)
-    return c.error(scaleName) << "is only valid when '" << tensorName
-                              << "' is fp8";
+    return c.error(scaleName)
+           << "is only valid when '" << tensorName << "' is fp8";
   return scale ? c.scale(scale, scaleName) : success();
 }
 
@@ -174,8 +174,7 @@ LogicalResult verifySchedule(Operation *op, ScheduleAttr schedule,
 }
 
 int64_t groupOf(Value q, Value kv, unsigned kvHeadDim) {
-  return memrefTypeOf(q).getDimSize(1) /
-         memrefTypeOf(kv).getDimSize(kvHeadDim);
+  return memrefTypeOf(q).getDimSize(1) / memrefTypeOf(kv).getDimSize(kvHeadDim);
 }
 } // namespace
 
@@ -222,10 +221,10 @@ LogicalResult PrefixPrefillOp::verify() {
 
   // vLLM's split key cache [blocks, kv_heads, D/x, block_size, x] and value
   // cache [blocks, kv_heads, D, block_size].
-  MemRefType kc = c.memref(getKCache(), "k_cache", kSplitKCacheDims,
-                           kHalfOrFloat | kFp8);
-  MemRefType vc = c.memref(getVCache(), "v_cache", kSplitVCacheDims,
-                           kHalfOrFloat | kFp8);
+  MemRefType kc =
+      c.memref(getKCache(), "k_cache", kSplitKCacheDims, kHalfOrFloat | kFp8);
+  MemRefType vc =
+      c.memref(getVCache(), "v_cache", kSplitVCacheDims, kHalfOrFloat | kFp8);
   if (!kc || !vc)
     return failure();
   if (failed(c.staticDim(kc, "k_cache", kSplitKCacheDims, 1, kMaxHeads)) ||
@@ -248,9 +247,9 @@ LogicalResult PrefixPrefillOp::verify() {
                        kSplitVCacheDims, 0)))
     return failure();
   if (kc.getDimSize(2) * kc.getDimSize(4) != headDim)
-    return c.error("k_cache") << "splits the head dim as "
-                              << kc.getDimSize(2) << " x " << kc.getDimSize(4)
-                              << ", which must equal the head dim " << headDim;
+    return c.error("k_cache")
+           << "splits the head dim as " << kc.getDimSize(2) << " x "
+           << kc.getDimSize(4) << ", which must equal the head dim " << headDim;
   if (failed(c.sameElem(kc, "k_cache", vc, "v_cache")))
     return failure();
   bool cacheFp8 = isFp8(kc.getElementType());
@@ -294,14 +293,30 @@ int64_t UnifiedOp::getBlockSize() {
 }
 
 LogicalResult UnifiedOp::verify() {
-  if (failed(verifyOperandSegments(
-          *this, getProperties().operandSegmentSizes,
-          {"q", "k_cache", "v_cache", "block_table", "cu_seqlens_q",
-           "seqused_k", "scale", "softcap?", "q_descale?", "k_descale?",
-           "v_descale?", "alibi_slopes?", "sinks?", "qq_bias?",
-           "mm_prefix_range?", "rswa_prefix_lens?", "k_scale_cache?",
-           "v_scale_cache?", "causal_flags?", "out_scale?", "out",
-           "segment_max?", "segment_sum?"})))
+  if (failed(verifyOperandSegments(*this, getProperties().operandSegmentSizes,
+                                   {"q",
+                                    "k_cache",
+                                    "v_cache",
+                                    "block_table",
+                                    "cu_seqlens_q",
+                                    "seqused_k",
+                                    "scale",
+                                    "softcap?",
+                                    "q_descale?",
+                                    "k_descale?",
+                                    "v_descale?",
+                                    "alibi_slopes?",
+                                    "sinks?",
+                                    "qq_bias?",
+                                    "mm_prefix_range?",
+                                    "rswa_prefix_lens?",
+                                    "k_scale_cache?",
+                                    "v_scale_cache?",
+                                    "causal_flags?",
+                                    "out_scale?",
+                                    "out",
+                                    "segment_max?",
+                                    "segment_sum?"})))
     return failure();
   OperandChecker c(*this);
   // Per-token-head scale caches also admit i8 caches (kv_quant_mode 2).
@@ -349,9 +364,8 @@ LogicalResult UnifiedOp::verify() {
       return failure();
     auto t = value ? dyn_cast<MemRefType>(value.getType()) : MemRefType();
     auto seqs = cast<MemRefType>(getSequsedK().getType());
-    if (t && t.getRank() == 2 && !t.isDynamicDim(0) &&
-        seqs.getRank() == 1 && !seqs.isDynamicDim(0) &&
-        t.getDimSize(0) != seqs.getDimSize(0))
+    if (t && t.getRank() == 2 && !t.isDynamicDim(0) && seqs.getRank() == 1 &&
+        !seqs.isDynamicDim(0) && t.getDimSize(0) != seqs.getDimSize(0))
       return c.error(name) << "has " << t.getDimSize(0)
                            << " rows, one per sequence of 'seqused_k' ("
                            << seqs.getDimSize(0) << ")";
@@ -396,8 +410,8 @@ LogicalResult UnifiedOp::verify() {
     return failure();
   if (failed(c.sameDim(q, "q", kQDims, 0, o, "out", kPartialDims, 0)) ||
       failed(c.sameDim(q, "q", kQDims, 1, o, "out", kPartialDims, 1)) ||
-      failed(c.dimEquals(o, "out", kPartialDims, 2, segments,
-                         "'num_segments'")) ||
+      failed(
+          c.dimEquals(o, "out", kPartialDims, 2, segments, "'num_segments'")) ||
       failed(c.sameDim(q, "q", kQDims, 2, o, "out", kPartialDims, 3)))
     return failure();
   for (auto [value, name] : {std::pair{getSegmentMax(), "segment_max"},
@@ -412,14 +426,13 @@ LogicalResult UnifiedOp::verify() {
   return success();
 }
 
-LogicalResult UnifiedOp::verifyTokenScales(OperandChecker &c,
-                                           MemRefType kc) {
-  static constexpr StringRef dims[] = {"num_blocks", "block_size",
-                                       "kv_heads"};
+LogicalResult UnifiedOp::verifyTokenScales(OperandChecker &c, MemRefType kc) {
+  static constexpr StringRef dims[] = {"num_blocks", "block_size", "kv_heads"};
   Value kScales = getKScaleCache(), vScales = getVScaleCache();
   if (!kScales || !vScales)
     return c.error(kScales ? "k_scale_cache" : "v_scale_cache")
-           << "requires operand '" << (kScales ? "v_scale_cache" : "k_scale_cache")
+           << "requires operand '"
+           << (kScales ? "v_scale_cache" : "k_scale_cache")
            << "' (per-token-head scales come in pairs)";
   if (!isFp8(kc.getElementType()) && !kc.getElementType().isSignlessInteger(8))
     return c.error("k_cache") << "must hold i8 or fp8 values with "
@@ -474,8 +487,8 @@ LogicalResult UnifiedOp::verifyMasksAndBias(OperandChecker &c) {
   static constexpr StringRef qqDims[] = {"qq_rows", "qq_cols"};
   static constexpr StringRef rangeDims[] = {"batch", "ranges", "2"};
   auto seqs = cast<MemRefType>(getSequsedK().getType());
-  if (Value bias = getQqBias(); bias && !c.memref(bias, "qq_bias", qqDims,
-                                                   kHalfOrFloat))
+  if (Value bias = getQqBias();
+      bias && !c.memref(bias, "qq_bias", qqDims, kHalfOrFloat))
     return failure();
   if (Value ranges = getMmPrefixRange()) {
     MemRefType r = c.memref(ranges, "mm_prefix_range", rangeDims, kI32);
@@ -547,9 +560,9 @@ LogicalResult FlashOp::verify() {
                                std::pair{getV(), "v"}}) {
       Type elem = memrefTypeOf(value).getElementType();
       if (isFp8(elem) && elem != t)
-        return c.error(name) << "must be " << t
-                             << " or a float type quantized on load, got "
-                             << elem;
+        return c.error(name)
+               << "must be " << t << " or a float type quantized on load, got "
+               << elem;
     }
   }
 
@@ -572,15 +585,14 @@ LogicalResult FlashOp::verify() {
       failed(verifyFp8Scale(c, getKScale(), "k_scale", fp8, "k")) ||
       failed(verifyFp8Scale(c, getVScale(), "v_scale", fp8, "v")) ||
       failed(verifyFp8Scale(c, getPScale(), "p_scale", fp8, "v")) ||
-      failed(verifySchedule(*this, getScheduleAttr(),
-                            groupOf(getQ(), getK(), 1))))
+      failed(
+          verifySchedule(*this, getScheduleAttr(), groupOf(getQ(), getK(), 1))))
     return failure();
   // Quantized on load, the output follows the rules of an fp8 query.
-  return verifyOutput(c, getOut(),
-                      quantizeTo ? MemRefType::get(q.getShape(),
-                                                   quantizeTo.getValue())
-                                 : q,
-                      "q", kQDims, getOutScale());
+  return verifyOutput(
+      c, getOut(),
+      quantizeTo ? MemRefType::get(q.getShape(), quantizeTo.getValue()) : q,
+      "q", kQDims, getOutScale());
 }
 
 //===----------------------------------------------------------------------===//
@@ -609,14 +621,15 @@ LogicalResult BlockSparseOp::verify() {
 
   MemRefType crow = c.memref(getCrow(), "crow", kCrowDims, kI32);
   MemRefType col = c.memref(getCol(), "col", kColDims, kI32);
-  if (!crow || !col || failed(c.staticDim(crow, "crow", kCrowDims, 0, kMaxHeads)) ||
+  if (!crow || !col ||
+      failed(c.staticDim(crow, "crow", kCrowDims, 0, kMaxHeads)) ||
       failed(c.sameDim(crow, "crow", kCrowDims, 0, col, "col", kColDims, 0)))
     return failure();
   int64_t layoutHeads = crow.getDimSize(0), qHeads = q.getDimSize(1);
   if (layoutHeads != 1 && layoutHeads != qHeads)
     return c.error("crow") << "dimension 0 (layout_heads = " << layoutHeads
-                           << ") must be 1 (a shared layout) or the "
-                           << qHeads << " query heads";
+                           << ") must be 1 (a shared layout) or the " << qHeads
+                           << " query heads";
   if (!crow.isDynamicDim(1) && crow.getDimSize(1) < 2)
     return c.error("crow") << "must have at least one row (rows+1 >= 2)";
 
@@ -634,8 +647,8 @@ LogicalResult BlockSparseOp::verify() {
   MemRefType o = c.memref(getOut(), "out", kQDims, kHalfOrFloat);
   if (!o || failed(c.sameElem(q, "q", o, "out")) ||
       failed(c.sameShape(q, "q", o, "out", kQDims)) ||
-      failed(verifySchedule(*this, getScheduleAttr(),
-                            groupOf(getQ(), getK(), 1))))
+      failed(
+          verifySchedule(*this, getScheduleAttr(), groupOf(getQ(), getK(), 1))))
     return failure();
   // A program walks one CSR row: its query tile must not straddle two layout
   // rows, and heads with different layouts cannot share a program.
@@ -657,10 +670,10 @@ LogicalResult BlockSparseOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult MergeStatesOp::verify() {
-  if (failed(verifyOperandSegments(
-          *this, getProperties().operandSegmentSizes,
-          {"partial", "segment_max?", "segment_sum?", "segment_lse?", "sinks?",
-           "out_scale?", "out"})))
+  if (failed(verifyOperandSegments(*this, getProperties().operandSegmentSizes,
+                                   {"partial", "segment_max?", "segment_sum?",
+                                    "segment_lse?", "sinks?", "out_scale?",
+                                    "out"})))
     return failure();
   OperandChecker c(*this);
   MemRefType p = c.memref(getPartial(), "partial", kPartialDims, kF32);
@@ -684,18 +697,19 @@ LogicalResult MergeStatesOp::verify() {
     if (!s)
       return failure();
     for (unsigned d = 0; d < 3; ++d)
-      if (failed(c.sameDim(p, "partial", kPartialDims, d, s, name, kStatsDims,
-                           d)))
+      if (failed(
+              c.sameDim(p, "partial", kPartialDims, d, s, name, kStatsDims, d)))
         return failure();
   }
 
   MemRefType o = c.memref(getOut(), "out", kMergedDims, kHalfOrFloat | kFp8);
-  if (!o || failed(c.sameDim(p, "partial", kPartialDims, 0, o, "out",
-                             kMergedDims, 0)) ||
-      failed(c.sameDim(p, "partial", kPartialDims, 1, o, "out", kMergedDims,
-                       1)) ||
-      failed(c.sameDim(p, "partial", kPartialDims, 3, o, "out", kMergedDims,
-                       2)) ||
+  if (!o ||
+      failed(
+          c.sameDim(p, "partial", kPartialDims, 0, o, "out", kMergedDims, 0)) ||
+      failed(
+          c.sameDim(p, "partial", kPartialDims, 1, o, "out", kMergedDims, 1)) ||
+      failed(
+          c.sameDim(p, "partial", kPartialDims, 3, o, "out", kMergedDims, 2)) ||
       failed(verifyOutScale(c, getOutScale(), isFp8(o.getElementType()))))
     return failure();
   if (Value sinks = getSinks()) {

@@ -62,8 +62,8 @@ MemRefType OperandChecker::memref(Value value, StringRef name,
     return nullptr;
   }
   if (!(classify(type.getElementType()) & elems)) {
-    error(name) << "must have element type " << describeElems(elems)
-                << ", got " << type.getElementType();
+    error(name) << "must have element type " << describeElems(elems) << ", got "
+                << type.getElementType();
     return nullptr;
   }
   if (!type.isStrided()) {
@@ -74,8 +74,8 @@ MemRefType OperandChecker::memref(Value value, StringRef name,
 }
 
 LogicalResult OperandChecker::staticDim(MemRefType type, StringRef name,
-                                        ArrayRef<StringRef> dims,
-                                        unsigned dim, int64_t max) {
+                                        ArrayRef<StringRef> dims, unsigned dim,
+                                        int64_t max) {
   if (type.isDynamicDim(dim))
     return error(name) << "dimension " << dim << " (" << dims[dim]
                        << ") must be static";
@@ -98,9 +98,9 @@ LogicalResult OperandChecker::sameDim(MemRefType a, StringRef aName,
   if (a.getDimSize(aDim) == b.getDimSize(bDim))
     return success();
   return error(bName) << "dimension " << bDim << " (" << bDims[bDim] << " = "
-                      << b.getDimSize(bDim) << ") must match dimension "
-                      << aDim << " of '" << aName << "' (" << aDims[aDim]
-                      << " = " << a.getDimSize(aDim) << ")";
+                      << b.getDimSize(bDim) << ") must match dimension " << aDim
+                      << " of '" << aName << "' (" << aDims[aDim] << " = "
+                      << a.getDimSize(aDim) << ")";
 }
 
 LogicalResult OperandChecker::dimEquals(MemRefType type, StringRef name,
@@ -109,15 +109,14 @@ LogicalResult OperandChecker::dimEquals(MemRefType type, StringRef name,
   if (type.isDynamicDim(dim) || type.getDimSize(dim) == expected)
     return success();
   return error(name) << "dimension " << dim << " (" << dims[dim] << " = "
-                     << type.getDimSize(dim) << ") must be " << expected
-                     << " (" << why << ")";
+                     << type.getDimSize(dim) << ") must be " << expected << " ("
+                     << why << ")";
 }
 
 LogicalResult OperandChecker::scale(Value value, StringRef name) {
   auto type = dyn_cast<MemRefType>(value.getType());
-  bool oneElement =
-      type && type.hasStaticShape() && type.getNumElements() == 1 &&
-      type.getRank() <= 1;
+  bool oneElement = type && type.hasStaticShape() &&
+                    type.getNumElements() == 1 && type.getRank() <= 1;
   if (!oneElement || !type.getElementType().isF32())
     return error(name) << "must be a one-element f32 memref (memref<f32> or "
                           "memref<1xf32>), got "
@@ -148,8 +147,8 @@ LogicalResult OperandChecker::perHead(Value value, StringRef name,
 }
 
 LogicalResult OperandChecker::needs(bool present, bool neededPresent,
-                                       StringRef name, StringRef needed,
-                                       StringRef why) {
+                                    StringRef name, StringRef needed,
+                                    StringRef why) {
   if (!present || neededPresent)
     return success();
   return error(name) << "requires '" << needed << "' (" << why << ")";
@@ -160,8 +159,7 @@ LogicalResult OperandChecker::sameElem(MemRefType a, StringRef aName,
   if (a.getElementType() == b.getElementType())
     return success();
   return error(bName) << "must have the element type of '" << aName << "' ("
-                      << a.getElementType() << "), got "
-                      << b.getElementType();
+                      << a.getElementType() << "), got " << b.getElementType();
 }
 
 LogicalResult OperandChecker::sameShape(MemRefType a, StringRef aName,
@@ -177,8 +175,7 @@ LogicalResult mlir::attn::detail::verifyOperandSegments(
     Operation *op, ArrayRef<int32_t> sizes, ArrayRef<StringRef> groups) {
   if (sizes.size() != groups.size())
     return op->emitOpError() << "has " << sizes.size()
-                             << " operand segments, expected "
-                             << groups.size();
+                             << " operand segments, expected " << groups.size();
   for (auto [size, group] : llvm::zip_equal(sizes, groups)) {
     bool optional = group.ends_with("?");
     if (size == 1 || (optional && size == 0))

@@ -49,9 +49,10 @@ public:
                           ArrayRef<StringRef> dims, unsigned dim, int64_t max);
 
   /// Two dimensions must agree when both are static.
-  LogicalResult sameDim(MemRefType a, StringRef aName, ArrayRef<StringRef> aDims,
-                        unsigned aDim, MemRefType b, StringRef bName,
-                        ArrayRef<StringRef> bDims, unsigned bDim);
+  LogicalResult sameDim(MemRefType a, StringRef aName,
+                        ArrayRef<StringRef> aDims, unsigned aDim, MemRefType b,
+                        StringRef bName, ArrayRef<StringRef> bDims,
+                        unsigned bDim);
 
   /// A dimension must equal `expected` when static.
   LogicalResult dimEquals(MemRefType type, StringRef name,
@@ -63,15 +64,14 @@ public:
 
   /// A one-element f32 scale or one per sequence and KV head:
   /// memref<[batch]x[kvHeads]xf32>, any strides.
-  LogicalResult scaleOrPerSeqHead(Value value, StringRef name,
-                                  int64_t kvHeads);
+  LogicalResult scaleOrPerSeqHead(Value value, StringRef name, int64_t kvHeads);
 
   /// A per-head f32 vector: memref<[heads]xf32>.
   LogicalResult perHead(Value value, StringRef name, int64_t heads);
 
   /// Operand `name` requires operand `needed` (or attribute) to be present.
   LogicalResult needs(bool present, bool neededPresent, StringRef name,
-                         StringRef needed, StringRef why);
+                      StringRef needed, StringRef why);
 
   /// `b` must have the element type of `a`.
   LogicalResult sameElem(MemRefType a, StringRef aName, MemRefType b,

@@ -1,25 +1,28 @@
 //===- Pipelines.cpp - attn lowering pipelines ------------------*- C++ -*-===//
 
 #include "attn/Pipelines/Pipelines.h"
+#include "attn/Conversion/AttnToGPU/Targets.h"
+#include "attn/Conversion/Passes.h"
+#include "attn/Target/Chips.h"
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/GPUToROCDL/GPUToROCDLPass.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
-#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
-#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
-#include "mlir/Conversion/GPUToROCDL/GPUToROCDLPass.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/Transforms/RequestCWrappers.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -114,7 +117,8 @@ std::string findRocmToolkit(StringRef toolkit, std::string &looked) {
   if (!toolkit.empty())
     candidates.push_back(toolkit.str());
   else {
-    if (std::optional<std::string> env = llvm::sys::Process::GetEnv("ROCM_PATH"))
+    if (std::optional<std::string> env =
+            llvm::sys::Process::GetEnv("ROCM_PATH"))
       candidates.push_back(*env);
 #ifdef ATTN_ROCDL_TOOLKIT
     candidates.push_back(ATTN_ROCDL_TOOLKIT);
@@ -166,7 +170,8 @@ void mlir::attn::buildLowerToRocdlPipeline(
   GpuROCDLAttachTargetOptions target;
   target.chip = options.chip;
   target.optLevel = options.optLevel;
-  target.wave64Flag = options.chip != "gfx1100";
+  std::optional<AmdChip> amd = AmdChip::parse(options.chip);
+  target.wave64Flag = !amd || amd->waveSize == 64;
   pm.addPass(createGpuROCDLAttachTarget(target));
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = options.format;
@@ -176,6 +181,8 @@ void mlir::attn::buildLowerToRocdlPipeline(
 #endif // ATTN_ENABLE_ROCDL
 
 void mlir::attn::registerAttnPipelines() {
+  // The pipelines run convert-attn-to-gpu: its backends must be known.
+  registerAttnGpuTargets();
 #ifdef ATTN_ENABLE_ROCDL
   PassPipelineRegistration<RocdlPipelineOptions>(
       "attn-lower-to-rocdl-pipeline",

@@ -1,8 +1,9 @@
 //===- Plan.cpp - attn-plan: choose tile schedules --------------*- C++ -*-===//
 
-#include "Schedule.h"
 #include "attn/IR/AttnOps.h"
+#include "attn/Target/Chips.h"
 #include "attn/Transforms/Passes.h"
+#include "attn/Transforms/Schedule.h"
 
 #include <numeric>
 
@@ -32,17 +33,16 @@ std::optional<TargetTiles> tilesFor(StringRef target) {
 enum class AmdFamily { cdna, rdna3 };
 
 std::optional<AmdFamily> amdFamily(StringRef chip) {
-  if (chip == "gfx90a" || chip == "gfx942")
-    return AmdFamily::cdna;
-  if (chip == "gfx1100")
-    return AmdFamily::rdna3;
-  return std::nullopt;
+  std::optional<AmdChip> amd = AmdChip::parse(chip);
+  if (!amd)
+    return std::nullopt;
+  return amd->wmma ? AmdFamily::rdna3 : AmdFamily::cdna;
 }
 
 /// ROCDL programs: `waves` waves of 32 or 16 query rows (two or one 16-row
-/// fragments of 16x16x16 MFMA or WMMA); Q and one K and V tile live in LDS, whose 64 KB
-/// budget leaves 16 KB to the compiler and the reductions here, so the KV
-/// tile is the largest of 64, 32 and 16 keys that fits in 48 KB.
+/// fragments of 16x16x16 MFMA or WMMA); Q and one K and V tile live in LDS,
+/// whose 64 KB budget leaves 16 KB to the compiler and the reductions here, so
+/// the KV tile is the largest of 64, 32 and 16 keys that fits in 48 KB.
 struct AmdTiles {
   int64_t rows, keys, waves;
 };
@@ -220,9 +220,8 @@ struct AttnPlanPass : public mlir::attn::impl::AttnPlanBase<AttnPlanPass> {
       return signalPassFailure();
     }
     if (target == "rocdl" && !amdFamily(chip)) {
-      getOperation()->emitError()
-          << "attn-plan: unknown rocdl chip '" << chip
-          << "' (expected gfx90a, gfx942 or gfx1100)";
+      getOperation()->emitError() << "attn-plan: unknown rocdl chip '" << chip
+                                  << "' (expected gfx90a, gfx942 or gfx1100)";
       return signalPassFailure();
     }
     getOperation()->walk([&](Operation *op) {

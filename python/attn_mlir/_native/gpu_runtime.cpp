@@ -102,8 +102,9 @@ Driver *open(int backend, char *err, int len) {
   d.getErrorString = reinterpret_cast<decltype(d.getErrorString)>(
       dlsym(d.lib, d.hip ? "hipDrvGetErrorString" : "cuGetErrorString"));
   if (!ok) {
-    setError(err, len, std::string("the driver library lacks ") +
-                           (missingEntry ? missingEntry : "an entry point"));
+    setError(err, len,
+             std::string("the driver library lacks ") +
+                 (missingEntry ? missingEntry : "an entry point"));
     dlclose(d.lib);
     d.lib = nullptr;
     return nullptr;
@@ -157,8 +158,9 @@ int attn_rt_load(int backend, int device, const void *image, const char *name,
   }
   r = d->moduleGetFunction(&fn, mod, name);
   if (r != 0) {
-    setError(err, len, describe(*d, r, (std::string("lookup of kernel ") +
-                                        name).c_str()));
+    setError(
+        err, len,
+        describe(*d, r, (std::string("lookup of kernel ") + name).c_str()));
     d->moduleUnload(mod);
     return 3;
   }

@@ -1,0 +1,129 @@
+//===- GpuTarget.h - what a GPU backend provides ----------------*- C++ -*-===//
+//
+// convert-attn-to-gpu is written once for every GPU: it outlines each attn
+// op into a gpu.func, lowers it through the shared op lowerings
+// (KernelLowering.h) and launches it over the op's grid. What differs
+// between NVIDIA and AMD is this small interface, in the manner of Triton's
+// TargetInfo: the tensor-core compute type, the launch resources of a
+// program, the hardware exp2, and the program builder (warps of mma.sync /
+// wgmma on NVVM, waves of MFMA / WMMA on ROCDL). The grid mapping, KV walks,
+// masks and score math are common (LowerKernelOps.cpp, AttentionMath); the
+// staging of global rows into shared memory is common too (GpuStaging.h).
+//
+// Each backend is compiled in only when its CMake option is on
+// (ATTN_ENABLE_NVVM, ATTN_ENABLE_ROCDL).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_CONVERSION_ATTNTOGPU_GPUTARGET_H
+#define ATTN_CONVERSION_ATTNTOGPU_GPUTARGET_H
+
+#include "attn/Conversion/AttnToSCF/TiledAttention.h"
+
+#include "llvm/Support/CheckedArithmetic.h"
+
+#include <functional>
+#include <limits>
+#include <memory>
+
+namespace mlir::attn {
+
+/// Launch resources of one GPU program (a thread block / workgroup).
+struct KernelLaunch {
+  int64_t threads = 128;
+  int64_t sharedBytes = 0;
+};
+
+/// What one warp (or wave) of a program unrolls: its rows, each 16-row MMA
+/// fragment of which is emitted separately, and the f32 accumulator elements
+/// of S and O that each of its lanes keeps in registers.
+struct ProgramBody {
+  int64_t rowsPerWarp = 0;
+  int64_t accumulatorsPerLane = 0;
+};
+
+/// The largest body convert-attn-to-gpu emits: twice what a lane's 255
+/// registers hold (head dims up to 512 compile, spilling past 256), far below
+/// the bodies of hundreds of fragments that take the backends minutes and
+/// gigabytes to compile. Default schedules of heads up to 256 stay under 256
+/// accumulators and do not spill (the resource sweeps check this).
+constexpr int64_t kMaxRowsPerWarp = 64;
+constexpr int64_t kMaxAccumulatorsPerLane = 512;
+
+/// Resource arithmetic that saturates instead of overflowing, so that a
+/// check against a limit cannot wrap around and pass.
+inline int64_t saturatingMul(int64_t a, int64_t b) {
+  return llvm::checkedMul(a, b).value_or(std::numeric_limits<int64_t>::max());
+}
+inline int64_t saturatingAdd(int64_t a, int64_t b) {
+  return llvm::checkedAdd(a, b).value_or(std::numeric_limits<int64_t>::max());
+}
+
+/// The shared part of every GPU ProgramTarget: the launch grid is exactly
+/// the op's grid (block ids), and element-wise work is spread over the
+/// block's threads.
+class GpuProgramTarget : public ProgramTarget {
+public:
+  explicit GpuProgramTarget(int64_t threads) : threads(threads) {}
+  void grid(LoopEmitter &e, ArrayRef<Value> ubs,
+            llvm::function_ref<void(ValueRange)> body) override;
+  void spread(LoopEmitter &e, Value lo, Value hi,
+              llvm::function_ref<void(Value)> body) override;
+
+protected:
+  int64_t threads;
+};
+
+/// The matrix-core operand type for query type `qType`: f16 and bf16 as
+/// they are, fp8 as f16 (exact), f32 as it is when `f32` (the target has
+/// f32 / tf32 matrix instructions); failure otherwise.
+FailureOr<Type> gpuComputeType(Type qType, bool f32);
+
+/// One GPU backend, for one chip.
+class GpuTarget {
+public:
+  virtual ~GpuTarget() = default;
+  /// The tensor-core operand type for query type `qType`; failure when the
+  /// target has no matrix-core path for it.
+  virtual FailureOr<Type> computeType(Type qType) const = 0;
+  /// The query types computeType accepts, in words (for diagnostics).
+  virtual std::string supportedTypes() const = 0;
+  /// Threads and dynamic shared memory of a program of tile shape `shape`
+  /// (saturating at INT64_MAX).
+  virtual KernelLaunch launchFor(const TileShape &shape, Type ct) const = 0;
+  /// The per-warp (per-wave) body of a program of tile shape `shape`.
+  virtual ProgramBody bodyOf(const TileShape &shape) const = 0;
+  /// The most dynamic shared memory (LDS) one program may use.
+  virtual int64_t maxSharedBytes() const = 0;
+  /// exp2 through the hardware instruction (no device library).
+  virtual Value exp2(ImplicitLocOpBuilder &b, Value x) const = 0;
+  /// sqrt, correctly rounded, without a device library.
+  virtual Value sqrt(ImplicitLocOpBuilder &b, Value x) const = 0;
+  /// The program builder of one kernel: `entry` is its entry block (where
+  /// per-thread state is allocated), `shared` its dynamic shared memory
+  /// (memref<?xi8, workgroup>, null when the launch needs none).
+  virtual std::unique_ptr<ProgramTarget>
+  programs(Block *entry, Value shared, Type ct,
+           const KernelLaunch &launch) const = 0;
+};
+
+/// Makes a backend for `chip`: null, with `error` set, for a chip it does
+/// not support. `exactF32`: f32 products on 3xTF32 (convert-attn-to-gpu's
+/// f32-precision; backends without the choice ignore it).
+using GpuTargetFactory = std::function<std::unique_ptr<GpuTarget>(
+    StringRef chip, bool exactF32, std::string &error)>;
+
+/// Backends register themselves under their target name (nvvm, rocdl), so
+/// that convert-attn-to-gpu depends on none of them
+/// (attn/Conversion/AttnToGPU/Targets.h registers the built-in ones).
+void registerGpuTarget(StringRef target, GpuTargetFactory factory);
+
+/// The backend `target` for `chip`; null, with `error` set, for a target
+/// that is unknown or not registered, or a chip it does not support.
+std::unique_ptr<GpuTarget> createGpuTarget(StringRef target, StringRef chip,
+                                           std::string &error,
+                                           bool exactF32 = false);
+
+} // namespace mlir::attn
+
+#endif // ATTN_CONVERSION_ATTNTOGPU_GPUTARGET_H

@@ -1,0 +1,47 @@
+//===- KernelLowering.h - attn ops -> programs on a grid --------*- C++ -*-===//
+//
+// The op-specific half of every lowering, written once for all targets: the
+// launch grid of an op (as a function of its operands' shapes, so a host can
+// compute it without reading device memory) and, per grid point, which rows
+// a program owns and where its keys come from. A ProgramTarget turns that
+// into scalar loops (CPU) or warps (GPU).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_CONVERSION_ATTNTOSCF_KERNELLOWERING_H
+#define ATTN_CONVERSION_ATTNTOSCF_KERNELLOWERING_H
+
+#include "attn/Conversion/AttnToSCF/TiledAttention.h"
+#include "attn/IR/AttnOps.h"
+#include "llvm/Support/JSON.h"
+
+namespace mlir::attn {
+
+/// One grid extent: sum_i floor(dim(operand_i, dim_i) / divisor_i) + constant.
+struct GridExtent {
+  struct Term {
+    unsigned operand;
+    unsigned dim;
+    int64_t divisor;
+  };
+  SmallVector<Term> terms;
+  int64_t constant = 0;
+
+  Value materialize(LoopEmitter &e, ValueRange operands) const;
+  /// JSON for the kernel manifest: {"terms": [[op, dim, div], ...], "add": c}.
+  llvm::json::Value toJson() const;
+};
+
+/// The launch grid of an attn op (1 to 3 extents); failure for other ops.
+FailureOr<SmallVector<GridExtent>> kernelGrid(Operation *op);
+
+/// Emits `op` (any attn op) through `target` at the builder's insertion
+/// point; the op's operands are used as they are. Does not erase `op`.
+LogicalResult emitAttnOp(LoopEmitter &e, ProgramTarget &target, Operation *op);
+
+/// attn.merge_states (LowerMergeStates.cpp).
+void emitMergeStates(LoopEmitter &e, ProgramTarget &target, MergeStatesOp op);
+
+} // namespace mlir::attn
+
+#endif // ATTN_CONVERSION_ATTNTOSCF_KERNELLOWERING_H

@@ -1,0 +1,138 @@
+//===- LoopEmitter.h - terse emission of scalar loop code -------*- C++ -*-===//
+//
+// A thin layer over ImplicitLocOpBuilder for the loop nests the attn
+// lowerings emit: index/float arithmetic, counted loops and guards whose
+// bodies are C++ lambdas, and element loads/stores that widen to f32.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_CONVERSION_ATTNTOSCF_LOOPEMITTER_H
+#define ATTN_CONVERSION_ATTNTOSCF_LOOPEMITTER_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <functional>
+
+namespace mlir::attn {
+
+class LoopEmitter {
+public:
+  explicit LoopEmitter(ImplicitLocOpBuilder &b) : b(b) {}
+
+  ImplicitLocOpBuilder &builder() { return b; }
+
+  // Constants.
+  Value idx(int64_t v);
+  Value f32(double v);
+  Value negInf() { return f32(-std::numeric_limits<double>::infinity()); }
+
+  // Index arithmetic.
+  Value add(Value x, Value y);
+  Value sub(Value x, Value y);
+  Value mul(Value x, Value y);
+  Value divU(Value x, Value y);
+  Value remU(Value x, Value y);
+  Value ceilDiv(Value x, Value y);
+  Value min(Value x, Value y);
+  Value max(Value x, Value y);
+  Value cmp(arith::CmpIPredicate pred, Value x, Value y);
+  Value lt(Value x, Value y) { return cmp(arith::CmpIPredicate::slt, x, y); }
+  Value le(Value x, Value y) { return cmp(arith::CmpIPredicate::sle, x, y); }
+  Value eq(Value x, Value y) { return cmp(arith::CmpIPredicate::eq, x, y); }
+  Value andI(Value x, Value y);
+  Value orI(Value x, Value y);
+  Value notI(Value x);
+  Value select(Value cond, Value x, Value y);
+  /// An i32 or index value as index.
+  Value toIndex(Value v);
+  /// An index as f32 (signed).
+  Value indexToF32(Value v);
+
+  // f32 arithmetic.
+  Value addF(Value x, Value y);
+  Value subF(Value x, Value y);
+  Value mulF(Value x, Value y);
+  Value divF(Value x, Value y);
+  Value maxF(Value x, Value y);
+  Value minF(Value x, Value y);
+  Value cmpF(arith::CmpFPredicate pred, Value x, Value y);
+  Value exp2(Value x);
+  Value tanh(Value x);
+  Value sqrt(Value x);
+
+  /// Targets without libm (GPUs) route the transcendental functions to their
+  /// hardware instructions; tanh is then built from exp2.
+  void setExp2(std::function<Value(ImplicitLocOpBuilder &, Value)> fn) {
+    exp2Fn = std::move(fn);
+  }
+  void setSqrt(std::function<Value(ImplicitLocOpBuilder &, Value)> fn) {
+    sqrtFn = std::move(fn);
+  }
+
+  // Control flow. Bodies run with the insertion point inside the region.
+  void forLoop(Value lo, Value hi, Value step,
+               llvm::function_ref<void(Value)> body);
+  void forLoop(Value lo, Value hi, llvm::function_ref<void(Value)> body) {
+    forLoop(lo, hi, idx(1), body);
+  }
+  void forLoop(int64_t lo, int64_t hi, llvm::function_ref<void(Value)> body) {
+    forLoop(idx(lo), idx(hi), idx(1), body);
+  }
+  void ifThen(Value cond, llvm::function_ref<void()> then);
+  void ifThenElse(Value cond, llvm::function_ref<void()> then,
+                  llvm::function_ref<void()> otherwise);
+  /// An scf.if yielding values of `types`: those of `then` or `otherwise`.
+  SmallVector<Value> ifElse(Value cond, TypeRange types,
+                            llvm::function_ref<SmallVector<Value>()> then,
+                            llvm::function_ref<SmallVector<Value>()> otherwise);
+  /// An i1 constant.
+  Value boolean(bool v);
+  /// A loop carrying one value: returns body(iv, acc) folded over [lo, hi).
+  Value reduce(Value lo, Value hi, Value init,
+               llvm::function_ref<Value(Value, Value)> body);
+  Value reduce(int64_t lo, int64_t hi, Value init,
+               llvm::function_ref<Value(Value, Value)> body) {
+    return reduce(idx(lo), idx(hi), init, body);
+  }
+  /// Runs `body` with f32 scratch buffers of the given shapes that live
+  /// exactly as long as the body (allocated before, freed after). Heap
+  /// buffers rather than allocas: an alloca in a loop body would grow the
+  /// stack every iteration once the loops are lowered.
+  void withBuffers(ArrayRef<SmallVector<int64_t>> shapes,
+                   llvm::function_ref<void(ArrayRef<Value>)> body);
+
+  // Memory. `load32` widens any supported element type to f32 (fp8 through
+  // the exact decoder, i8 exactly), optionally multiplying by a
+  // dequantization scale. With `quantize` (an fp8 type) a value of another
+  // type is first quantized with that scale, as vLLM's wrappers do before
+  // their launch: round(x * (1 / scale)) in x's own type, encoded as
+  // `quantize` (saturating), then dequantized.
+  Value load(Value memref, ValueRange indices);
+  void store(Value value, Value memref, ValueRange indices);
+  Value loadIndex(Value memref, ValueRange indices);
+  Value load32(Value memref, ValueRange indices, Value scale = nullptr,
+               Type quantize = nullptr);
+  /// The f32 value `v` of element type `t` quantized as load32 describes.
+  Value quantizeFp8(Value v, Type t, Value scale, Type quantize);
+  /// Rounds an f32 to `elementType` and stores it (fp8: saturating encoder).
+  void storeFrom32(Value value, Value memref, ValueRange indices);
+  /// Stores a final output element (already multiplied by 1 / out_scale
+  /// when `outScaled`). Like vLLM's kernels, an output scale clamps to the
+  /// f8E4M3FN range whatever out's type; fp8 stores saturate anyway.
+  void storeOutput(Value value, Value memref, ValueRange indices,
+                   bool outScaled);
+  /// Reads a one-element scale memref (memref<f32> or memref<1xf32>).
+  Value loadScalar(Value memref);
+
+private:
+  ImplicitLocOpBuilder &b;
+  std::function<Value(ImplicitLocOpBuilder &, Value)> exp2Fn, sqrtFn;
+};
+
+} // namespace mlir::attn
+
+#endif // ATTN_CONVERSION_ATTNTOSCF_LOOPEMITTER_H

@@ -1,0 +1,254 @@
+//===- ConvertAttnToGPU.cpp - convert-attn-to-gpu pass ----------*- C++ -*-===//
+//
+// Outlines each attn op into a kernel of `gpu.module @attn_kernels`: the op
+// is cloned into a gpu.func whose arguments are its operands, lowered there
+// through the shared op lowerings (KernelLowering.h) with the GPU program
+// target, and replaced on the host by a gpu.launch_func over the op's grid.
+// The manifest (docs/runtime.md) records what a runtime needs to launch a
+// kernel without MLIR: its parameter ABI, grid formula and resources.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Conversion/AttnToGPU/GpuTarget.h"
+#include "attn/Conversion/AttnToSCF/KernelLowering.h"
+#include "attn/Conversion/Passes.h"
+#include "attn/IR/AttnOps.h"
+#include "attn/Transforms/Schedule.h"
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_CONVERTATTNTOGPU
+#include "attn/Conversion/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+/// The version of the kernel manifest's layout (docs/runtime.md); loaders
+/// reject bundles of another version.
+static constexpr int64_t kManifestFormatVersion = 1;
+
+namespace {
+
+std::string typeName(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
+}
+
+/// JSON of one kernel parameter; memrefs are passed as MLIR's expanded
+/// descriptor (allocated ptr, aligned ptr, offset, sizes, strides).
+/// `arg` is the host function's argument the operand comes from (-1 when it
+/// is computed in the function).
+llvm::json::Value paramJson(Value operand) {
+  Type t = operand.getType();
+  int64_t arg = -1;
+  if (auto ba = dyn_cast<BlockArgument>(operand))
+    if (isa<func::FuncOp>(ba.getOwner()->getParentOp()))
+      arg = ba.getArgNumber();
+  if (auto m = dyn_cast<MemRefType>(t))
+    return llvm::json::Object{{"arg", arg},
+                              {"kind", "memref"},
+                              {"rank", m.getRank()},
+                              {"dtype", typeName(m.getElementType())}};
+  return llvm::json::Object{
+      {"arg", arg}, {"kind", "scalar"}, {"dtype", typeName(t)}};
+}
+
+/// The value of the op's query operand (kernel ops), to pick the compute
+/// type.
+Value queryOf(Operation *op) {
+  if (auto pp = dyn_cast<PrefixPrefillOp>(op))
+    return pp.getQ();
+  if (auto un = dyn_cast<UnifiedOp>(op))
+    return un.getQ();
+  if (auto fl = dyn_cast<FlashOp>(op))
+    return fl.getQ();
+  if (auto bs = dyn_cast<BlockSparseOp>(op))
+    return bs.getQ();
+  return Value();
+}
+
+int64_t headDimOf(Operation *op) {
+  Value q = queryOf(op);
+  return cast<MemRefType>(q.getType()).getDimSize(2);
+}
+
+struct ConvertAttnToGPUPass
+    : public mlir::attn::impl::ConvertAttnToGPUBase<ConvertAttnToGPUPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::string error;
+    if (f32Precision != "tf32" && f32Precision != "3xtf32") {
+      module.emitError() << "convert-attn-to-gpu: unknown f32-precision '"
+                         << f32Precision << "' (expected tf32 or 3xtf32)";
+      return signalPassFailure();
+    }
+    std::unique_ptr<GpuTarget> gpuTarget =
+        createGpuTarget(target, chip, error, f32Precision == "3xtf32");
+    if (!gpuTarget) {
+      module.emitError() << "convert-attn-to-gpu: " << error;
+      return signalPassFailure();
+    }
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (isa<AttnDialect>(op->getDialect()))
+        ops.push_back(op);
+    });
+    if (ops.empty())
+      return;
+
+    OpBuilder top(module.getBodyRegion());
+    top.setInsertionPointToEnd(module.getBody());
+    auto kernels =
+        gpu::GPUModuleOp::create(top, module.getLoc(), "attn_kernels");
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(&getContext()));
+
+    SymbolTable symbols(kernels);
+    llvm::json::Array records;
+    for (Operation *op : ops) {
+      llvm::json::Object record;
+      if (failed(outline(op, *gpuTarget, kernels, symbols, record)))
+        return signalPassFailure();
+      records.push_back(std::move(record));
+    }
+    // Loaders check the version (docs/runtime.md).
+    llvm::json::Value manifest =
+        llvm::json::Object{{"format_version", kManifestFormatVersion},
+                           {"kernels", std::move(records)}};
+    module->setAttr(
+        "attn.manifest",
+        StringAttr::get(&getContext(), llvm::formatv("{0}", manifest).str()));
+  }
+
+  LogicalResult outline(Operation *op, const GpuTarget &gpuTarget,
+                        gpu::GPUModuleOp kernels, SymbolTable &symbols,
+                        llvm::json::Object &record) {
+    MLIRContext *ctx = op->getContext();
+    auto func = op->getParentOfType<func::FuncOp>();
+    std::string name = func ? func.getSymName().str() : "attn_kernel";
+
+    // Resources of the program.
+    Type computeType;
+    KernelLaunch launch;
+    if (Value q = queryOf(op)) {
+      Type qType = cast<MemRefType>(q.getType()).getElementType();
+      FailureOr<Type> ct = gpuTarget.computeType(qType);
+      if (failed(ct))
+        return op->emitOpError("convert-attn-to-gpu: query type ")
+               << qType << " has no tensor-core path on " << target << " ("
+               << gpuTarget.supportedTypes() << ")";
+      computeType = *ct;
+      ScheduleAttr s = scheduleOrDefault(op);
+      TileShape shape{s.getBlockQ(), s.getBlockN(), s.getHeadsPerProgram(),
+                      headDimOf(op), s.getWarps()};
+      ProgramBody body = gpuTarget.bodyOf(shape);
+      if (body.rowsPerWarp > kMaxRowsPerWarp ||
+          body.accumulatorsPerLane > kMaxAccumulatorsPerLane)
+        return op->emitOpError("convert-attn-to-gpu: the schedule ")
+               << s << " unrolls " << body.rowsPerWarp << " rows per warp with "
+               << body.accumulatorsPerLane
+               << " f32 accumulators per lane; the budget is "
+               << kMaxRowsPerWarp << " rows and " << kMaxAccumulatorsPerLane
+               << " accumulators (more warps, or smaller block_q or block_n)";
+      launch = gpuTarget.launchFor(shape, computeType);
+      if (launch.threads > 1024 ||
+          launch.sharedBytes > gpuTarget.maxSharedBytes())
+        return op->emitOpError("convert-attn-to-gpu: the schedule ")
+               << s << " needs " << launch.threads << " threads and "
+               << launch.sharedBytes << " bytes of shared memory; " << target
+               << " allows 1024 and " << gpuTarget.maxSharedBytes()
+               << " (pick smaller block_q, block_n or warps)";
+    }
+    FailureOr<SmallVector<GridExtent>> grid = kernelGrid(op);
+    if (failed(grid))
+      return op->emitOpError("convert-attn-to-gpu: no grid for this op");
+
+    // The kernel: the op's operands become its arguments.
+    OpBuilder kb(kernels.getBodyRegion());
+    kb.setInsertionPointToEnd(kernels.getBody());
+    auto type = FunctionType::get(ctx, op->getOperandTypes(), {});
+    auto kernel = gpu::GPUFuncOp::create(kb, op->getLoc(), name, type);
+    symbols.insert(kernel); // renames on a clash
+    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                    UnitAttr::get(ctx));
+    kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
+        ctx, {static_cast<int32_t>(launch.threads), 1, 1}));
+    Block *entry = &kernel.getBody().front();
+    ImplicitLocOpBuilder b(op->getLoc(), ctx);
+    b.setInsertionPointToStart(entry);
+    Value shared;
+    if (launch.sharedBytes > 0) {
+      auto space =
+          gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+      shared = gpu::DynamicSharedMemoryOp::create(
+          b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                             MemRefLayoutAttrInterface(), space));
+    }
+    IRMapping mapping;
+    mapping.map(op->getOperands(), entry->getArguments());
+    Operation *clone = b.clone(*op, mapping);
+    LoopEmitter e(b);
+    e.setSqrt([&](ImplicitLocOpBuilder &ib, Value x) {
+      return gpuTarget.sqrt(ib, x);
+    });
+    e.setExp2([&](ImplicitLocOpBuilder &ib, Value x) {
+      return gpuTarget.exp2(ib, x);
+    });
+    std::unique_ptr<ProgramTarget> programs =
+        gpuTarget.programs(entry, shared, computeType, launch);
+    if (failed(emitAttnOp(e, *programs, clone)))
+      return op->emitOpError("convert-attn-to-gpu: op was not lowered");
+    clone->erase();
+    gpu::ReturnOp::create(b);
+
+    // The host side: launch over the grid.
+    ImplicitLocOpBuilder hb(op->getLoc(), op);
+    LoopEmitter he(hb);
+    SmallVector<Value> extents;
+    for (const GridExtent &x : *grid)
+      extents.push_back(x.materialize(he, op->getOperands()));
+    while (extents.size() < 3)
+      extents.push_back(he.idx(1));
+    Value smem =
+        arith::ConstantIntOp::create(hb, hb.getI32Type(), launch.sharedBytes);
+    gpu::LaunchFuncOp::create(
+        hb, kernel, gpu::KernelDim3{extents[0], extents[1], extents[2]},
+        gpu::KernelDim3{he.idx(launch.threads), he.idx(1), he.idx(1)}, smem,
+        op->getOperands());
+    std::string opName = op->getName().getStringRef().str();
+    llvm::json::Array params, extentsJson;
+    for (Value v : op->getOperands())
+      params.push_back(paramJson(v));
+    op->erase();
+
+    for (const GridExtent &x : *grid)
+      extentsJson.push_back(x.toJson());
+    record = llvm::json::Object{
+        {"name", kernel.getName().str()}, {"op", opName},
+        {"threads", launch.threads},      {"shared_bytes", launch.sharedBytes},
+        {"grid", std::move(extentsJson)}, {"params", std::move(params)}};
+    return success();
+  }
+};
+
+} // namespace

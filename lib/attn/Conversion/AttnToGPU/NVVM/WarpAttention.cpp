@@ -1,0 +1,701 @@
+//===- WarpAttention.cpp - attention programs on NVIDIA tensor cores ------===//
+//
+// The warp program (WarpProgram.h): Q staging, the KV walks, the online
+// softmax on accumulator fragments, the epilogue, and the ProgramTarget.
+//
+//===----------------------------------------------------------------------===//
+
+#include "WarpProgram.h"
+#include "attn/Conversion/AttnToGPU/Targets.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::warp;
+
+namespace mlir::attn::warp {
+
+void WarpAttentionBuilder::chooseScoreOperands(const ProgramRows &rows,
+                                               ArrayRef<KvWalk> walks) {
+  auto isFp8 = [](Type t) {
+    return isa_and_nonnull<Float8E4M3FNType, Float8E5M2Type>(t);
+  };
+  qType = cast<MemRefType>(q.getType()).getElementType();
+  qk8 = chip.fp8 && !g.wgmma && g.dPad % 32 == 0 && isFp8(qType) &&
+        !walks.empty();
+  for (const KvWalk &walk : walks)
+    qk8 = qk8 && isFp8(walk.keyType) && walk.keyType == walks[0].keyType &&
+          walk.keyScale == walks[0].keyScale;
+  if (!qk8)
+    return;
+  kType = walks[0].keyType;
+  Value qScale = rows.qScale, kScale = walks[0].keyScale;
+  dotScale = qScale && kScale ? e.mulF(qScale, kScale)
+             : qScale         ? qScale
+                              : kScale;
+}
+
+void WarpAttentionBuilder::emit(const ProgramRows &rows,
+                                ArrayRef<KvWalk> walks) {
+  setUpThreads();
+  chooseScoreOperands(rows, walks);
+  if (g.wgmma) {
+    // The shared window address of the dynamic shared memory, rounded up
+    // to the swizzle atoms' 1024 bytes (launches reserve kAlignSlack).
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, shared);
+    Value atom = e.idx(wgmma::kGroupBytes);
+    tilesAddress = e.mul(e.ceilDiv(base, atom), atom);
+    alignPad = e.sub(tilesAddress, base);
+  }
+  qS = tile(e.idx(0), g.mRows, g.dPad, g.stride);
+  cur = kvBuffers(e.idx(0));
+  {
+    // Per-thread state, promoted to registers by LLVM.
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(entry);
+    Type f32 = b.getF32Type();
+    oAcc = memref::AllocaOp::create(
+        b, MemRefType::get({g.mFrags * g.dTiles() * 4}, f32));
+    mState = memref::AllocaOp::create(b, MemRefType::get({2 * g.mFrags}, f32));
+    lState = memref::AllocaOp::create(b, MemRefType::get({2 * g.mFrags}, f32));
+  }
+
+  // The query tile: row r is token r / pack, head headBase + r % pack.
+  stage(qk8 ? bytesOf(qS, qType) : qS, g.mRows, g.dPad, [&](Value r) {
+    Value tok = math.tokenOf(r);
+    StagedRow s;
+    s.valid = e.lt(tok, rows.numTokens);
+    Value qRow =
+        e.add(rows.qTokBase, e.min(tok, e.sub(rows.numTokens, e.idx(1))));
+    Value head = math.headOf(rows, r);
+    s.mem = q;
+    s.at = [=](Value d) { return SmallVector<Value>{qRow, head, d}; };
+    s.scale = qk8 ? Value() : rows.qScale;
+    s.quantize = qk8 ? Type() : rows.qQuantize;
+    s.chunks = true;
+    return s;
+  });
+  waitGroups(commitGroup(), 0);
+  if (math.linearScores())
+    foldScoreFactor();
+  // Keep Q in registers when it fits next to the accumulators; otherwise
+  // each KV tile reads it again from shared memory (as FlashAttention-2).
+  // (wgmma reads Q from shared memory.) Registers per element: 16 bits,
+  // or a tf32 (two with exactF32).
+  int64_t qRegBits = ct.isF32() ? (exactF32 ? 64 : 32) : 16;
+  if (!g.wgmma && g.mFrags * g.dPad * qRegBits <= 128 * 16 &&
+      !(g.mFrags > 1 && g.bn >= 64)) {
+    for (int64_t m = 0; m < g.mFrags; ++m) {
+      SmallVector<SmallVector<Value>> frags;
+      for (int64_t kk = 0; kk < qkSteps(); ++kk)
+        frags.push_back(queryFragment(m, kk));
+      qFrags.push_back(std::move(frags));
+    }
+  }
+
+  for (int64_t m = 0; m < g.mFrags; ++m) {
+    for (int64_t h = 0; h < 2; ++h) {
+      auto [m0, l0] = math.initialState(rows, rowOf(m, h));
+      // The sum is kept per lane and added over the quad at the end: only
+      // one lane of the quad starts with the sink's 1.
+      l0 = e.select(e.eq(quadCol, e.idx(0)), l0, e.f32(0.0));
+      e.store(m0, mState, {e.idx(stateIndex(m, h))});
+      e.store(l0, lState, {e.idx(stateIndex(m, h))});
+    }
+  }
+  for (int64_t i = 0; i < g.mFrags * g.dTiles() * 4; ++i)
+    e.store(e.f32(0.0), oAcc, {e.idx(i)});
+
+  for (const KvWalk &walk : walks)
+    walk.visitRanges(
+        e, [&](Value lo, Value hi) { walkRange(rows, walk, lo, hi); });
+  epilogue(rows);
+}
+
+void WarpAttentionBuilder::foldScoreFactor() {
+  // The softmax wants maxima of factor * dot; for a positive factor those
+  // are factor * (maxima of dot). A negative factor is made positive by
+  // negating the staged Q, which is exact. A zero factor becomes the
+  // smallest normal float, so that masked -inf scores stay -inf, not NaN.
+  Value factor = math.linearScoreFactor();
+  if (dotScale)
+    factor = e.mulF(factor, dotScale);
+  Value negative = e.cmpF(arith::CmpFPredicate::OLT, factor, e.f32(0.0));
+  e.ifThen(negative, [&] {
+    // Every element of the view (padding included) is negated.
+    ArrayRef<int64_t> viewShape = cast<MemRefType>(qS.mem.getType()).getShape();
+    int64_t chunksPerRow = viewShape[1] / 8;
+    auto vecType = VectorType::get({8}, ct);
+    e.forLoop(tid, e.idx(viewShape[0] * chunksPerRow), e.idx(threads),
+              [&](Value c) {
+                SmallVector<Value> at{
+                    e.divU(c, e.idx(chunksPerRow)),
+                    e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8))};
+                Value x = vector::LoadOp::create(b, vecType, qS.mem, at);
+                Value negated;
+                if (qk8) {
+                  // Pairs of fp8: flip both sign bits.
+                  auto bits = VectorType::get({8}, b.getI16Type());
+                  Value signs = arith::ConstantOp::create(
+                      b, DenseElementsAttr::get(
+                             bits, b.getI16IntegerAttr(int16_t(0x8080))));
+                  negated = vector::BitCastOp::create(
+                      b, vecType,
+                      arith::XOrIOp::create(
+                          b, vector::BitCastOp::create(b, bits, x), signs));
+                } else {
+                  negated = arith::NegFOp::create(b, x);
+                }
+                vector::StoreOp::create(b, negated, qS.mem, at);
+              });
+    if (g.wgmma)
+      wgmma::fenceProxyAsync(b);
+    gpu::BarrierOp::create(b);
+  });
+  Value magnitude =
+      e.select(negative, arith::NegFOp::create(b, factor), factor);
+  foldedFactor = e.maxF(magnitude, e.f32(std::numeric_limits<float>::min()));
+}
+
+void WarpAttentionBuilder::walkRange(const ProgramRows &rows,
+                                     const KvWalk &walk, Value lo, Value hi) {
+  // Warps whose rows are all past the tile's tokens (decode programs, the
+  // last tile of a sequence) stage and synchronize but skip the math.
+  // (wgmma: a warpgroup's warps issue its MMAs together.)
+  Value firstRow =
+      g.wgmma ? e.mul(e.divU(warp, e.idx(4)), e.idx(wgmma::kRows)) : warpRow0;
+  Value active = e.lt(firstRow, e.mul(rows.numTokens, e.idx(shape.pack)));
+  if (g.stages == 2)
+    return walkDoubleBuffered(rows, walk, lo, hi, active);
+  // Software pipeline with one K and one V buffer: V(t) loads while QK(t)
+  // and the softmax run, K(t+1) while PV(t) runs.
+  Value bn = e.idx(g.bn);
+  auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
+  e.ifThen(e.lt(lo, hi),
+           [&] { stageKeys(walk, cur.k, lo, validAt(lo), true); });
+  commitGroup();
+  e.forLoop(lo, hi, bn, [&](Value n0) {
+    pinLaneCoordinates();
+    Value nValid = validAt(n0);
+    stageValues(walk, cur, n0, nValid);
+    waitGroups(commitGroup(), 1); // K(t) has landed
+    Probabilities p = activeScores(rows, active, n0, nValid);
+    gpu::BarrierOp::create(b); // every warp is done with K(t)
+    Value next = e.add(n0, bn);
+    e.ifThen(e.lt(next, hi),
+             [&] { stageKeys(walk, cur.k, next, validAt(next), true); });
+    waitGroups(commitGroup(), 1); // V(t) has landed
+    e.ifThen(active, [&] { accumulate(p, walk.valueKeyMajor); });
+    gpu::BarrierOp::create(b); // every warp is done with V(t)
+    unpinLaneCoordinates();
+  });
+}
+
+void WarpAttentionBuilder::walkDoubleBuffered(const ProgramRows &rows,
+                                              const KvWalk &walk, Value lo,
+                                              Value hi, Value active) {
+  // Tile t computes from buffer t % 2 while K and V of tile t + 1 load into
+  // the other; the barrier after each wait also tells that every warp is
+  // done with the buffer about to be refilled.
+  Value bn = e.idx(g.bn);
+  auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
+  auto stageTile = [&](const KvBuffers &buf, Value n0, Value nValid) {
+    stageKeys(walk, buf.k, n0, nValid, true);
+    stageValues(walk, buf, n0, nValid);
+  };
+  gpu::BarrierOp::create(b); // the previous range may still read buffer 0
+  e.ifThen(e.lt(lo, hi),
+           [&] { stageTile(kvBuffers(e.idx(0)), lo, validAt(lo)); });
+  commitGroup();
+  KvBuffers first = cur;
+  // Paged walks next to the largest accumulators (a warpgroup's [64 x 256],
+  // two mma.sync fragments of [16 x 128]) spill with their staging
+  // addresses hoisted. (Dense walks keep theirs: pinning them costs 4-10%
+  // there.)
+  bool pinStaging =
+      walk.paged && (g.wgmma ? g.dPad > 128 : g.mFrags > 1 && g.dPad > 64);
+  e.forLoop(lo, hi, bn, [&](Value n0) {
+    pinLaneCoordinates(pinStaging);
+    Value parity = e.remU(e.divU(e.sub(n0, lo), bn), e.idx(2));
+    waitGroups(commitGroup(), 0); // K(t) and V(t) have landed
+    Value next = e.add(n0, bn);
+    e.ifThen(e.lt(next, hi), [&] {
+      KvBuffers buf = kvBuffers(e.sub(e.idx(1), parity));
+      e.ifThenElse(
+          e.le(e.add(next, bn), hi), [&] { stageTile(buf, next, Value()); },
+          [&] { stageTile(buf, next, validAt(next)); });
+    });
+    commitGroup();
+    cur = kvBuffers(parity);
+    Value nValid = validAt(n0);
+    // One straight-line body per case (no barrier inside a tile here), so
+    // that the unmasked tiles carry no mask arithmetic at all.
+    e.ifThen(active, [&] {
+      auto tile = [&](bool masked) {
+        if (g.wgmma)
+          return warpgroupTile(rows, n0, nValid, masked, walk.valueKeyMajor);
+        accumulate(scores(rows, n0, nValid, masked), walk.valueKeyMajor);
+      };
+      if (f.bias)
+        return tile(true);
+      e.ifThenElse(
+          tileUnmasked(rows, n0, nValid), [&] { tile(false); },
+          [&] { tile(true); });
+    });
+    cur = first;
+    unpinLaneCoordinates();
+  });
+}
+
+WarpAttentionBuilder::Probabilities
+WarpAttentionBuilder::activeScores(const ProgramRows &rows, Value active,
+                                   Value n0, Value nValid) {
+  int64_t numP = g.mFrags * g.nTiles() * 2, numAlpha = 2 * g.mFrags;
+  SmallVector<Type> types(numP, pairType());
+  types.append(numAlpha, b.getF32Type());
+  auto flat = [&](bool masked) {
+    Probabilities p = scores(rows, n0, nValid, masked);
+    SmallVector<Value> v = p.p;
+    v.append(p.alpha);
+    return v;
+  };
+  SmallVector<Value> v = e.ifElse(
+      active, types,
+      [&] {
+        if (f.bias)
+          return flat(true);
+        return e.ifElse(
+            tileUnmasked(rows, n0, nValid), types, [&] { return flat(false); },
+            [&] { return flat(true); });
+      },
+      [&] {
+        SmallVector<Value> v(numP, pack(e.f32(0.0), e.f32(0.0)));
+        v.append(numAlpha, e.f32(1.0));
+        return v;
+      });
+  Probabilities p;
+  p.p.assign(v.begin(), v.begin() + numP);
+  p.alpha.assign(v.begin() + numP, v.end());
+  return p;
+}
+
+Value WarpAttentionBuilder::tileUnmasked(const ProgramRows &rows, Value n0,
+                                         Value nValid) {
+  return e.andI(e.eq(nValid, e.idx(g.bn)),
+                math.tileFullyVisible(rows, n0, e.add(n0, e.idx(g.bn))));
+}
+
+WarpAttentionBuilder::Probabilities
+WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
+                             bool masked) {
+  // S = Q K^T: B operand tiles are 8 keys x 16 dims (tf32: 8), read from
+  // K's rows; each is read once per warp and used by all its M fragments.
+  int64_t nTiles = g.nTiles(), kSteps = qkSteps();
+  Acc zero = {e.f32(0.0), e.f32(0.0), e.f32(0.0), e.f32(0.0)};
+  SmallVector<Acc> s(g.mFrags * nTiles, zero); // [m * nTiles + j]
+  Value lane8 = e.remU(lane, e.idx(8));
+  // Q fragments are read one k step at a time when S and O already fill
+  // the registers (two fragments of a wide S).
+  // (3xTF32 operands take twice the registers: one k step at a time.)
+  bool pairs = !(g.registersFull() && qFrags.empty()) && !exactF32;
+  // (wgmma: issued and waited for here. Issued before the next tile's
+  // copies instead, the accumulators would be in flight across their
+  // branches, and ptxas serializes the MMAs: C7518.)
+  if (g.wgmma)
+    s = awaitScores(issueWarpgroupScores(0, g.bn), 0);
+  for (int64_t kk = 0; !g.wgmma && kk < kSteps; kk += pairs ? 2 : 1) {
+    bool pair = pairs && kk + 1 < kSteps;
+    SmallVector<SmallVector<Value>> qa[2];
+    for (int64_t m = 0; m < g.mFrags; ++m) {
+      qa[0].push_back(queryFragment(m, kk));
+      if (pair)
+        qa[1].push_back(queryFragment(m, kk + 1));
+    }
+    for (int64_t j = 0; j < nTiles; ++j) {
+      Value row = e.add(e.idx(8 * j), lane8);
+      Value laneCol = pair ? e.mul(e.divU(lane, e.idx(8)), e.idx(g.chunk))
+                           : e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)),
+                                   e.idx(g.chunk));
+      SmallVector<Value> kb =
+          ldmatrix(cur.k.mem, row, e.add(e.idx(kk * g.kElems()), laneCol),
+                   pair ? 4 : 2, false);
+      for (int64_t m = 0; m < g.mFrags; ++m) {
+        Acc &acc = s[m * nTiles + j];
+        auto product = [&](ArrayRef<Value> a, ArrayRef<Value> bRegs) {
+          return qk8 ? mmaFp8(a, bRegs, acc) : mma(a, bRegs, acc);
+        };
+        acc = product(qa[0][m], {kb[0], kb[1]});
+        if (pair)
+          acc = product(qa[1][m], {kb[2], kb[3]});
+      }
+    }
+  }
+
+  return softmax(rows, n0, nValid, masked, s, 0);
+}
+
+WarpAttentionBuilder::Probabilities
+WarpAttentionBuilder::softmax(const ProgramRows &rows, Value n0, Value nValid,
+                              bool masked, ArrayRef<Acc> s, int64_t firstTile) {
+  int64_t nTiles = s.size() / g.mFrags;
+  SmallVector<Value> p = modifiedScores(rows, n0, nValid, s, masked, firstTile);
+
+  // Online softmax on the fragments: rows quadRow (h = 0) and quadRow + 8
+  // of each M fragment. Each phase runs over all of the thread's rows
+  // before the next, so the shuffles and exp2s of independent rows overlap.
+  int64_t numRows = 2 * g.mFrags;
+  auto rowElems = [&](int64_t st) {
+    SmallVector<Value *> xs;
+    int64_t m = st / 2, h = st % 2;
+    for (int64_t j = 0; j < nTiles; ++j)
+      for (int64_t i = 2 * h; i < 2 * h + 2; ++i)
+        xs.push_back(&p[pIndex(m, j, i, nTiles)]);
+    return xs;
+  };
+  SmallVector<Value> mx(numRows);
+  for (int64_t st = 0; st < numRows; ++st) {
+    SmallVector<Value> xs;
+    for (Value *x : rowElems(st))
+      xs.push_back(*x);
+    mx[st] = treeReduce(xs, /*isMax=*/true);
+  }
+  quadReduce(mx, /*isMax=*/true);
+  Probabilities probs;
+  probs.alpha.resize(numRows);
+  // The reference max of a row moves only when the tile's max exceeds it by
+  // more than kRescaleSlack (log2 units): P stays below 2^kRescaleSlack, and
+  // O and l, both relative to the reference, need no rescaling on most
+  // tiles. (Not with an fp8 P, whose quantization expects P <= 1, nor where
+  // the registers are full: the conditional rescaling spills there.)
+  constexpr float kRescaleSlack = 8.0f;
+  bool lazy = !f.pScale && !g.registersFull();
+  SmallVector<Value> negMax(numRows);
+  Value grownAny = e.boolean(false);
+  for (int64_t st = 0; st < numRows; ++st) {
+    Value tileMax = foldedFactor ? e.mulF(mx[st], foldedFactor) : mx[st];
+    Value mOld = e.load(mState, {e.idx(st)});
+    Value mNew = e.maxF(mOld, tileMax);
+    Value grown;
+    if (lazy) {
+      grown = e.cmpF(arith::CmpFPredicate::OGT, tileMax,
+                     e.addF(mOld, e.f32(kRescaleSlack)));
+      mNew = e.select(grown, mNew, mOld);
+      grownAny = e.orI(grownAny, grown);
+    }
+    Value mSafe = math.safeMax(mNew);
+    probs.alpha[st] = e.exp2(e.subF(mOld, mSafe));
+    if (lazy)
+      probs.alpha[st] = e.select(grown, probs.alpha[st], e.f32(1.0));
+    negMax[st] = e.subF(e.f32(0.0), mSafe);
+    e.store(mNew, mState, {e.idx(st)});
+  }
+  if (lazy) {
+    // Warp-uniform: whether any row of the warp has a new reference.
+    Value all = arith::ConstantOp::create(b, b.getI32IntegerAttr(-1));
+    probs.rescale = NVVM::VoteSyncOp::create(b, b.getI1Type(), all, grownAny,
+                                             NVVM::VoteSyncKind::any);
+  }
+  SmallVector<Value> sums(numRows);
+  for (int64_t st = 0; st < numRows; ++st) {
+    SmallVector<Value> terms;
+    for (Value *x : rowElems(st)) {
+      // exp2(factor * dot - max) is one FMA when the factor is folded.
+      // (llvm.intr.fma: math.fma would become a libdevice call).
+      *x = e.exp2(foldedFactor
+                      ? LLVM::FMAOp::create(b, *x, foldedFactor, negMax[st])
+                      : e.addF(*x, negMax[st]));
+      terms.push_back(*x);
+    }
+    sums[st] = treeReduce(terms, /*isMax=*/false);
+  }
+  for (int64_t st = 0; st < numRows; ++st) {
+    Value l = e.load(lState, {e.idx(st)});
+    e.store(e.addF(e.mulF(l, probs.alpha[st]), sums[st]), lState, {e.idx(st)});
+  }
+  if (f.dropoutP || f.pScale) {
+    for (int64_t m = 0; m < g.mFrags; ++m)
+      for (int64_t j = 0; j < nTiles; ++j)
+        for (int64_t i = 0; i < 4; ++i) {
+          Value &x = p[pIndex(m, j, i, nTiles)];
+          x = math.probability(rows, rowOf(m, i / 2),
+                               e.add(n0, colOf(firstTile + j, i)), x);
+        }
+  }
+  // P as PV's A operand, packed to the compute type right away: half the
+  // registers while the next K tile is staged.
+  for (int64_t m = 0; m < g.mFrags; ++m)
+    for (int64_t j = 0; j < nTiles; ++j)
+      for (int64_t h = 0; h < 2; ++h)
+        probs.p.push_back(pack(p[pIndex(m, j, 2 * h, nTiles)],
+                               p[pIndex(m, j, 2 * h + 1, nTiles)]));
+  return probs;
+}
+
+SmallVector<Value> WarpAttentionBuilder::modifiedScores(const ProgramRows &rows,
+                                                        Value n0, Value nValid,
+                                                        ArrayRef<Acc> s,
+                                                        bool masked,
+                                                        int64_t firstTile) {
+  SmallVector<Value> out(s.size() * 4);
+  int64_t nTiles = s.size() / g.mFrags;
+  for (int64_t m = 0; m < g.mFrags; ++m) {
+    for (int64_t j = 0; j < nTiles; ++j) {
+      for (int64_t i = 0; i < 4; ++i) {
+        Value dot = s[m * nTiles + j][i];
+        Value row = rowOf(m, i / 2), col = colOf(firstTile + j, i);
+        Value key = e.add(n0, col);
+        Value &x = out[pIndex(m, j, i, nTiles)];
+        if (dotScale && !foldedFactor)
+          dot = e.mulF(dot, dotScale);
+        Value scored = foldedFactor ? dot : math.score(rows, row, key, dot);
+        if (!masked) {
+          x = scored;
+          continue;
+        }
+        Value ok = e.andI(e.lt(col, nValid), math.visible(rows, row, key));
+        if (f.bias) {
+          x = e.ifElse(
+              ok, {b.getF32Type()},
+              [&] {
+                return SmallVector<Value>{math.score(rows, row, key, dot)};
+              },
+              [&] { return SmallVector<Value>{e.negInf()}; })[0];
+        } else {
+          x = e.select(ok, scored, e.negInf());
+        }
+      }
+    }
+  }
+  return out;
+}
+
+void WarpAttentionBuilder::rescaleOutput(const Probabilities &probs) {
+  auto rescale = [&] {
+    for (int64_t m = 0; m < g.mFrags; ++m)
+      for (int64_t dj = 0; dj < g.dTiles(); ++dj)
+        for (int64_t i = 0; i < 4; ++i)
+          e.store(e.mulF(e.load(oAcc, {accIndex(m, dj, i)}),
+                         probs.alpha[stateIndex(m, i / 2)]),
+                  oAcc, {accIndex(m, dj, i)});
+  };
+  if (probs.rescale)
+    e.ifThen(probs.rescale, rescale);
+  else
+    rescale();
+}
+
+void WarpAttentionBuilder::accumulate(const Probabilities &probs,
+                                      bool vTransposed) {
+  // O = alpha * O + P V. Each B operand tile (16 keys x 8 dims of V) is
+  // read once per warp for all its M fragments: with ldmatrix.trans from a
+  // [bn, D] tile, or plainly from a transposed [D, bn] one.
+  if (g.wgmma)
+    return storeWarpgroupOutput(issueWarpgroupPV(probs, vTransposed, 0));
+  int64_t dTiles = g.dTiles(), kSteps = g.bn / 16;
+  rescaleOutput(probs);
+  SmallVector<Acc> acc(g.mFrags * dTiles); // [m * dTiles + dj]
+  for (int64_t m = 0; m < g.mFrags; ++m)
+    for (int64_t dj = 0; dj < dTiles; ++dj)
+      for (int64_t i = 0; i < 4; ++i)
+        acc[m * dTiles + dj][i] = e.load(oAcc, {accIndex(m, dj, i)});
+  if (ct.isF32())
+    accumulateTf32(probs, vTransposed, acc);
+  // P of key step kk for fragment m: A operand of mma.
+  auto pOperand = [&](int64_t m, int64_t kk) {
+    auto pv = [&](int64_t j, int64_t h) {
+      return probs.p[(m * g.nTiles() + j) * 2 + h];
+    };
+    return SmallVector<Value>{pv(2 * kk, 0), pv(2 * kk, 1), pv(2 * kk + 1, 0),
+                              pv(2 * kk + 1, 1)};
+  };
+  Value lane8 = e.remU(lane, e.idx(8));
+  if (ct.isF32()) {
+    // (above)
+  } else if (vTransposed) {
+    // x4: dims 8dj.. x keys (16kk .. +8 | +8 .. +16 | 16(kk+1) ..): the B
+    // operands of key steps kk and kk + 1 for one 8-dim tile.
+    for (int64_t kk = 0; kk < kSteps; kk += 2) {
+      bool pair = kk + 1 < kSteps;
+      SmallVector<SmallVector<Value>> a0, a1;
+      for (int64_t m = 0; m < g.mFrags; ++m) {
+        a0.push_back(pOperand(m, kk));
+        if (pair)
+          a1.push_back(pOperand(m, kk + 1));
+      }
+      Value laneCol =
+          pair ? e.mul(e.divU(lane, e.idx(8)), e.idx(8))
+               : e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)), e.idx(8));
+      for (int64_t dj = 0; dj < dTiles; ++dj) {
+        SmallVector<Value> vb =
+            ldmatrix(cur.vt.mem, e.add(e.idx(8 * dj), lane8),
+                     e.add(e.idx(kk * 16), laneCol), pair ? 4 : 2, false);
+        for (int64_t m = 0; m < g.mFrags; ++m) {
+          Acc &c = acc[m * dTiles + dj];
+          c = mma(a0[m], {vb[0], vb[1]}, c);
+          if (pair)
+            c = mma(a1[m], {vb[2], vb[3]}, c);
+        }
+      }
+    }
+  } else {
+    Value vRowInTile =
+        e.add(lane8, e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)), e.idx(8)));
+    Value vColInTile = e.mul(e.divU(lane, e.idx(16)), e.idx(8));
+    for (int64_t kk = 0; kk < kSteps; ++kk) {
+      SmallVector<SmallVector<Value>> a;
+      for (int64_t m = 0; m < g.mFrags; ++m)
+        a.push_back(pOperand(m, kk));
+      Value row = e.add(e.idx(kk * 16), vRowInTile);
+      for (int64_t dp = 0; dp < g.dPad / 16; ++dp) {
+        Value col = e.add(e.idx(dp * 16), vColInTile);
+        SmallVector<Value> vb =
+            ldmatrix(cur.v.mem, row, col, 4, /*transpose=*/true);
+        for (int64_t m = 0; m < g.mFrags; ++m) {
+          Acc &lo = acc[m * dTiles + 2 * dp];
+          Acc &hi = acc[m * dTiles + 2 * dp + 1];
+          lo = mma(a[m], {vb[0], vb[1]}, lo);
+          hi = mma(a[m], {vb[2], vb[3]}, hi);
+        }
+      }
+    }
+  }
+  for (int64_t m = 0; m < g.mFrags; ++m)
+    for (int64_t dj = 0; dj < dTiles; ++dj)
+      for (int64_t i = 0; i < 4; ++i)
+        e.store(acc[m * dTiles + dj][i], oAcc, {accIndex(m, dj, i)});
+}
+
+void WarpAttentionBuilder::epilogue(const ProgramRows &rows) {
+  for (int64_t m = 0; m < g.mFrags; ++m) {
+    for (int64_t h = 0; h < 2; ++h) {
+      Value st = e.idx(stateIndex(m, h));
+      // Shuffles first: every lane of the warp takes part.
+      Value l = quadReduce(e.load(lState, {st}), /*isMax=*/false);
+      Value row = rowOf(m, h);
+      Value tok = math.tokenOf(row);
+      e.ifThen(e.lt(tok, rows.numTokens), [&] {
+        Value qRow = e.add(rows.qTokBase, tok);
+        Value head = math.headOf(rows, row);
+        Value factor;
+        if (o.segmentMax) {
+          e.ifThen(e.eq(quadCol, e.idx(0)), [&] {
+            Value mx = e.load(mState, {st});
+            e.store(e.mulF(mx, e.f32(kLn2)), o.segmentMax,
+                    {qRow, head, rows.segment});
+            e.store(l, o.segmentSum, {qRow, head, rows.segment});
+          });
+        } else {
+          factor = math.outputFactor(l, o.outScale);
+        }
+        for (int64_t dj = 0; dj < g.dTiles(); ++dj) {
+          for (int64_t i = 2 * h; i < 2 * h + 2; ++i) {
+            Value d = colOf(dj, i);
+            Value v = e.load(oAcc, {accIndex(m, dj, i)});
+            auto store = [&] {
+              if (o.segmentMax)
+                e.store(v, o.out, {qRow, head, rows.segment, d});
+              else
+                e.storeOutput(e.mulF(v, factor), o.out, {qRow, head, d},
+                              bool(o.outScale));
+            };
+            if (8 * dj + 8 > shape.headDim)
+              e.ifThen(e.lt(d, e.idx(shape.headDim)), store);
+            else
+              store();
+          }
+        }
+      });
+    }
+  }
+}
+
+} // namespace mlir::attn::warp
+
+KernelLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct,
+                                       NvidiaChip chip) {
+  Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
+  int64_t elems = saturatingAdd(saturatingMul(g.mRows, g.stride),
+                                saturatingMul(g.stages, g.kvElems()));
+  int64_t bytes = saturatingMul(elems, ct.getIntOrFloatBitWidth() / 8);
+  if (g.wgmma)
+    bytes = saturatingAdd(bytes, kAlignSlack);
+  return {saturatingMul(g.warps, kLanes), bytes};
+}
+
+ProgramBody mlir::attn::warpBodyOf(const TileShape &shape, NvidiaChip chip) {
+  // (The body does not depend on the element size.)
+  Geometry g = geometryOf(shape, chip.wgmma, 2);
+  // Each 16x8 accumulator tile of mma.sync (and of wgmma, per warp) holds 4
+  // elements per lane: S has nTiles of them per fragment, O dTiles.
+  int64_t tiles = saturatingAdd(g.nTiles(), g.dTiles());
+  return {g.warpRows(), saturatingMul(saturatingMul(g.mFrags, tiles), 4)};
+}
+
+void WarpProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
+                                    const AttentionFeatures &f,
+                                    const AttentionOutput &o, Value q,
+                                    const ProgramRows &rows,
+                                    ArrayRef<KvWalk> walks) {
+  WarpAttentionBuilder(e, shape, f, o, q, entry, shared, computeType, threads,
+                       chip, exactF32)
+      .emit(rows, walks);
+}
+
+namespace {
+/// The NVVM backend: warps of mma.sync / wgmma.
+class NvvmTarget : public GpuTarget {
+public:
+  NvvmTarget(StringRef chip, bool exactF32)
+      : chip(NvidiaChip::parse(chip)), exactF32(exactF32) {}
+  FailureOr<Type> computeType(Type qType) const override {
+    // f32 on tf32 mma.sync (sm_80 and up).
+    return gpuComputeType(qType, /*f32=*/true);
+  }
+  std::string supportedTypes() const override {
+    return "f16, bf16, fp8 and f32 (tf32) do";
+  }
+  /// sm_90's 227 KB (launches on smaller chips fail at run time, where the
+  /// runtime names the kernel).
+  int64_t maxSharedBytes() const override { return 227 * 1024; }
+  KernelLaunch launchFor(const TileShape &shape, Type ct) const override {
+    return warpLaunchFor(shape, ct, chip);
+  }
+  ProgramBody bodyOf(const TileShape &shape) const override {
+    return warpBodyOf(shape, chip);
+  }
+  Value exp2(ImplicitLocOpBuilder &b, Value x) const override {
+    // ex2.approx: one MUFU instruction; exp2(-inf) = +0.
+    return LLVM::CallIntrinsicOp::create(
+               b, b.getF32Type(), b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
+               ValueRange{x})
+        .getResult(0);
+  }
+  Value sqrt(ImplicitLocOpBuilder &b, Value x) const override {
+    return LLVM::CallIntrinsicOp::create(b, b.getF32Type(),
+                                         b.getStringAttr("llvm.nvvm.sqrt.rn.f"),
+                                         ValueRange{x})
+        .getResult(0);
+  }
+  std::unique_ptr<ProgramTarget>
+  programs(Block *entry, Value shared, Type ct,
+           const KernelLaunch &launch) const override {
+    return std::make_unique<WarpProgramTarget>(entry, shared, ct,
+                                               launch.threads, chip, exactF32);
+  }
+
+private:
+  NvidiaChip chip;
+  bool exactF32;
+};
+} // namespace
+
+void mlir::attn::registerNvvmTarget() {
+  registerGpuTarget("nvvm", [](StringRef chip, bool exactF32, std::string &) {
+    return std::make_unique<NvvmTarget>(chip, exactF32);
+  });
+}

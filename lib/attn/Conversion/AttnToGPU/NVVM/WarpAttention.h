@@ -1,0 +1,63 @@
+//===- WarpAttention.h - attention programs on NVIDIA tensor cores -*- C++ -*-//
+//
+// The NVVM ProgramTarget: one thread block per program of the tiled grid, in
+// the style of FlashAttention-2. Each warp owns a slab of one or two 16-row
+// MMA fragments of the M tile (ScheduleAttr::warps); QK and PV run on
+// mma.sync m16n8k16 (f16/bf16; QK of fp8 Q and K on m16n8k32 from sm_89,
+// the scales applied to the dot products) fed by ldmatrix from shared
+// memory, each
+// K/V fragment read once per warp; K/V (and Q) tiles are staged with 16-byte
+// cp.async where the source rows are contiguous and of the compute type
+// (key-major V caches transposed), and through registers (gather, fp8
+// dequantization) otherwise, double-buffered on 128-row tiles; the online
+// softmax runs on the accumulator fragments with quad shuffles, and P stays
+// in registers for PV. On sm_90a, programs of whole warpgroups run QK and
+// PV on wgmma.mma_async instead (Q, K and V in 128-byte swizzled shared
+// tiles, P from registers; Wgmma.h). Tiles that no mask crosses run a body
+// without mask code; linear scores fold the scale into exp2's FMA; O is
+// rescaled only when a row's reference max grows by more than a slack. The
+// element-level math is AttentionMath's, shared with the CPU program.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_CONVERSION_ATTNTOGPU_WARPATTENTION_H
+#define ATTN_LIB_CONVERSION_ATTNTOGPU_WARPATTENTION_H
+
+#include "attn/Conversion/AttnToGPU/GpuTarget.h"
+#include "attn/Target/Chips.h"
+
+namespace mlir::attn {
+
+/// Threads and shared memory of the program of an attention op with tile
+/// shape `shape` and compute type `ct` on `chip` (whose warpgroup MMAs
+/// programs of whole warpgroups and swizzle atoms use).
+KernelLaunch warpLaunchFor(const TileShape &shape, Type ct, NvidiaChip chip);
+/// The per-warp body of that program (GpuTarget::bodyOf).
+ProgramBody warpBodyOf(const TileShape &shape, NvidiaChip chip);
+
+class WarpProgramTarget : public GpuProgramTarget {
+public:
+  /// `entry` is the kernel's entry block (where per-thread state arrays are
+  /// allocated so LLVM promotes them to registers); `shared` the kernel's
+  /// dynamic shared memory (memref<?xi8, workgroup>).
+  WarpProgramTarget(Block *entry, Value shared, Type computeType,
+                    int64_t threads, NvidiaChip chip, bool exactF32)
+      : GpuProgramTarget(threads), entry(entry), shared(shared),
+        computeType(computeType), chip(chip), exactF32(exactF32) {}
+
+  void emitProgram(LoopEmitter &e, const TileShape &shape,
+                   const AttentionFeatures &f, const AttentionOutput &o,
+                   Value q, const ProgramRows &rows,
+                   ArrayRef<KvWalk> walks) override;
+
+private:
+  Block *entry;
+  Value shared;
+  Type computeType;
+  NvidiaChip chip;
+  bool exactF32; // f32 products on 3xTF32
+};
+
+} // namespace mlir::attn
+
+#endif // ATTN_LIB_CONVERSION_ATTNTOGPU_WARPATTENTION_H

@@ -1,0 +1,307 @@
+//===- WarpProgram.h - the NVVM warp program builder ------------*- C++ -*-===//
+//
+// Internal to the NVVM program target (WarpAttention.h): the static geometry
+// of a program and the builder that emits it, split by responsibility over
+// WarpAttention.cpp (the program: Q, KV walks, softmax, epilogue),
+// WarpStaging.cpp (shared-memory tiles and their staging) and WarpMma.cpp
+// (tensor-core operands and MMAs: mma.sync, wgmma).
+//
+// Fragment layouts are those of mma.sync.m16n8k16 (PTX ISA, "Matrix
+// Fragments for mma.m16n8k16"): with lane = 4 * quadRow + quadCol, a thread
+// holds accumulator elements (quadRow + 8 * (i / 2), 2 * quadCol + i % 2),
+// i = 0..3, of each 16x8 tile. The S accumulator of QK therefore has the
+// layout of PV's A operand, so P never leaves registers; row statistics
+// reduce over the four lanes of a quad with two xor shuffles. f32 programs
+// run mma.sync.m16n8k8 on tf32 (Mma k of 8; WarpTf32.cpp), whose
+// accumulator layout is the same. wgmma's
+// m64nNk16 accumulators are, per warp, those of N / 8 such tiles, and its
+// register A operand is mma.sync's, so the softmax is shared.
+//
+// Per-thread state (running max, sum, output accumulator) lives in small
+// arrays allocated in the kernel's entry block and indexed only by
+// constants, so LLVM promotes them to registers (the resource lit test checks
+// that no kernel has a stack frame).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_CONVERSION_ATTNTOGPU_WARPPROGRAM_H
+#define ATTN_LIB_CONVERSION_ATTNTOGPU_WARPPROGRAM_H
+
+#include "WarpAttention.h"
+#include "Wgmma.h"
+#include "attn/Conversion/AttnToGPU/GpuStaging.h"
+
+namespace mlir::attn::warp {
+
+constexpr int64_t kLanes = 32;
+constexpr double kLn2 = 0.6931471805599453;
+
+inline int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/// Static tile geometry of a program. Warp w owns rows
+/// [w * warpRows(), (w + 1) * warpRows()): mFrags 16-row MMA tiles that
+/// share every K/V fragment read from shared memory.
+struct Geometry {
+  int64_t chunk; // elements per 16 bytes (an ldmatrix row): 8, or 4 of f32
+  int64_t warps;
+  int64_t mFrags;
+  int64_t mRows;  // M tile rows: warps * 16 * mFrags
+  int64_t dPad;   // head dim rounded up to 16 (the MMA k, or two of tf32)
+  int64_t stride; // shared-memory row stride in elements: 16 bytes of
+                  // padding keep ldmatrix rows in distinct banks
+  int64_t bn;
+  int64_t vtStride; // row stride of V staged transposed ([dPad, bn])
+  int64_t stages;   // K/V buffers: 2 double-buffers the KV walk
+  /// Warpgroup MMAs (sm_90a): each group of 4 warps computes 64 rows with
+  /// wgmma.mma_async, Q and K/V staged in 128-byte swizzled atoms (no
+  /// padding) that the MMAs read through descriptors.
+  bool wgmma = false;
+  int64_t warpRows() const { return 16 * mFrags; }
+  /// Elements of one MMA k step: two ldmatrix columns (k16, or tf32's k8).
+  int64_t kElems() const { return 2 * chunk; }
+  /// Elements of the V buffer: a [bn, D] tile or a transposed [D, bn] one.
+  int64_t vElems() const { return std::max(bn * stride, dPad * vtStride); }
+  int64_t kvElems() const { return bn * stride + vElems(); }
+  int64_t nTiles() const { return bn / 8; }   // 8-key S tiles
+  int64_t dTiles() const { return dPad / 8; } // 8-dim O tiles
+  /// Whether S and O of a warp about fill the registers (two fragments of a
+  /// wide S over a wide O): Q is then read from shared memory one k step at
+  /// a time, and O is rescaled on every tile.
+  bool registersFull() const { return mFrags > 1 && bn >= 64 && dPad >= 128; }
+};
+
+/// Shared memory past the tiles that lets the swizzled tiles start on a
+/// 1024-byte boundary (the descriptors' base offset is 0).
+constexpr int64_t kAlignSlack = wgmma::kGroupBytes;
+
+/// The geometry of a program with tile shape `s` and compute-type elements
+/// of `elemBytes`; `wgmma` allows warpgroup MMAs (NvidiaChip::wgmma; not
+/// for f32).
+Geometry geometryOf(const TileShape &s, bool wgmma, int64_t elemBytes);
+
+/// A [rows, cols] tile of the compute type in shared memory: row-major with
+/// a padded stride (read by ldmatrix), or in 128-byte swizzled atoms of 64
+/// columns for wgmma's descriptors. Atom a holds columns [64a, 64a + 64)
+/// of every row, row r at byte 128 r of the atom, and the 16-byte chunk c of
+/// that row at chunk c ^ (r % 8); `mem` is then [atoms * rows, 64].
+struct SharedTile {
+  Value mem;
+  Value offset; // elements from the start of the tiles
+  int64_t rows = 0;
+  bool swizzled = false;
+};
+
+class WarpAttentionBuilder {
+public:
+  WarpAttentionBuilder(LoopEmitter &e, const TileShape &shape,
+                       const AttentionFeatures &f, const AttentionOutput &o,
+                       Value q, Block *entry, Value shared, Type ct,
+                       int64_t threads, NvidiaChip chip, bool exactF32)
+      : e(e), b(e.builder()), shape(shape),
+        g(geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8)),
+        math(e, shape, f), f(f), o(o), q(q), entry(entry), shared(shared),
+        ct(ct), threads(threads), chip(chip), exactF32(exactF32 && ct.isF32()) {
+  }
+
+  void emit(const ProgramRows &rows, ArrayRef<KvWalk> walks);
+
+private:
+  using Acc = std::array<Value, 4>;
+
+  void setUpThreads();
+  /// Sets foldedFactor (see there) for linear scores.
+  void foldScoreFactor();
+  /// Lane coordinates that LLVM cannot hoist out of the KV loop (see
+  /// pinned()), for the duration of one tile. With `staging`, the staging
+  /// addresses too (tid and the tiles' address): walks whose rows each read
+  /// a block table otherwise hold too many hoisted addresses next to a
+  /// large accumulator.
+  void pinLaneCoordinates(bool staging = false);
+  void unpinLaneCoordinates();
+  Value pinned(Value index);
+  /// A [numRows, rowStride] view of shared memory from element `offset`
+  /// (elements of the compute type), of elements `elem` (default: ct).
+  Value view(int64_t offset, int64_t numRows, int64_t rowStride) {
+    return view(e.idx(offset), numRows, rowStride);
+  }
+  Value view(Value offset, int64_t numRows, int64_t rowStride, Type elem = {});
+  /// The plain tile `t` as raw fp8 (`elem`): the same bytes, twice the
+  /// columns. (qk8: its compute-type view then holds pairs.)
+  SharedTile bytesOf(const SharedTile &t, Type elem);
+  /// k steps of the QK product: 16 dims per m16n8k16, 32 per fp8 m16n8k32,
+  /// 8 per tf32 m16n8k8.
+  int64_t qkSteps() const { return g.dPad / (qk8 ? 32 : g.kElems()); }
+  /// Decides qk8 and dotScale for the program's walks.
+  void chooseScoreOperands(const ProgramRows &rows, ArrayRef<KvWalk> walks);
+  /// The [rows, cols] tile at element `offset`: swizzled for wgmma, else
+  /// with row stride `stride`.
+  SharedTile tile(Value offset, int64_t rows, int64_t cols, int64_t stride);
+  /// Indices in t.mem of elements (r, x0 .. x0 + 7), x0 a multiple of 8.
+  SmallVector<Value> tileAt(const SharedTile &t, Value r, Value x0);
+  /// Shared byte address of element `elems` of tile `t` (for descriptors).
+  Value tileAddress(const SharedTile &t, int64_t bytes);
+  /// Stages `numRows` rows of `rowElems` elements (a multiple of 8) into
+  /// `dst`, 16 bytes per thread and step.
+  void stage(const SharedTile &dst, int64_t numRows, int64_t rowElems,
+             llvm::function_ref<StagedRow(Value)> source);
+  Value commitGroup();
+  /// Waits until at most `pending` of this thread's copy groups are in
+  /// flight, then synchronizes the block.
+  void waitGroups(Value token, int32_t pending);
+  /// Shared-memory views of one K/V buffer (V and its transposed form share
+  /// memory).
+  struct KvBuffers {
+    SharedTile k, v, vt;
+  };
+  KvBuffers kvBuffers(Value stage);
+  /// Stages K (isK) or V of keys [n0, n0 + nValid) as [bn, D] rows.
+  void stageKeys(const KvWalk &walk, const SharedTile &dst, Value n0,
+                 Value nValid, bool isK);
+  /// Stages V of keys [n0, n0 + nValid) as a [D, bn] tile (key-major walks).
+  void stageValuesTransposed(const KvWalk &walk, const SharedTile &dst,
+                             Value n0, Value nValid);
+  /// Stages V into `buf` in the layout the walk needs.
+  void stageValues(const KvWalk &walk, const KvBuffers &buf, Value n0,
+                   Value nValid);
+  /// The tile math on staged K(t) and V(t): QK, softmax, PV.
+  void walkDoubleBuffered(const ProgramRows &rows, const KvWalk &walk, Value lo,
+                          Value hi, Value active);
+  /// P of one KV tile as packed pairs in accumulator layout (elements
+  /// (2h, 2h + 1) of S tile j of M fragment m at (m * nTiles + j) * 2 + h),
+  /// and the factors that rescale output rows (quadRow, quadRow + 8) of
+  /// fragment m to the new running max, at stateIndex(m, h). Flat, so that
+  /// they can be yielded from an scf.if.
+  struct Probabilities {
+    SmallVector<Value> p, alpha;
+    /// Whether O needs the alpha rescaling at all (warp-uniform); null
+    /// means always. Not carried through activeScores' scf.if.
+    Value rescale;
+  };
+  /// Whether KV tile [n0, n0 + bn) has all its keys and every valid row
+  /// sees all of them: it needs no masks. (A bias is read only where the
+  /// score exists, so with a bias every tile takes the masked path.)
+  Value tileUnmasked(const ProgramRows &rows, Value n0, Value nValid);
+  /// S = Q K^T with the score modifiers, the masks when `masked`, and the
+  /// online-softmax update.
+  Probabilities scores(const ProgramRows &rows, Value n0, Value nValid,
+                       bool masked);
+  /// scores() for warps with rows, P = 0 and unit factors for the others.
+  Probabilities activeScores(const ProgramRows &rows, Value active, Value n0,
+                             Value nValid);
+  /// The online-softmax update of S tiles `s` (firstTile on in the KV
+  /// tile; [m * nTiles + j]): score modifiers, masks when `masked`, new
+  /// running max and sum, and P.
+  Probabilities softmax(const ProgramRows &rows, Value n0, Value nValid,
+                        bool masked, ArrayRef<Acc> s, int64_t firstTile);
+  /// The score modifiers and, when `masked`, the masks of S tiles `s`.
+  SmallVector<Value> modifiedScores(const ProgramRows &rows, Value n0,
+                                    Value nValid, ArrayRef<Acc> s, bool masked,
+                                    int64_t firstTile);
+  void accumulate(const Probabilities &probs, bool vTransposed);
+  /// O = alpha * O (only where probs.rescale, when set).
+  void rescaleOutput(const Probabilities &probs);
+  // wgmma (one warpgroup's 64 rows): the tile step, and its MMA groups.
+  // An issue returns the accumulators in flight; awaitScores and
+  // storeWarpgroupOutput wait for them.
+  void warpgroupTile(const ProgramRows &rows, Value n0, Value nValid,
+                     bool masked, bool vTransposed);
+  /// S = Q K^T for keys [keyFirst, keyFirst + keys) of the tile.
+  SmallVector<Value> issueWarpgroupScores(int64_t keyFirst, int64_t keys);
+  /// S tiles of `pending` once at most `laterGroups` groups are in flight.
+  SmallVector<Acc> awaitScores(ArrayRef<Value> pending, int laterGroups);
+  /// O = alpha * O, then O += P V for the key steps of probs.p from kFirst.
+  SmallVector<Value> issueWarpgroupPV(const Probabilities &probs,
+                                      bool vTransposed, int64_t kFirst);
+  void storeWarpgroupOutput(ArrayRef<Value> pending);
+  SmallVector<Value> ldmatrix(Value tile, Value row, Value col, int numTiles,
+                              bool transpose);
+  Value operandReg(Value pair);
+  Value pack(Value lo, Value hi);
+  /// The type of a pack()ed pair of P (what activeScores yields).
+  Type pairType();
+  // tf32 (f32 programs, WarpTf32.cpp). An f32 operand register is its tf32
+  // (cvt.rna: round to nearest) as i32, or with exactF32 the vector<2xi32>
+  // of that and the tf32 of the remainder (3xTF32).
+  Value tf32Operand(Value x);
+  /// mma.sync.m16n8k8 tf32 of such registers: a = (g, t), (g + 8, t),
+  /// (g, t + 4), (g + 8, t + 4); b = (k t, n g), (k t + 4, n g).
+  Acc mmaTf32(ArrayRef<Value> a, ArrayRef<Value> bRegs, const Acc &c);
+  /// O += P V of f32 programs: the k index of key step j (S tile j) is
+  /// permuted so that P stays in the accumulator layout, its lane's keys
+  /// 2t and 2t + 1 being k = t and t + 4; V is read as that lane's two
+  /// keys at dim g of each 8-dim tile.
+  void accumulateTf32(const Probabilities &probs, bool vTransposed,
+                      SmallVector<Acc> &acc);
+  Acc mma(ArrayRef<Value> a, ArrayRef<Value> bRegs, const Acc &c);
+  /// mma.sync.m16n8k32 of fp8 Q and K (qk8): the fragments of 32 fp8
+  /// values have the bytes of m16n8k16's of 16 pairs.
+  Acc mmaFp8(ArrayRef<Value> a, ArrayRef<Value> bRegs, const Acc &c);
+  SmallVector<Value> queryFragment(int64_t m, int64_t kStep);
+  Value quadReduce(Value x, bool isMax);
+  /// quadReduce of each value, the shuffles of all values interleaved.
+  void quadReduce(MutableArrayRef<Value> xs, bool isMax);
+  /// max or sum of `xs` as a balanced tree: short dependency chains.
+  Value treeReduce(SmallVector<Value> xs, bool isMax);
+  void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
+                 Value hi);
+  void epilogue(const ProgramRows &rows);
+
+  /// Row (quadRow + 8 * half) of M fragment m of this thread's warp.
+  Value rowOf(int64_t m, int64_t half) {
+    return e.add(e.add(warpRow0, quadRow), e.idx(16 * m + 8 * half));
+  }
+  Value colOf(int64_t j, int64_t i) {
+    return e.add(e.mul(quadCol, e.idx(2)), e.idx(8 * j + i % 2));
+  }
+  /// Element i of S tile j of fragment m among nTiles tiles per fragment.
+  int64_t pIndex(int64_t m, int64_t j, int64_t i, int64_t nTiles) const {
+    return (m * nTiles + j) * 4 + i;
+  }
+  int64_t stateIndex(int64_t m, int64_t half) const { return 2 * m + half; }
+  Value accIndex(int64_t m, int64_t dj, int64_t i) {
+    return e.idx((m * g.dTiles() + dj) * 4 + i);
+  }
+
+  LoopEmitter &e;
+  ImplicitLocOpBuilder &b;
+  TileShape shape;
+  Geometry g;
+  AttentionMath math;
+  const AttentionFeatures &f;
+  const AttentionOutput &o;
+  Value q;
+  Block *entry;
+  Value shared;
+  Type ct;
+  int64_t threads;
+  NvidiaChip chip;
+  /// f32 programs multiply with 3xTF32 (about f32's accuracy) instead of
+  /// one tf32 product.
+  bool exactF32;
+  /// fp8 Q and K multiply as stored, on mma.sync's fp8 shape (sm_89+, not
+  /// warpgroups): their tiles hold the raw bytes (ldmatrix reads them as
+  /// pairs), and dotScale (q scale times k scale, null for 1) scales the
+  /// dot products instead of the staged elements.
+  bool qk8 = false;
+  Value dotScale;
+  Type qType, kType; // element types of Q and K when qk8
+
+  Value tid, lane, warp, quadRow, quadCol, warpRow0;
+  /// wgmma: bytes from the dynamic shared memory to the 1024-byte aligned
+  /// start of the tiles, and that start's shared address.
+  Value alignPad, tilesAddress;
+  std::tuple<Value, Value, Value, Value> unpinned; // coordinates outside tiles
+  std::tuple<Value, Value> unpinnedStaging;        // tid, tilesAddress
+  SharedTile qS;
+  KvBuffers cur; // the buffer of the tile being computed
+  Value oAcc, mState, lState;
+  SmallVector<SmallVector<SmallVector<Value>>> qFrags; // [m][kStep]
+  /// For linear scores (AttentionMath::linearScoreFactor): the factor,
+  /// made positive by negating the staged Q, that the softmax folds into
+  /// its exp2 FMA; S then holds raw dot products. Null otherwise.
+  Value foldedFactor;
+};
+
+} // namespace mlir::attn::warp
+
+#endif // ATTN_LIB_CONVERSION_ATTNTOGPU_WARPPROGRAM_H

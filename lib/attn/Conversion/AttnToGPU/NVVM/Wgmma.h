@@ -1,0 +1,77 @@
+//===- Wgmma.h - warpgroup MMA (sm_90a) building blocks ---------*- C++ -*-===//
+//
+// wgmma.mma_async m64nNk16 with f32 accumulators, as PTX inline assembly:
+// MLIR's nvvm.wgmma.mma_async takes A only from shared memory, and the
+// attention PV product keeps P in registers. Operands in shared memory are
+// described by 64-bit matrix descriptors over the canonical 128-byte
+// swizzled layout (PTX ISA, "Matrix Descriptor Format"): atoms of 8 rows x
+// 128 bytes, 1024-byte aligned, the 16-byte chunk c of row r stored at
+// chunk c ^ (r % 8).
+//
+// Every statement is side-effecting so that LLVM keeps them in order; the
+// accumulators of an MMA group are passed through `fenceOperands` after its
+// wait, so that no read of them is scheduled before the wait.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_CONVERSION_ATTNTOGPU_WGMMA_H
+#define ATTN_LIB_CONVERSION_ATTNTOGPU_WGMMA_H
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::attn {
+
+/// One PTX inline-assembly statement (LLVM dialect); `resultType` null for
+/// none. Side-effecting statements keep their order and stay where they
+/// are (not hoisted, not merged).
+Value inlinePtx(ImplicitLocOpBuilder &b, Type resultType, ValueRange operands,
+                StringRef text, StringRef constraints, bool sideEffects = true);
+
+} // namespace mlir::attn
+
+namespace mlir::attn::wgmma {
+
+/// Rows of one warpgroup's MMA (the M of m64nNk16).
+constexpr int64_t kRows = 64;
+/// Elements of a 16-bit type in one 128-byte swizzle atom row.
+constexpr int64_t kAtomCols = 64;
+constexpr int64_t kAtomRowBytes = 128;
+/// Bytes of 8 atom rows: the stride between core-matrix row groups.
+constexpr int64_t kGroupBytes = 1024;
+
+/// wgmma.fence: registers written by ordinary instructions (accumulators,
+/// A fragments) are ready for the next MMAs.
+void fence(ImplicitLocOpBuilder &b);
+/// Closes the group of MMAs issued since the last commit.
+void commit(ImplicitLocOpBuilder &b);
+/// Waits until at most `pending` groups are in flight.
+void wait(ImplicitLocOpBuilder &b, int pending);
+/// Orders this thread's ordinary shared-memory writes (cp.async included,
+/// once waited for) before later reads by the tensor cores.
+void fenceProxyAsync(ImplicitLocOpBuilder &b);
+
+/// The descriptor (i64) of a 128-byte-swizzled operand starting at shared
+/// byte address `address` (an index; a multiple of 16, its atom 1024-byte
+/// aligned): `leadingBytes` and `strideBytes` are the descriptor's leading
+/// and stride byte offsets.
+Value descriptor(ImplicitLocOpBuilder &b, Value address, int64_t leadingBytes,
+                 int64_t strideBytes);
+
+/// One m64nNk16 MMA of the warpgroup with element type `abType` (f16 or
+/// bf16): A from shared memory (`aDesc`, K-major) or, when aDesc is null,
+/// from the four 32-bit registers `aRegs` (mma.sync's A fragment layout);
+/// B from shared memory, N-major when `transB`. Accumulates into `acc`
+/// (N / 2 f32 values) or, when acc is empty, starts from zero. Returns the
+/// new accumulators, readable only after a wait and fenceOperands.
+SmallVector<Value> mma(ImplicitLocOpBuilder &b, int64_t n, Type abType,
+                       Value aDesc, ArrayRef<Value> aRegs, Value bDesc,
+                       bool transB, ArrayRef<Value> acc);
+
+/// `values` (f32) through an empty side-effecting statement: uses of the
+/// results cannot move above the preceding wait.
+SmallVector<Value> fenceOperands(ImplicitLocOpBuilder &b,
+                                 ArrayRef<Value> values);
+
+} // namespace mlir::attn::wgmma
+
+#endif // ATTN_LIB_CONVERSION_ATTNTOGPU_WGMMA_H

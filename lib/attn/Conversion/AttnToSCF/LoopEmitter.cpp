@@ -1,0 +1,235 @@
+//===- LoopEmitter.cpp - terse emission of scalar loop code -----*- C++ -*-===//
+
+#include "attn/Conversion/AttnToSCF/LoopEmitter.h"
+#include "attn/Conversion/AttnToSCF/Fp8Codec.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+Value LoopEmitter::idx(int64_t v) {
+  return arith::ConstantIndexOp::create(b, v);
+}
+Value LoopEmitter::f32(double v) {
+  return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+}
+
+Value LoopEmitter::add(Value x, Value y) {
+  return arith::AddIOp::create(b, x, y);
+}
+Value LoopEmitter::sub(Value x, Value y) {
+  return arith::SubIOp::create(b, x, y);
+}
+Value LoopEmitter::mul(Value x, Value y) {
+  return arith::MulIOp::create(b, x, y);
+}
+Value LoopEmitter::divU(Value x, Value y) {
+  return arith::DivUIOp::create(b, x, y);
+}
+Value LoopEmitter::remU(Value x, Value y) {
+  return arith::RemUIOp::create(b, x, y);
+}
+Value LoopEmitter::ceilDiv(Value x, Value y) {
+  return arith::CeilDivSIOp::create(b, x, y);
+}
+Value LoopEmitter::min(Value x, Value y) {
+  return arith::MinSIOp::create(b, x, y);
+}
+Value LoopEmitter::max(Value x, Value y) {
+  return arith::MaxSIOp::create(b, x, y);
+}
+Value LoopEmitter::cmp(arith::CmpIPredicate pred, Value x, Value y) {
+  return arith::CmpIOp::create(b, pred, x, y);
+}
+Value LoopEmitter::orI(Value x, Value y) {
+  return arith::OrIOp::create(b, x, y);
+}
+Value LoopEmitter::notI(Value x) {
+  return arith::XOrIOp::create(b, x, boolean(true));
+}
+Value LoopEmitter::andI(Value x, Value y) {
+  return arith::AndIOp::create(b, x, y);
+}
+Value LoopEmitter::select(Value cond, Value x, Value y) {
+  return arith::SelectOp::create(b, cond, x, y);
+}
+Value LoopEmitter::toIndex(Value v) {
+  if (v.getType().isIndex())
+    return v;
+  return arith::IndexCastOp::create(b, b.getIndexType(), v);
+}
+Value LoopEmitter::indexToF32(Value v) {
+  Value i64v = arith::IndexCastOp::create(b, b.getI64Type(), v);
+  return arith::SIToFPOp::create(b, b.getF32Type(), i64v);
+}
+
+Value LoopEmitter::addF(Value x, Value y) {
+  return arith::AddFOp::create(b, x, y);
+}
+Value LoopEmitter::subF(Value x, Value y) {
+  return arith::SubFOp::create(b, x, y);
+}
+Value LoopEmitter::mulF(Value x, Value y) {
+  return arith::MulFOp::create(b, x, y);
+}
+Value LoopEmitter::divF(Value x, Value y) {
+  return arith::DivFOp::create(b, x, y);
+}
+Value LoopEmitter::maxF(Value x, Value y) {
+  return arith::MaximumFOp::create(b, x, y);
+}
+Value LoopEmitter::minF(Value x, Value y) {
+  return arith::MinimumFOp::create(b, x, y);
+}
+Value LoopEmitter::cmpF(arith::CmpFPredicate pred, Value x, Value y) {
+  return arith::CmpFOp::create(b, pred, x, y);
+}
+Value LoopEmitter::exp2(Value x) {
+  return exp2Fn ? exp2Fn(b, x) : math::Exp2Op::create(b, x).getResult();
+}
+Value LoopEmitter::sqrt(Value x) {
+  return sqrtFn ? sqrtFn(b, x) : math::SqrtOp::create(b, x).getResult();
+}
+Value LoopEmitter::tanh(Value x) {
+  if (!exp2Fn)
+    return math::TanhOp::create(b, x);
+  // tanh(x) = sign(x) * (1 - 2 / (exp(2|x|) + 1)): no overflow, no NaN.
+  // Plain arith (no math.absf/copysign): GPU targets would turn those into
+  // device-library calls.
+  Value negative = cmpF(arith::CmpFPredicate::OLT, x, f32(0.0));
+  Value ax = select(negative, arith::NegFOp::create(b, x), x);
+  Value t = exp2(mulF(ax, f32(2.0 * 1.4426950408889634)));
+  Value r = subF(f32(1.0), divF(f32(2.0), addF(t, f32(1.0))));
+  return select(negative, arith::NegFOp::create(b, r), r);
+}
+
+void LoopEmitter::forLoop(Value lo, Value hi, Value step,
+                          llvm::function_ref<void(Value)> body) {
+  auto loop = scf::ForOp::create(b, lo, hi, step);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  body(loop.getInductionVar());
+}
+
+void LoopEmitter::ifThen(Value cond, llvm::function_ref<void()> then) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  then();
+}
+
+void LoopEmitter::ifThenElse(Value cond, llvm::function_ref<void()> then,
+                             llvm::function_ref<void()> otherwise) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  then();
+  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+  otherwise();
+}
+
+SmallVector<Value>
+LoopEmitter::ifElse(Value cond, TypeRange types,
+                    llvm::function_ref<SmallVector<Value>()> then,
+                    llvm::function_ref<SmallVector<Value>()> otherwise) {
+  auto ifOp = scf::IfOp::create(b, types, cond, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, then());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, otherwise());
+  }
+  return SmallVector<Value>(ifOp.getResults());
+}
+
+Value LoopEmitter::boolean(bool v) {
+  return arith::ConstantOp::create(b, b.getBoolAttr(v));
+}
+
+Value LoopEmitter::reduce(Value lo, Value hi, Value init,
+                          llvm::function_ref<Value(Value, Value)> body) {
+  auto loop = scf::ForOp::create(b, lo, hi, idx(1), ValueRange{init});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(loop.getBody());
+  Value next = body(loop.getInductionVar(), loop.getRegionIterArgs()[0]);
+  scf::YieldOp::create(b, next);
+  return loop.getResult(0);
+}
+
+void LoopEmitter::withBuffers(ArrayRef<SmallVector<int64_t>> shapes,
+                              llvm::function_ref<void(ArrayRef<Value>)> body) {
+  SmallVector<Value> buffers;
+  for (ArrayRef<int64_t> shape : shapes)
+    buffers.push_back(
+        memref::AllocOp::create(b, MemRefType::get(shape, b.getF32Type())));
+  body(buffers);
+  for (Value buffer : buffers)
+    memref::DeallocOp::create(b, buffer);
+}
+
+Value LoopEmitter::load(Value memref, ValueRange indices) {
+  return memref::LoadOp::create(b, memref, indices);
+}
+void LoopEmitter::store(Value value, Value memref, ValueRange indices) {
+  memref::StoreOp::create(b, value, memref, indices);
+}
+Value LoopEmitter::loadIndex(Value memref, ValueRange indices) {
+  return toIndex(load(memref, indices));
+}
+
+Value LoopEmitter::load32(Value memref, ValueRange indices, Value scale,
+                          Type quantize) {
+  Value v = load(memref, indices);
+  Type t = v.getType();
+  if (t.isF32()) {
+    // Nothing to widen.
+  } else if (t.isF16() || t.isBF16()) {
+    v = arith::ExtFOp::create(b, b.getF32Type(), v);
+  } else if (t.isSignlessInteger(8)) {
+    v = arith::SIToFPOp::create(b, b.getF32Type(), v);
+  } else {
+    Value bits = arith::BitcastOp::create(b, b.getI8Type(), v);
+    v = emitFp8ToF32(b, t, bits);
+  }
+  if (quantize && t != quantize)
+    v = quantizeFp8(v, t, scale, quantize);
+  return scale ? mulF(v, scale) : v;
+}
+
+Value LoopEmitter::quantizeFp8(Value v, Type t, Value scale, Type quantize) {
+  // x * (1 / s), rounded to x's own type as torch computes it.
+  Value x = mulF(v, divF(f32(1.0), scale));
+  if (!t.isF32())
+    x = arith::ExtFOp::create(b, b.getF32Type(),
+                              arith::TruncFOp::create(b, t, x).getResult());
+  return emitFp8ToF32(b, quantize, emitF32ToFp8(b, quantize, x));
+}
+
+void LoopEmitter::storeFrom32(Value value, Value memref, ValueRange indices) {
+  Type t = cast<MemRefType>(memref.getType()).getElementType();
+  if (t.isF16() || t.isBF16()) {
+    value = arith::TruncFOp::create(b, t, value);
+  } else if (!t.isF32()) {
+    Value bits = emitF32ToFp8(b, t, value);
+    value = arith::BitcastOp::create(b, t, bits);
+  }
+  store(value, memref, indices);
+}
+
+void LoopEmitter::storeOutput(Value value, Value memref, ValueRange indices,
+                              bool outScaled) {
+  Type t = cast<MemRefType>(memref.getType()).getElementType();
+  if (outScaled && (t.isF32() || t.isF16() || t.isBF16())) {
+    constexpr double kE4M3Max = 448.0;
+    value = maxF(minF(value, f32(kE4M3Max)), f32(-kE4M3Max));
+  }
+  storeFrom32(value, memref, indices);
+}
+
+Value LoopEmitter::loadScalar(Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  SmallVector<Value> zeros(type.getRank(), idx(0));
+  return load(memref, zeros);
+}

@@ -1,0 +1,534 @@
+//===- LowerKernelOps.cpp - attn kernel ops -> programs on a grid -*- C++
+//-*-===//
+//
+// Each kernel op becomes a grid of programs (query tile x head group
+// [x segment]) emitted through a ProgramTarget. The query tiles of all
+// sequences are numbered consecutively: sequence b's tiles start at
+// floor(offsets[b] / block_q) + b, so the grid extent floor(tokens /
+// block_q) + batch depends only on shapes, and a program finds its sequence
+// by binary search. The code here only says which rows a program owns and
+// where its keys come from: the paged split-x cache and the new tokens
+// (prefix prefill), the paged NHD cache and its segments (unified), a dense
+// varlen range (flash) and the CSR block list (blocksparse).
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Conversion/AttnToSCF/KernelLowering.h"
+#include "attn/Conversion/Passes.h"
+#include "attn/Transforms/Schedule.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+bool isFp8Type(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+Type elemOf(Value v) { return cast<MemRefType>(v.getType()).getElementType(); }
+
+/// Sequence `b`'s rows [start, start + len) of a varlen offsets array.
+struct SeqRange {
+  Value start, len;
+};
+SeqRange seqRange(LoopEmitter &e, Value offsets, Value b) {
+  Value start = e.loadIndex(offsets, {b});
+  return {start, e.sub(e.loadIndex(offsets, {e.add(b, e.idx(1))}), start)};
+}
+
+/// The query tile of program `pid`: the sequence b whose tiles start at
+/// floor(offsets[b] / blockQ) + b <= pid (the largest such b), and the tile
+/// index within it. The tile may lie past the sequence's end.
+std::pair<Value, Value> locateTile(LoopEmitter &e, Value offsets, Value batch,
+                                   Value pid, int64_t blockQ) {
+  ImplicitLocOpBuilder &b = e.builder();
+  auto firstTile = [&](LoopEmitter &e, Value seq) {
+    return e.add(e.divU(e.loadIndex(offsets, {seq}), e.idx(blockQ)), seq);
+  };
+  Type index = b.getIndexType();
+  // Invariant: the answer lies in [lo, hi).
+  auto loop = scf::WhileOp::create(
+      b, TypeRange{index, index}, ValueRange{e.idx(0), batch},
+      [&](OpBuilder &ob, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder ib(loc, ob);
+        LoopEmitter ie(ib);
+        Value more = ie.lt(ie.add(args[0], ie.idx(1)), args[1]);
+        scf::ConditionOp::create(ib, more, args);
+      },
+      [&](OpBuilder &ob, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder ib(loc, ob);
+        LoopEmitter ie(ib);
+        Value mid = ie.divU(ie.add(args[0], args[1]), ie.idx(2));
+        Value right = ie.le(firstTile(ie, mid), pid);
+        scf::YieldOp::create(ib, ValueRange{ie.select(right, mid, args[0]),
+                                            ie.select(right, args[1], mid)});
+      });
+  Value seq = loop.getResult(0);
+  return {seq, e.sub(pid, firstTile(e, seq))};
+}
+
+unsigned operandIndex(Operation *op, Value v) {
+  for (OpOperand &operand : op->getOpOperands())
+    if (operand.get() == v)
+      return operand.getOperandNumber();
+  llvm_unreachable("value is not an operand of op");
+}
+
+/// [floor(tokens / blockQ) + batch, groups, segments] for a varlen op whose
+/// queries are `q` and sequence offsets `offsets` (batch + 1 entries).
+SmallVector<GridExtent> varlenGrid(Operation *op, Value q, Value offsets,
+                                   int64_t blockQ, int64_t groups,
+                                   int64_t segments) {
+  GridExtent tiles;
+  tiles.terms = {{operandIndex(op, q), 0, blockQ},
+                 {operandIndex(op, offsets), 0, 1}};
+  tiles.constant = -1;
+  GridExtent g, s;
+  g.constant = groups;
+  s.constant = segments;
+  return {tiles, g, s};
+}
+
+/// Program rows shared by the varlen ops: tile `t` of a sequence whose
+/// queries start at row `qStart`, with positions offset by `posShift`.
+ProgramRows tileRows(LoopEmitter &e, const TileShape &shape, Value b, Value t,
+                     Value group, Value qStart, Value lenQ, Value lenK,
+                     Value posShift) {
+  ProgramRows rows;
+  Value first = e.mul(t, e.idx(shape.blockQ));
+  rows.qTokBase = e.add(qStart, first);
+  rows.numTokens = e.min(e.idx(shape.blockQ), e.sub(lenQ, first));
+  rows.qposBase = e.add(posShift, first);
+  rows.seqRowBase = first;
+  rows.headBase = e.mul(group, e.idx(shape.pack));
+  rows.ctx = posShift;
+  rows.batch = b;
+  rows.lenQ = lenQ;
+  rows.lenK = lenK;
+  return rows;
+}
+
+TileShape shapeOf(Operation *op, int64_t headDim) {
+  ScheduleAttr s = scheduleOrDefault(op);
+  return TileShape{s.getBlockQ(), s.getBlockN(), s.getHeadsPerProgram(),
+                   headDim, s.getWarps()};
+}
+
+Value scaleOrNull(LoopEmitter &e, Value memref) {
+  return memref ? e.loadScalar(memref) : Value();
+}
+
+/// A descale that is one value or one per (sequence, KV head): a one-value
+/// descale is loaded once (`once`), a per-sequence one by each program.
+Value descaleFor(LoopEmitter &e, Value memref, Value once, Value seq,
+                 Value kvHead) {
+  if (!memref || cast<MemRefType>(memref.getType()).getRank() != 2)
+    return once;
+  return e.load(memref, {seq, kvHead});
+}
+
+Value scalarScaleOrNull(LoopEmitter &e, Value memref) {
+  if (!memref || cast<MemRefType>(memref.getType()).getRank() == 2)
+    return Value();
+  return e.loadScalar(memref);
+}
+
+/// Keys of a dense [tokens, kv_heads, D] pair starting at row `base`.
+KeyLocator denseKeys(Value k, Value v, Value base, Value kvHead, Value kScale,
+                     Value vScale, Type quantize = Type()) {
+  return [=](LoopEmitter &e, Value key) {
+    Value row = e.add(base, key);
+    KeyRow r{k, v, nullptr, nullptr, kScale, vScale, true, true, quantize};
+    r.kAt = r.vAt = [=](Value d) { return SmallVector<Value>{row, kvHead, d}; };
+    return r;
+  };
+}
+
+/// Runs `body(b, t, g, s)` for every query tile t of sequence b, head group
+/// g and segment s of a varlen op's grid (see varlenGrid).
+void forEachTile(LoopEmitter &e, ProgramTarget &target, Operation *op, Value q,
+                 Value offsets, int64_t blockQ,
+                 llvm::function_ref<void(Value, Value, Value, Value)> body) {
+  FailureOr<SmallVector<GridExtent>> extents = kernelGrid(op);
+  SmallVector<Value> ubs;
+  for (const GridExtent &x : *extents)
+    ubs.push_back(x.materialize(e, op->getOperands()));
+  Value batch = e.sub(memref::DimOp::create(e.builder(), offsets, 0), e.idx(1));
+  target.grid(e, ubs, [&](ValueRange iv) {
+    auto [seq, tile] = locateTile(e, offsets, batch, iv[0], blockQ);
+    body(seq, tile, iv[1], iv[2]);
+  });
+}
+
+/// The dense varlen ops (flash, blocksparse): keys are rows of k/v, with
+/// query i at the bottom-right aligned position i + Lk - Lq. `refineWalk`
+/// may restrict a program's walk (blocksparse's CSR blocks).
+void emitDenseVarlen(
+    LoopEmitter &e, ProgramTarget &target, Operation *op,
+    const TileShape &shape, int64_t group, const AttentionFeatures &f,
+    const AttentionOutput &out, Value q, Value k, Value v, Value cuQ, Value cuK,
+    Value qScale, Value kScale, Value vScale, Type quantize,
+    llvm::function_ref<void(LoopEmitter &, const ProgramRows &, KvWalk &)>
+        refineWalk) {
+  forEachTile(
+      e, target, op, q, cuQ, shape.blockQ,
+      [&](Value bIdx, Value t, Value g, Value) {
+        SeqRange qRange = seqRange(e, cuQ, bIdx),
+                 kRange = seqRange(e, cuK, bIdx);
+        Value lenQ = qRange.len, lenK = kRange.len;
+        e.ifThen(e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ), [&] {
+          ProgramRows rows = tileRows(e, shape, bIdx, t, g, qRange.start, lenQ,
+                                      lenK, e.sub(lenK, lenQ));
+          rows.qScale = qScale;
+          rows.qQuantize = quantize;
+          Value kvHead = e.divU(rows.headBase, e.idx(group));
+          auto [lo, hi] = AttentionMath(e, shape, f).visibleKeyRange(rows);
+          KvWalk walk;
+          walk.lo = lo;
+          walk.hi = e.min(hi, lenK);
+          walk.locate =
+              denseKeys(k, v, kRange.start, kvHead, kScale, vScale, quantize);
+          // (Keys quantized on load are no raw fp8 bytes.)
+          walk.keyType =
+              !quantize || elemOf(k) == quantize ? elemOf(k) : Type();
+          walk.keyScale = kScale;
+          refineWalk(e, rows, walk);
+          target.emitProgram(e, shape, f, out, q, rows, {walk});
+        });
+      });
+}
+
+std::optional<int64_t> windowOf(IntegerAttr attr) {
+  return attr ? std::optional<int64_t>(attr.getInt()) : std::nullopt;
+}
+
+/// The score modifiers the paged ops (prefix prefill, unified) share:
+/// scale, ALiBi, sinks and a sliding window, causal.
+template <typename PagedOp> AttentionFeatures pagedFeatures(PagedOp op) {
+  AttentionFeatures f;
+  f.scale = op.getScale();
+  f.alibiSlopes = op.getAlibiSlopes();
+  f.alibiForm = op.getAlibiFormOrDefault();
+  f.sinks = op.getSinks();
+  f.window = windowOf(op.getSlidingWindowAttr());
+  f.causal = true;
+  return f;
+}
+
+//===----------------------------------------------------------------------===//
+// attn.prefix_prefill
+//===----------------------------------------------------------------------===//
+
+void emitPrefixPrefill(LoopEmitter &e, ProgramTarget &target,
+                       PrefixPrefillOp op) {
+  TileShape shape = shapeOf(op, op.getHeadDim());
+  int64_t group = op.getNumQueryHeads() / op.getNumKvHeads();
+  int64_t blockSize = op.getBlockSize(), split = op.getKeySplit();
+
+  AttentionFeatures f = pagedFeatures(op);
+  AttentionOutput out{op.getOut(), op.getOutScale(), {}, {}};
+  Value kScale = scaleOrNull(e, op.getKScale());
+  Value vScale = scaleOrNull(e, op.getVScale());
+
+  forEachTile(
+      e, target, op, op.getQ(), op.getQueryStart(), shape.blockQ,
+      [&](Value bIdx, Value t, Value g, Value) {
+        SeqRange qRange = seqRange(e, op.getQueryStart(), bIdx);
+        Value qStart = qRange.start, lenQ = qRange.len;
+        Value lenK = e.loadIndex(op.getSeqLens(), {bIdx});
+        Value ctx = e.sub(lenK, lenQ);
+        Value run = e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ);
+        if (op.getSkipDecode())
+          run = e.andI(run, e.cmp(arith::CmpIPredicate::ne, lenQ, e.idx(1)));
+        e.ifThen(run, [&] {
+          ProgramRows rows =
+              tileRows(e, shape, bIdx, t, g, qStart, lenQ, lenK, ctx);
+          Value kvHead = e.divU(rows.headBase, e.idx(group));
+          auto [lo, hi] = AttentionMath(e, shape, f).visibleKeyRange(rows);
+
+          // Phase 1: the cached context through the block table.
+          // The walk starts at a multiple of 8 (keys below lo are masked), so
+          // that 8-key runs of a page stay whole.
+          KvWalk cache;
+          cache.lo = e.mul(e.divU(lo, e.idx(8)), e.idx(8));
+          cache.hi = e.min(hi, ctx);
+          cache.valueKeyMajor = blockSize % 8 == 0;
+          cache.paged = true;
+          cache.keyType =
+              cast<MemRefType>(op.getKCache().getType()).getElementType();
+          cache.keyScale = kScale;
+          Value kc = op.getKCache(), vc = op.getVCache(),
+                bt = op.getBlockTable();
+          cache.locate = [=](LoopEmitter &e, Value key) {
+            Value blk = e.loadIndex(bt, {bIdx, e.divU(key, e.idx(blockSize))});
+            Value off = e.remU(key, e.idx(blockSize));
+            // The K cache splits D into [D / x, x] (8-element chunks stay whole
+            // when x is a multiple of 8); the V cache is [D, page].
+            KeyRow r{kc,     vc,     nullptr,        nullptr,
+                     kScale, vScale, split % 8 == 0, false};
+            r.kAt = [=, &e](Value d) {
+              return SmallVector<Value>{blk, kvHead, e.divU(d, e.idx(split)),
+                                        off, e.remU(d, e.idx(split))};
+            };
+            r.vAt = [=](Value d) {
+              return SmallVector<Value>{blk, kvHead, d, off};
+            };
+            return r;
+          };
+          // Phase 2: the new tokens, causally.
+          KvWalk fresh;
+          fresh.lo = e.max(lo, ctx);
+          fresh.hi = e.min(hi, lenK);
+          fresh.keyType =
+              cast<MemRefType>(op.getK().getType()).getElementType();
+          fresh.locate = denseKeys(op.getK(), op.getV(), e.sub(qStart, ctx),
+                                   kvHead, Value(), Value());
+          target.emitProgram(e, shape, f, out, op.getQ(), rows, {cache, fresh});
+        });
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// attn.unified
+//===----------------------------------------------------------------------===//
+
+void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
+  TileShape shape = shapeOf(op, op.getHeadDim());
+  int64_t group = op.getNumQueryHeads() / op.getNumKvHeads();
+  int64_t blockSize = op.getBlockSize();
+  int64_t segments =
+      op.isSplitKv() ? op.getNumSegmentsAttr().getInt() : int64_t(1);
+
+  AttentionFeatures f = pagedFeatures(op);
+  f.softcap = op.getSoftcap();
+  f.qqBias = op.getQqBias();
+  f.mmPrefixRange = op.getMmPrefixRange();
+  f.mmClampWindow = op.getMmPrefixClampWindow();
+  f.rswaPrefixLens = op.getRswaPrefixLens();
+  if (IntegerAttr w = op.getRswaWindowAttr())
+    f.rswaWindow = w.getInt();
+  f.causalFlags = op.getCausalFlags();
+  f.causal = !op.getBidirectional() && !f.causalFlags;
+  if (IntegerAttr lookback = op.getChunkLookbackAttr()) {
+    f.chunkLookback = lookback.getInt();
+    f.chunkSize = *f.window / (*f.chunkLookback + 1);
+  }
+  AttentionOutput out{op.getOut(), op.getOutScale(), op.getSegmentMax(),
+                      op.getSegmentSum()};
+  Value qScaleOnce = scalarScaleOrNull(e, op.getQDescale());
+  Value kScaleOnce = scalarScaleOrNull(e, op.getKDescale());
+  Value vScaleOnce = scalarScaleOrNull(e, op.getVDescale());
+
+  forEachTile(
+      e, target, op, op.getQ(), op.getCuSeqlensQ(), shape.blockQ,
+      [&](Value bIdx, Value t, Value g, Value s) {
+        SeqRange qRange = seqRange(e, op.getCuSeqlensQ(), bIdx);
+        Value qStart = qRange.start, lenQ = qRange.len;
+        Value lenK = e.loadIndex(op.getSequsedK(), {bIdx});
+        Value ctx = e.sub(lenK, lenQ);
+        e.ifThen(e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ), [&] {
+          ProgramRows rows =
+              tileRows(e, shape, bIdx, t, g, qStart, lenQ, lenK, ctx);
+          rows.segment = s;
+          Value kvHead = e.divU(rows.headBase, e.idx(group));
+          Value qScale =
+              descaleFor(e, op.getQDescale(), qScaleOnce, bIdx, kvHead);
+          Value kScale =
+              descaleFor(e, op.getKDescale(), kScaleOnce, bIdx, kvHead);
+          Value vScale =
+              descaleFor(e, op.getVDescale(), vScaleOnce, bIdx, kvHead);
+          rows.qScale = qScale;
+          auto [lo, hi] = AttentionMath(e, shape, f).visibleKeyRange(rows);
+          KvWalk walk;
+          walk.lo = lo;
+          walk.hi = e.min(hi, lenK);
+          if (op.isSplitKv()) {
+            // Segment s: pages [s * pps, (s + 1) * pps), pps = ceil(N /
+            // (S*BS)).
+            Value pps = e.ceilDiv(lenK, e.idx(segments * blockSize));
+            Value segKeys = e.mul(pps, e.idx(blockSize));
+            walk.lo = e.max(walk.lo, e.mul(s, segKeys));
+            walk.hi = e.min(walk.hi, e.mul(e.add(s, e.idx(1)), segKeys));
+          }
+          Value kc = op.getKCache(), vc = op.getVCache(),
+                bt = op.getBlockTable();
+          Value kScales = op.getKScaleCache(), vScales = op.getVScaleCache();
+          walk.paged = true;
+          walk.keyType = cast<MemRefType>(kc.getType()).getElementType();
+          // Per-token-head scales differ from key to key.
+          walk.keyScale = kScales ? Value() : kScale;
+          walk.locate = [=](LoopEmitter &e, Value key) {
+            Value blk = e.loadIndex(bt, {bIdx, e.divU(key, e.idx(blockSize))});
+            Value off = e.remU(key, e.idx(blockSize));
+            KeyRow r{kc, vc, nullptr, nullptr, kScale, vScale, true, true};
+            if (kScales) {
+              r.kScale = e.load(kScales, {blk, off, kvHead});
+              r.vScale = e.load(vScales, {blk, off, kvHead});
+            }
+            r.kAt = r.vAt = [=](Value d) {
+              return SmallVector<Value>{blk, off, kvHead, d};
+            };
+            return r;
+          };
+          target.emitProgram(e, shape, f, out, op.getQ(), rows, {walk});
+        });
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// attn.flash
+//===----------------------------------------------------------------------===//
+
+void emitFlash(LoopEmitter &e, ProgramTarget &target, FlashOp op) {
+  TileShape shape = shapeOf(op, op.getHeadDim());
+  int64_t group = op.getNumQueryHeads() / op.getNumKvHeads();
+
+  AttentionFeatures f;
+  f.scale = op.getScale();
+  f.causal = op.getCausal();
+  f.bias = op.getBias();
+  f.dropoutP = op.getDropoutP();
+  f.philoxSeed = op.getPhiloxSeed();
+  f.philoxOffset = op.getPhiloxOffset();
+  f.numQueryHeads = op.getNumQueryHeads();
+  // Inputs quantized on load follow the fp8 path from there on.
+  Type quantize = op.getQuantizeTo() ? *op.getQuantizeTo() : Type();
+  if (quantize || isFp8Type(elemOf(op.getQ()))) {
+    f.pScale = e.loadScalar(op.getPScale());
+    f.pQuantType = quantize ? quantize : elemOf(op.getV());
+  }
+  AttentionOutput out{op.getOut(), op.getOutScale(), {}, {}};
+  emitDenseVarlen(
+      e, target, op, shape, group, f, out, op.getQ(), op.getK(), op.getV(),
+      op.getCuSeqlensQ(), op.getCuSeqlensK(), scaleOrNull(e, op.getQScale()),
+      scaleOrNull(e, op.getKScale()), scaleOrNull(e, op.getVScale()), quantize,
+      [](LoopEmitter &, const ProgramRows &, KvWalk &) {});
+}
+
+//===----------------------------------------------------------------------===//
+// attn.blocksparse
+//===----------------------------------------------------------------------===//
+
+void emitBlockSparse(LoopEmitter &e, ProgramTarget &target, BlockSparseOp op) {
+  TileShape shape = shapeOf(op, op.getHeadDim());
+  int64_t group = op.getNumQueryHeads() / op.getNumKvHeads();
+  int64_t blockSize = op.getBlockSizeAttr().getInt();
+  int64_t qBlockSize = op.getQueryBlockSize();
+  bool perHead = op.hasPerHeadLayout();
+
+  AttentionFeatures f;
+  f.scale = op.getScale();
+  f.causal = true;
+  AttentionOutput out{op.getOut(), {}, {}, {}};
+
+  Value crow = op.getCrow(), col = op.getCol();
+  Value numRows = e.sub(memref::DimOp::create(e.builder(), crow, 1), e.idx(1));
+  auto csrWalk = [&](LoopEmitter &e, const ProgramRows &rows, KvWalk &walk) {
+    // The schedule keeps a program's tokens inside one layout row.
+    Value layoutRow = e.divU(rows.qposBase, e.idx(qBlockSize));
+    Value layoutHead = perHead ? rows.headBase : e.idx(0);
+    Value lo = walk.lo, hi = walk.hi;
+    walk.forEachRange = [=](LoopEmitter &e,
+                            llvm::function_ref<void(Value, Value)> visit) {
+      // Rows past the layout select nothing (never read out of bounds).
+      e.ifThen(e.lt(layoutRow, numRows), [&] {
+        Value begin = e.loadIndex(crow, {layoutHead, layoutRow});
+        Value end = e.loadIndex(crow, {layoutHead, e.add(layoutRow, e.idx(1))});
+        e.forLoop(begin, end, [&](Value entry) {
+          Value blockId = e.loadIndex(col, {layoutHead, entry});
+          Value first = e.mul(blockId, e.idx(blockSize));
+          visit(e.max(first, lo), e.min(e.add(first, e.idx(blockSize)), hi));
+        });
+      });
+    };
+  };
+  emitDenseVarlen(e, target, op, shape, group, f, out, op.getQ(), op.getK(),
+                  op.getV(), op.getCuSeqlensQ(), op.getCuSeqlensK(), Value(),
+                  Value(), Value(), Type(), csrWalk);
+}
+
+struct LowerKernelOp : RewritePattern {
+  LowerKernelOp(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    if (!isa<PrefixPrefillOp, UnifiedOp, FlashOp, BlockSparseOp, MergeStatesOp>(
+            op))
+      return failure();
+    ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+    LoopEmitter e(b);
+    LoopProgramTarget target;
+    if (failed(emitAttnOp(e, target, op)))
+      return failure();
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+Value GridExtent::materialize(LoopEmitter &e, ValueRange operands) const {
+  Value sum = e.idx(constant);
+  for (const Term &t : terms) {
+    Value dim = memref::DimOp::create(e.builder(), operands[t.operand], t.dim);
+    sum = e.add(sum, t.divisor == 1 ? dim : e.divU(dim, e.idx(t.divisor)));
+  }
+  return sum;
+}
+
+llvm::json::Value GridExtent::toJson() const {
+  llvm::json::Array termList;
+  for (const Term &t : terms)
+    termList.push_back(llvm::json::Array{t.operand, t.dim, t.divisor});
+  return llvm::json::Object{{"terms", std::move(termList)}, {"add", constant}};
+}
+
+FailureOr<SmallVector<GridExtent>> mlir::attn::kernelGrid(Operation *op) {
+  auto groupsOf = [&](int64_t heads) {
+    return heads / scheduleOrDefault(op).getHeadsPerProgram();
+  };
+  auto blockQ = [&] { return scheduleOrDefault(op).getBlockQ(); };
+  if (auto pp = dyn_cast<PrefixPrefillOp>(op))
+    return varlenGrid(op, pp.getQ(), pp.getQueryStart(), blockQ(),
+                      groupsOf(pp.getNumQueryHeads()), 1);
+  if (auto un = dyn_cast<UnifiedOp>(op))
+    return varlenGrid(op, un.getQ(), un.getCuSeqlensQ(), blockQ(),
+                      groupsOf(un.getNumQueryHeads()),
+                      un.isSplitKv() ? un.getNumSegmentsAttr().getInt() : 1);
+  if (auto fl = dyn_cast<FlashOp>(op))
+    return varlenGrid(op, fl.getQ(), fl.getCuSeqlensQ(), blockQ(),
+                      groupsOf(fl.getNumQueryHeads()), 1);
+  if (auto bs = dyn_cast<BlockSparseOp>(op))
+    return varlenGrid(op, bs.getQ(), bs.getCuSeqlensQ(), blockQ(),
+                      groupsOf(bs.getNumQueryHeads()), 1);
+  if (auto ms = dyn_cast<MergeStatesOp>(op)) {
+    unsigned partial = operandIndex(op, ms.getPartial());
+    GridExtent tokens, heads, one;
+    tokens.terms = {{partial, 0, 1}};
+    heads.terms = {{partial, 1, 1}};
+    one.constant = 1;
+    return SmallVector<GridExtent>{tokens, heads, one};
+  }
+  return failure();
+}
+
+LogicalResult mlir::attn::emitAttnOp(LoopEmitter &e, ProgramTarget &target,
+                                     Operation *op) {
+  if (auto pp = dyn_cast<PrefixPrefillOp>(op))
+    emitPrefixPrefill(e, target, pp);
+  else if (auto un = dyn_cast<UnifiedOp>(op))
+    emitUnified(e, target, un);
+  else if (auto fl = dyn_cast<FlashOp>(op))
+    emitFlash(e, target, fl);
+  else if (auto bs = dyn_cast<BlockSparseOp>(op))
+    emitBlockSparse(e, target, bs);
+  else if (auto ms = dyn_cast<MergeStatesOp>(op))
+    emitMergeStates(e, target, ms);
+  else
+    return failure();
+  return success();
+}
+
+void mlir::attn::populateAttnToSCFPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerKernelOp>(patterns.getContext());
+}
