@@ -7,7 +7,17 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 rc=0
 
-CLANG_FORMAT="${CLANG_FORMAT:-$(command -v clang-format-22 || command -v clang-format || true)}"
+find_clang_format() {
+  command -v clang-format-22 || command -v clang-format || true
+}
+CLANG_FORMAT="${CLANG_FORMAT:-$(find_clang_format)}"
+if [ -z "$CLANG_FORMAT" ] && command -v apt-get >/dev/null; then
+  SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+  echo "== installing clang-format"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+    $SUDO apt-get install -y -qq clang-format >/dev/null
+  CLANG_FORMAT="$(find_clang_format)"
+fi
 if [ -z "$CLANG_FORMAT" ]; then
   echo "lint: clang-format not found (apt-get install clang-format)" >&2
   rc=1

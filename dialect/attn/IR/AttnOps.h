@@ -10,9 +10,17 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-namespace mlir::attn::detail {
+namespace mlir::attn {
+namespace detail {
 class OperandChecker;
-} // namespace mlir::attn::detail
+} // namespace detail
+
+/// Whether `type` is one of the fp8 element types the ops take (f8E4M3FN,
+/// f8E5M2): the one test every verifier and lowering uses.
+inline bool isFp8(Type type) {
+  return type && isa<Float8E4M3FNType, Float8E5M2Type>(type);
+}
+} // namespace mlir::attn
 
 #define GET_OP_CLASSES
 #include "attn/IR/AttnOps.h.inc"

@@ -1,6 +1,7 @@
 //===- OperandChecks.cpp - shared verifier helpers --------------*- C++ -*-===//
 
 #include "OperandChecks.h"
+#include "attn/IR/AttnOps.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"

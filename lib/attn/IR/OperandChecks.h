@@ -29,8 +29,6 @@ enum ElemClass : unsigned {
 
 /// The class of `type`, or 0 when it is none of the above.
 unsigned classify(Type type);
-/// True when `type` is one of the fp8 element types.
-inline bool isFp8(Type type) { return classify(type) & kFp8; }
 
 /// Verifies the operands of one op.
 class OperandChecker {

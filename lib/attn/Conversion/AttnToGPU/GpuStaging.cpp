@@ -2,6 +2,7 @@
 
 #include "attn/Conversion/AttnToGPU/GpuStaging.h"
 #include "attn/Conversion/AttnToSCF/Fp8Codec.h"
+#include "attn/IR/AttnOps.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -11,7 +12,6 @@ using namespace mlir;
 using namespace mlir::attn;
 
 namespace {
-bool isFp8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
 
 /// f32 `v` as `ct` (f32 tiles take it as it is).
 Value toCompute(ImplicitLocOpBuilder &b, Type ct, Value v) {

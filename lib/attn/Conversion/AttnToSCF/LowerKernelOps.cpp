@@ -24,7 +24,6 @@ using namespace mlir::attn;
 
 namespace {
 
-bool isFp8Type(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
 Type elemOf(Value v) { return cast<MemRefType>(v.getType()).getElementType(); }
 
 /// Sequence `b`'s rows [start, start + len) of a varlen offsets array.
@@ -393,7 +392,7 @@ void emitFlash(LoopEmitter &e, ProgramTarget &target, FlashOp op) {
   f.numQueryHeads = op.getNumQueryHeads();
   // Inputs quantized on load follow the fp8 path from there on.
   Type quantize = op.getQuantizeTo() ? *op.getQuantizeTo() : Type();
-  if (quantize || isFp8Type(elemOf(op.getQ()))) {
+  if (quantize || isFp8(elemOf(op.getQ()))) {
     f.pScale = e.loadScalar(op.getPScale());
     f.pQuantType = quantize ? quantize : elemOf(op.getV());
   }

@@ -7,6 +7,7 @@
 
 #include "WarpProgram.h"
 #include "attn/Conversion/AttnToGPU/Targets.h"
+#include "attn/IR/AttnOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -22,9 +23,6 @@ namespace mlir::attn::warp {
 
 void WarpAttentionBuilder::chooseScoreOperands(const ProgramRows &rows,
                                                ArrayRef<KvWalk> walks) {
-  auto isFp8 = [](Type t) {
-    return isa_and_nonnull<Float8E4M3FNType, Float8E5M2Type>(t);
-  };
   qType = cast<MemRefType>(q.getType()).getElementType();
   qk8 = chip.fp8 && !g.wgmma && g.dPad % 32 == 0 && isFp8(qType) &&
         !walks.empty();

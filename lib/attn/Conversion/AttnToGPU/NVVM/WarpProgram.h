@@ -36,8 +36,6 @@ namespace mlir::attn::warp {
 constexpr int64_t kLanes = 32;
 constexpr double kLn2 = 0.6931471805599453;
 
-inline int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
 /// Static tile geometry of a program. Warp w owns rows
 /// [w * warpRows(), (w + 1) * warpRows()): mFrags 16-row MMA tiles that
 /// share every K/V fragment read from shared memory.

@@ -23,13 +23,13 @@ namespace mlir::attn::warp {
 Geometry geometryOf(const TileShape &s, bool wgmma, int64_t elemBytes) {
   Geometry g;
   g.chunk = 16 / elemBytes;
-  int64_t rows16 = roundUp(s.rows(), 16);
+  int64_t rows16 = llvm::alignTo(s.rows(), 16);
   g.warps = s.warps > 0 ? s.warps : rows16 / 16;
   g.mFrags = std::max<int64_t>(1, (rows16 / 16 + g.warps - 1) / g.warps);
   g.mRows = g.warps * 16 * g.mFrags;
-  g.dPad = roundUp(s.headDim, 16);
+  g.dPad = llvm::alignTo(s.headDim, 16);
   g.stride = g.dPad + g.chunk;
-  g.bn = roundUp(s.blockN, 16);
+  g.bn = llvm::alignTo(s.blockN, 16);
   g.vtStride = g.bn + g.chunk;
   // Prefill tiles (128 rows) double-buffer K and V: one barrier per KV tile
   // instead of four. Smaller (decode) programs keep one buffer, so that more

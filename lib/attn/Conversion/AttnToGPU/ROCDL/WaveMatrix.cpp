@@ -16,18 +16,14 @@ using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::wave;
 
-namespace {
-int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-} // namespace
-
 Geometry mlir::attn::wave::geometryOf(const TileShape &s, int64_t elemBytes) {
   Geometry g;
-  int64_t frags = roundUp(s.rows(), 16) / 16;
+  int64_t frags = llvm::alignTo(s.rows(), 16) / 16;
   g.waves = s.warps > 0 ? s.warps : std::min<int64_t>(4, frags);
   g.mFrags = (frags + g.waves - 1) / g.waves;
   g.mRows = g.waves * 16 * g.mFrags;
-  g.dPad = roundUp(s.headDim, 16);
-  g.bn = roundUp(s.blockN, 16);
+  g.dPad = llvm::alignTo(s.headDim, 16);
+  g.bn = llvm::alignTo(s.blockN, 16);
   // 16 bytes of padding per row: the 16 lanes that read one fragment hit
   // different banks, and chunks stay 16-byte aligned.
   g.stride = g.dPad + 16 / elemBytes;
