@@ -5,6 +5,7 @@
 
 #include "attn/IR/AttnAttrs.h"
 #include "attn/IR/AttnDialect.h"
+#include "attn/IR/AttnKernelVisitor.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
@@ -21,6 +22,8 @@ inline bool isFp8(Type type) {
   return type && isa<Float8E4M3FNType, Float8E5M2Type>(type);
 }
 } // namespace mlir::attn
+
+#include "attn/IR/AttnInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "attn/IR/AttnOps.h.inc"

@@ -11,6 +11,7 @@
 
 include "attn/IR/AttnDialect.td"
 include "attn/IR/AttnAttrs.td"
+include "attn/IR/AttnInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 // Operand kinds, named once so each op reads as its layout.
@@ -24,7 +25,7 @@ class Attn_OptOut<string desc> : Arg<Optional<AnyMemRef>, desc, [MemWrite]>;
 //===----------------------------------------------------------------------===//
 
 def Attn_PrefixPrefillOp : Attn_Op<"prefix_prefill",
-    [AttrSizedOperandSegments]> {
+    [AttrSizedOperandSegments, Attn_KernelOpInterface]> {
   let summary = "new tokens over a paged KV-cache context, then causal";
   let description = [{
     vLLM's `context_attention_fwd`. Sequence `b` of the batch has
@@ -108,6 +109,10 @@ def Attn_PrefixPrefillOp : Attn_Op<"prefix_prefill",
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
+    // AttnKernelOpInterface.
+    ::mlir::Value getQueryOffsets() { return getQueryStart(); }
+    ::mlir::Value getKeySource() { return getKCache(); }
+    int64_t getGridSplits() { return 1; }
     int64_t getHeadDim();
     int64_t getNumQueryHeads();
     int64_t getNumKvHeads();
@@ -124,7 +129,8 @@ def Attn_PrefixPrefillOp : Attn_Op<"prefix_prefill",
 // attn.unified
 //===----------------------------------------------------------------------===//
 
-def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments]> {
+def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
+    Attn_KernelOpInterface]> {
   let summary = "mixed prefill + decode attention over a paged NHD cache";
   let description = [{
     vLLM's `unified_attention`. Sequence `b` has `L_b = cu_seqlens_q[b+1] -
@@ -241,6 +247,12 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments]> {
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
+    // AttnKernelOpInterface.
+    ::mlir::Value getQueryOffsets() { return getCuSeqlensQ(); }
+    ::mlir::Value getKeySource() { return getKCache(); }
+    int64_t getGridSplits() {
+      return isSplitKv() ? getNumSegmentsAttr().getInt() : 1;
+    }
     int64_t getHeadDim();
     int64_t getNumQueryHeads();
     int64_t getNumKvHeads();
@@ -264,7 +276,8 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments]> {
 // attn.flash
 //===----------------------------------------------------------------------===//
 
-def Attn_FlashOp : Attn_Op<"flash", [AttrSizedOperandSegments]> {
+def Attn_FlashOp : Attn_Op<"flash", [AttrSizedOperandSegments,
+    Attn_KernelOpInterface]> {
   let summary = "varlen FlashAttention-2 forward: causal, bias, dropout, fp8";
   let description = [{
     vLLM's `triton_attention`. Sequence `b` has `Lq = cu_seqlens_q[b+1] -
@@ -339,6 +352,10 @@ def Attn_FlashOp : Attn_Op<"flash", [AttrSizedOperandSegments]> {
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
+    // AttnKernelOpInterface.
+    ::mlir::Value getQueryOffsets() { return getCuSeqlensQ(); }
+    ::mlir::Value getKeySource() { return getK(); }
+    int64_t getGridSplits() { return 1; }
     int64_t getHeadDim();
     int64_t getNumQueryHeads();
     int64_t getNumKvHeads();
@@ -350,7 +367,8 @@ def Attn_FlashOp : Attn_Op<"flash", [AttrSizedOperandSegments]> {
 // attn.blocksparse
 //===----------------------------------------------------------------------===//
 
-def Attn_BlockSparseOp : Attn_Op<"blocksparse"> {
+def Attn_BlockSparseOp : Attn_Op<"blocksparse",
+    [Attn_KernelOpInterface]> {
   let summary = "block-sparse attention over a per-head CSR block layout";
   let description = [{
     vLLM's `blocksparse_flash_attn_varlen_fwd`. Sequence `b` has `Lk` keys
@@ -403,6 +421,10 @@ def Attn_BlockSparseOp : Attn_Op<"blocksparse"> {
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
+    // AttnKernelOpInterface.
+    ::mlir::Value getQueryOffsets() { return getCuSeqlensQ(); }
+    ::mlir::Value getKeySource() { return getK(); }
+    int64_t getGridSplits() { return 1; }
     int64_t getHeadDim();
     int64_t getNumQueryHeads();
     int64_t getNumKvHeads();

@@ -18,6 +18,7 @@ using namespace mlir::attn::detail;
 using namespace mlir::attn::limits;
 
 #define GET_OP_CLASSES
+#include "attn/IR/AttnInterfaces.cpp.inc"
 #include "attn/IR/AttnOps.cpp.inc"
 
 namespace {

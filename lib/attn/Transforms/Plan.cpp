@@ -64,10 +64,6 @@ AmdTiles amdTiles(AmdFamily family, bool prefill, int64_t headDim,
   return {rows, keys, std::min<int64_t>(4, rows / 16)};
 }
 
-int64_t groupOf(Value q, Value kv, unsigned kvHeadDim) {
-  return cast<MemRefType>(q.getType()).getDimSize(1) /
-         cast<MemRefType>(kv.getType()).getDimSize(kvHeadDim);
-}
 } // namespace
 
 FailureOr<ScheduleAttr>
@@ -75,26 +71,17 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   std::optional<TargetTiles> tiles = tilesFor(target);
   if (!tiles)
     return failure();
-  int64_t group = 0, pack = 0, qBlockLimit = 0;
-  Value keySource; // where most staged keys come from
-  if (auto pp = dyn_cast<PrefixPrefillOp>(op)) {
-    group = groupOf(pp.getQ(), pp.getK(), 1);
-    keySource = pp.getKCache();
-  } else if (auto un = dyn_cast<UnifiedOp>(op)) {
-    group = groupOf(un.getQ(), un.getKCache(), 2);
-    keySource = un.getKCache();
-  } else if (auto fl = dyn_cast<FlashOp>(op)) {
-    group = groupOf(fl.getQ(), fl.getK(), 1);
-    keySource = fl.getK();
-  } else if (auto bs = dyn_cast<BlockSparseOp>(op)) {
-    group = groupOf(bs.getQ(), bs.getK(), 1);
-    keySource = bs.getK();
+  auto kernel = dyn_cast<AttnKernelOpInterface>(op);
+  if (!kernel)
+    return failure();
+  int64_t group = kernel.getNumQueryHeads() / kernel.getNumKvHeads();
+  int64_t pack = 0, qBlockLimit = 0;
+  Value keySource = kernel.getKeySource(); // where most staged keys come from
+  if (auto bs = dyn_cast<BlockSparseOp>(op)) {
     // Heads with their own layouts walk different CSR rows.
     if (bs.hasPerHeadLayout())
       pack = 1;
     qBlockLimit = bs.getQueryBlockSize();
-  } else {
-    return failure();
   }
   // GQA packing: all query heads of a KV head share each KV tile load.
   if (pack == 0)
@@ -225,8 +212,7 @@ struct AttnPlanPass : public mlir::attn::impl::AttnPlanBase<AttnPlanPass> {
       return signalPassFailure();
     }
     getOperation()->walk([&](Operation *op) {
-      if (!isa<PrefixPrefillOp, UnifiedOp, FlashOp, BlockSparseOp>(op) ||
-          op->hasAttr("schedule"))
+      if (!isa<AttnKernelOpInterface>(op) || op->hasAttr("schedule"))
         return;
       op->setAttr("schedule", *defaultSchedule(op, target, chip));
     });

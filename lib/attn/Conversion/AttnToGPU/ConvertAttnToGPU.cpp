@@ -74,14 +74,8 @@ llvm::json::Value paramJson(Value operand) {
 /// The value of the op's query operand (kernel ops), to pick the compute
 /// type.
 Value queryOf(Operation *op) {
-  if (auto pp = dyn_cast<PrefixPrefillOp>(op))
-    return pp.getQ();
-  if (auto un = dyn_cast<UnifiedOp>(op))
-    return un.getQ();
-  if (auto fl = dyn_cast<FlashOp>(op))
-    return fl.getQ();
-  if (auto bs = dyn_cast<BlockSparseOp>(op))
-    return bs.getQ();
+  if (auto kernel = dyn_cast<AttnKernelOpInterface>(op))
+    return kernel.getQ();
   return Value();
 }
 

@@ -451,8 +451,7 @@ struct LowerKernelOp : RewritePattern {
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
   LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
-    if (!isa<PrefixPrefillOp, UnifiedOp, FlashOp, BlockSparseOp, MergeStatesOp>(
-            op))
+    if (!isa<AttnKernelOpInterface, MergeStatesOp>(op))
       return failure();
     ImplicitLocOpBuilder b(op->getLoc(), rewriter);
     LoopEmitter e(b);
@@ -487,19 +486,10 @@ FailureOr<SmallVector<GridExtent>> mlir::attn::kernelGrid(Operation *op) {
     return heads / scheduleOrDefault(op).getHeadsPerProgram();
   };
   auto blockQ = [&] { return scheduleOrDefault(op).getBlockQ(); };
-  if (auto pp = dyn_cast<PrefixPrefillOp>(op))
-    return varlenGrid(op, pp.getQ(), pp.getQueryStart(), blockQ(),
-                      groupsOf(pp.getNumQueryHeads()), 1);
-  if (auto un = dyn_cast<UnifiedOp>(op))
-    return varlenGrid(op, un.getQ(), un.getCuSeqlensQ(), blockQ(),
-                      groupsOf(un.getNumQueryHeads()),
-                      un.isSplitKv() ? un.getNumSegmentsAttr().getInt() : 1);
-  if (auto fl = dyn_cast<FlashOp>(op))
-    return varlenGrid(op, fl.getQ(), fl.getCuSeqlensQ(), blockQ(),
-                      groupsOf(fl.getNumQueryHeads()), 1);
-  if (auto bs = dyn_cast<BlockSparseOp>(op))
-    return varlenGrid(op, bs.getQ(), bs.getCuSeqlensQ(), blockQ(),
-                      groupsOf(bs.getNumQueryHeads()), 1);
+  if (auto kernel = dyn_cast<AttnKernelOpInterface>(op))
+    return varlenGrid(op, kernel.getQ(), kernel.getQueryOffsets(), blockQ(),
+                      groupsOf(kernel.getNumQueryHeads()),
+                      kernel.getGridSplits());
   if (auto ms = dyn_cast<MergeStatesOp>(op)) {
     unsigned partial = operandIndex(op, ms.getPartial());
     GridExtent tokens, heads, one;
@@ -511,21 +501,31 @@ FailureOr<SmallVector<GridExtent>> mlir::attn::kernelGrid(Operation *op) {
   return failure();
 }
 
+namespace {
+/// The kernel ops' lowerings, reached through AttnKernelOpInterface::accept.
+struct KernelEmitter : AttnKernelVisitor {
+  KernelEmitter(LoopEmitter &e, ProgramTarget &target) : e(e), target(target) {}
+  void visit(PrefixPrefillOp op) override { emitPrefixPrefill(e, target, op); }
+  void visit(UnifiedOp op) override { emitUnified(e, target, op); }
+  void visit(FlashOp op) override { emitFlash(e, target, op); }
+  void visit(BlockSparseOp op) override { emitBlockSparse(e, target, op); }
+  LoopEmitter &e;
+  ProgramTarget &target;
+};
+} // namespace
+
 LogicalResult mlir::attn::emitAttnOp(LoopEmitter &e, ProgramTarget &target,
                                      Operation *op) {
-  if (auto pp = dyn_cast<PrefixPrefillOp>(op))
-    emitPrefixPrefill(e, target, pp);
-  else if (auto un = dyn_cast<UnifiedOp>(op))
-    emitUnified(e, target, un);
-  else if (auto fl = dyn_cast<FlashOp>(op))
-    emitFlash(e, target, fl);
-  else if (auto bs = dyn_cast<BlockSparseOp>(op))
-    emitBlockSparse(e, target, bs);
-  else if (auto ms = dyn_cast<MergeStatesOp>(op))
+  if (auto kernel = dyn_cast<AttnKernelOpInterface>(op)) {
+    KernelEmitter emitter(e, target);
+    kernel.accept(emitter);
+    return success();
+  }
+  if (auto ms = dyn_cast<MergeStatesOp>(op)) {
     emitMergeStates(e, target, ms);
-  else
-    return failure();
-  return success();
+    return success();
+  }
+  return failure();
 }
 
 void mlir::attn::populateAttnToSCFPatterns(RewritePatternSet &patterns) {
