@@ -929,7 +929,7 @@ func.func @flash_quantize_to_other_fp8_input(%q: memref<?x16x128xbf16>, %k: memr
 // -----
 
 func.func @flash_quantize_to_without_scales(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %x: memref<1xf32>, %o: memref<?x16x128xbf16>) {
-  // expected-error @+1 {{operand 'q' is fp8 and requires operand 'q_scale'}}
+  // expected-error @+1 {{attribute 'quantize_to' requires operand 'q_scale'}}
   attn.flash q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {quantize_to = f8E4M3FN}
   return
 }

@@ -581,6 +581,13 @@ LogicalResult FlashOp::verify() {
                             "and 'philox_offset'";
 
   // Quantized on load: every scale is needed, as for fp8 inputs.
+  if (quantizeTo)
+    for (auto [value, name] :
+         {std::pair{getQScale(), "q_scale"}, std::pair{getKScale(), "k_scale"},
+          std::pair{getVScale(), "v_scale"}, std::pair{getPScale(), "p_scale"}})
+      if (!value)
+        return emitOpError()
+               << "attribute 'quantize_to' requires operand '" << name << "'";
   bool fp8 = quantizeTo || isFp8(q.getElementType());
   if (failed(verifyFp8Scale(c, getQScale(), "q_scale", fp8, "q")) ||
       failed(verifyFp8Scale(c, getKScale(), "k_scale", fp8, "k")) ||
