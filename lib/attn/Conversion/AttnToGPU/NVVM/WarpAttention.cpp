@@ -38,8 +38,8 @@ void WarpAttentionBuilder::chooseScoreOperands(const ProgramRows &rows,
                               : kScale;
 }
 
-void WarpAttentionBuilder::emit(const ProgramRows &rows,
-                                ArrayRef<KvWalk> walks) {
+void WarpAttentionBuilder::setUp(const ProgramRows &rows,
+                                 ArrayRef<KvWalk> walks) {
   setUpThreads();
   chooseScoreOperands(rows, walks);
   if (g.wgmma) {
@@ -52,32 +52,12 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
   }
   qS = tile(e.idx(0), g.mRows, g.dPad, g.stride);
   cur = kvBuffers(e.idx(0));
-  {
-    // Per-thread state, promoted to registers by LLVM.
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(entry);
-    Type f32 = b.getF32Type();
-    oAcc = memref::AllocaOp::create(
-        b, MemRefType::get({g.mFrags * g.dTiles() * 4}, f32));
-    mState = memref::AllocaOp::create(b, MemRefType::get({2 * g.mFrags}, f32));
-    lState = memref::AllocaOp::create(b, MemRefType::get({2 * g.mFrags}, f32));
-  }
+}
 
-  // The query tile: row r is token r / pack, head headBase + r % pack.
-  stage(qk8 ? bytesOf(qS, qType) : qS, g.mRows, g.dPad, [&](Value r) {
-    Value tok = math.tokenOf(r);
-    StagedRow s;
-    s.valid = e.lt(tok, rows.numTokens);
-    Value qRow =
-        e.add(rows.qTokBase, e.min(tok, e.sub(rows.numTokens, e.idx(1))));
-    Value head = math.headOf(rows, r);
-    s.mem = q;
-    s.at = [=](Value d) { return SmallVector<Value>{qRow, head, d}; };
-    s.scale = qk8 ? Value() : rows.qScale;
-    s.quantize = qk8 ? Type() : rows.qQuantize;
-    s.chunks = true;
-    return s;
-  });
+void WarpAttentionBuilder::stageQuery(const ProgramRows &rows) {
+  // qk8: the raw fp8 bytes; the scales then apply to the dot products.
+  stage(qk8 ? bytesOf(qS, qType) : qS, g.mRows, g.dPad,
+        [&](Value r) { return queryRow(rows, r, /*scaled=*/!qk8); });
   waitGroups(commitGroup(), 0);
   if (math.linearScores())
     foldScoreFactor();
@@ -95,24 +75,6 @@ void WarpAttentionBuilder::emit(const ProgramRows &rows,
       qFrags.push_back(std::move(frags));
     }
   }
-
-  for (int64_t m = 0; m < g.mFrags; ++m) {
-    for (int64_t h = 0; h < 2; ++h) {
-      auto [m0, l0] = math.initialState(rows, rowOf(m, h));
-      // The sum is kept per lane and added over the quad at the end: only
-      // one lane of the quad starts with the sink's 1.
-      l0 = e.select(e.eq(quadCol, e.idx(0)), l0, e.f32(0.0));
-      e.store(m0, mState, {e.idx(stateIndex(m, h))});
-      e.store(l0, lState, {e.idx(stateIndex(m, h))});
-    }
-  }
-  for (int64_t i = 0; i < g.mFrags * g.dTiles() * 4; ++i)
-    e.store(e.f32(0.0), oAcc, {e.idx(i)});
-
-  for (const KvWalk &walk : walks)
-    walk.visitRanges(
-        e, [&](Value lo, Value hi) { walkRange(rows, walk, lo, hi); });
-  epilogue(rows);
 }
 
 void WarpAttentionBuilder::foldScoreFactor() {
@@ -568,46 +530,15 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
         e.store(acc[m * dTiles + dj][i], oAcc, {accIndex(m, dj, i)});
 }
 
-void WarpAttentionBuilder::epilogue(const ProgramRows &rows) {
-  for (int64_t m = 0; m < g.mFrags; ++m) {
-    for (int64_t h = 0; h < 2; ++h) {
-      Value st = e.idx(stateIndex(m, h));
-      // Shuffles first: every lane of the warp takes part.
-      Value l = quadReduce(e.load(lState, {st}), /*isMax=*/false);
-      Value row = rowOf(m, h);
-      Value tok = math.tokenOf(row);
-      e.ifThen(e.lt(tok, rows.numTokens), [&] {
-        Value qRow = e.add(rows.qTokBase, tok);
-        Value head = math.headOf(rows, row);
-        Value factor;
-        if (o.segmentMax) {
-          e.ifThen(e.eq(quadCol, e.idx(0)), [&] {
-            Value mx = e.load(mState, {st});
-            e.store(e.mulF(mx, e.f32(kLn2)), o.segmentMax,
-                    {qRow, head, rows.segment});
-            e.store(l, o.segmentSum, {qRow, head, rows.segment});
-          });
-        } else {
-          factor = math.outputFactor(l, o.outScale);
-        }
-        for (int64_t dj = 0; dj < g.dTiles(); ++dj) {
-          for (int64_t i = 2 * h; i < 2 * h + 2; ++i) {
-            Value d = colOf(dj, i);
-            Value v = e.load(oAcc, {accIndex(m, dj, i)});
-            auto store = [&] {
-              if (o.segmentMax)
-                e.store(v, o.out, {qRow, head, rows.segment, d});
-              else
-                e.storeOutput(e.mulF(v, factor), o.out, {qRow, head, d},
-                              bool(o.outScale));
-            };
-            if (8 * dj + 8 > shape.headDim)
-              e.ifThen(e.lt(d, e.idx(shape.headDim)), store);
-            else
-              store();
-          }
-        }
-      });
+void WarpAttentionBuilder::visitOutputs(
+    int64_t slot,
+    llvm::function_ref<void(Value d, Value v, bool partial)> store) {
+  int64_t m = slot / 2, h = slot % 2;
+  for (int64_t dj = 0; dj < g.dTiles(); ++dj) {
+    for (int64_t i = 2 * h; i < 2 * h + 2; ++i) {
+      Value d = colOf(dj, i);
+      Value v = e.load(oAcc, {accIndex(m, dj, i)});
+      store(d, v, 8 * dj + 8 > shape.headDim);
     }
   }
 }

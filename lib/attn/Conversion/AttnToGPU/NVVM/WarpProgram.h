@@ -29,12 +29,11 @@
 
 #include "WarpAttention.h"
 #include "Wgmma.h"
-#include "attn/Conversion/AttnToGPU/GpuStaging.h"
+#include "attn/Conversion/AttnToGPU/AttentionProgram.h"
 
 namespace mlir::attn::warp {
 
 constexpr int64_t kLanes = 32;
-constexpr double kLn2 = 0.6931471805599453;
 
 /// Static tile geometry of a program. Warp w owns rows
 /// [w * warpRows(), (w + 1) * warpRows()): mFrags 16-row MMA tiles that
@@ -89,22 +88,36 @@ struct SharedTile {
   bool swizzled = false;
 };
 
-class WarpAttentionBuilder {
+class WarpAttentionBuilder : public AttentionProgram {
 public:
   WarpAttentionBuilder(LoopEmitter &e, const TileShape &shape,
                        const AttentionFeatures &f, const AttentionOutput &o,
                        Value q, Block *entry, Value shared, Type ct,
                        int64_t threads, NvidiaChip chip, bool exactF32)
-      : e(e), b(e.builder()), shape(shape),
+      : AttentionProgram(e, shape, f, o, q, entry),
         g(geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8)),
-        math(e, shape, f), f(f), o(o), q(q), entry(entry), shared(shared),
-        ct(ct), threads(threads), chip(chip), exactF32(exactF32 && ct.isF32()) {
-  }
-
-  void emit(const ProgramRows &rows, ArrayRef<KvWalk> walks);
+        shared(shared), ct(ct), threads(threads), chip(chip),
+        exactF32(exactF32 && ct.isF32()) {}
 
 private:
   using Acc = std::array<Value, 4>;
+
+  // AttentionProgram's hooks: slot 2 m + h is row quadRow + 8 h of M
+  // fragment m (stateIndex).
+  void setUp(const ProgramRows &rows, ArrayRef<KvWalk> walks) override;
+  int64_t rowSlots() const override { return 2 * g.mFrags; }
+  int64_t accumulatorElems() const override {
+    return g.mFrags * g.dTiles() * 4;
+  }
+  void stageQuery(const ProgramRows &rows) override;
+  Value slotRow(int64_t slot) override { return rowOf(slot / 2, slot % 2); }
+  Value isRowLeader() override { return e.eq(quadCol, e.idx(0)); }
+  Value reduceRow(Value x, bool isMax) override { return quadReduce(x, isMax); }
+  void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
+                 Value hi) override;
+  void visitOutputs(
+      int64_t slot,
+      llvm::function_ref<void(Value d, Value v, bool partial)> store) override;
 
   void setUpThreads();
   /// Sets foldedFactor (see there) for linear scores.
@@ -240,9 +253,6 @@ private:
   void quadReduce(MutableArrayRef<Value> xs, bool isMax);
   /// max or sum of `xs` as a balanced tree: short dependency chains.
   Value treeReduce(SmallVector<Value> xs, bool isMax);
-  void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
-                 Value hi);
-  void epilogue(const ProgramRows &rows);
 
   /// Row (quadRow + 8 * half) of M fragment m of this thread's warp.
   Value rowOf(int64_t m, int64_t half) {
@@ -260,15 +270,7 @@ private:
     return e.idx((m * g.dTiles() + dj) * 4 + i);
   }
 
-  LoopEmitter &e;
-  ImplicitLocOpBuilder &b;
-  TileShape shape;
   Geometry g;
-  AttentionMath math;
-  const AttentionFeatures &f;
-  const AttentionOutput &o;
-  Value q;
-  Block *entry;
   Value shared;
   Type ct;
   int64_t threads;
@@ -292,7 +294,6 @@ private:
   std::tuple<Value, Value> unpinnedStaging;        // tid, tilesAddress
   SharedTile qS;
   KvBuffers cur; // the buffer of the tile being computed
-  Value oAcc, mState, lState;
   SmallVector<SmallVector<SmallVector<Value>>> qFrags; // [m][kStep]
   /// For linear scores (AttentionMath::linearScoreFactor): the factor,
   /// made positive by negating the staged Q, that the softmax folds into

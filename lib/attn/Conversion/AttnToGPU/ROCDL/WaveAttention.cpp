@@ -18,64 +18,22 @@ using namespace mlir::attn::wave;
 
 namespace mlir::attn::wave {
 
-constexpr double kLn2 = 0.6931471805599453;
-
-void WaveAttentionBuilder::emit(const ProgramRows &rows,
-                                ArrayRef<KvWalk> walks) {
+void WaveAttentionBuilder::setUp(const ProgramRows &, ArrayRef<KvWalk>) {
   setUpThreads();
   qS = view(0, g.mRows, g.stride);
   kS = view(g.mRows * g.stride, g.bn, g.stride);
   vtS = view((g.mRows + g.bn) * g.stride, g.dPad, g.vtStride);
-  {
-    // Per-thread state, promoted to registers by LLVM (indexed only by
-    // constants).
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(entry);
-    Type f32 = b.getF32Type();
-    oAcc = memref::AllocaOp::create(
-        b, MemRefType::get({g.mFrags * g.dBlocks() * mc.accElems()}, f32));
-    mState = memref::AllocaOp::create(b, MemRefType::get({g.mFrags}, f32));
-    lState = memref::AllocaOp::create(b, MemRefType::get({g.mFrags}, f32));
-  }
+}
 
-  // The query tile: row r is token r / pack, head headBase + r % pack.
+void WaveAttentionBuilder::stageQuery(const ProgramRows &rows) {
   stager().stage(
       qS,
       [](Value r, Value x) {
         return SmallVector<Value>{r, x};
       },
       g.mRows, g.dPad,
-      [&](Value r) {
-        Value tok = math.tokenOf(r);
-        StagedRow s;
-        s.valid = e.lt(tok, rows.numTokens);
-        Value qRow =
-            e.add(rows.qTokBase, e.min(tok, e.sub(rows.numTokens, e.idx(1))));
-        Value head = math.headOf(rows, r);
-        s.mem = q;
-        s.at = [=](Value d) { return SmallVector<Value>{qRow, head, d}; };
-        s.scale = rows.qScale;
-        s.quantize = rows.qQuantize;
-        s.chunks = true;
-        return s;
-      });
+      [&](Value r) { return queryRow(rows, r, /*scaled=*/true); });
   gpu::BarrierOp::create(b);
-
-  for (int64_t m = 0; m < g.mFrags; ++m) {
-    auto [m0, l0] = math.initialState(rows, rowOf(m));
-    // The sum is kept per lane and added over the row's lanes at the end:
-    // only group 0 starts with the sink's 1.
-    l0 = e.select(e.eq(group, e.idx(0)), l0, e.f32(0.0));
-    e.store(m0, mState, {e.idx(m)});
-    e.store(l0, lState, {e.idx(m)});
-  }
-  for (int64_t i = 0; i < g.mFrags * g.dBlocks() * mc.accElems(); ++i)
-    e.store(e.f32(0.0), oAcc, {e.idx(i)});
-
-  for (const KvWalk &walk : walks)
-    walk.visitRanges(
-        e, [&](Value lo, Value hi) { walkRange(rows, walk, lo, hi); });
-  epilogue(rows);
 }
 
 void WaveAttentionBuilder::walkRange(const ProgramRows &rows,
@@ -218,44 +176,15 @@ void WaveAttentionBuilder::tile(const ProgramRows &rows, Value n0,
   }
 }
 
-void WaveAttentionBuilder::epilogue(const ProgramRows &rows) {
-  for (int64_t m = 0; m < g.mFrags; ++m) {
-    // Shuffles first: every lane of the wave takes part.
-    Value l = rowReduce(e.load(lState, {e.idx(m)}), /*isMax=*/false);
-    Value row = rowOf(m);
-    Value tok = math.tokenOf(row);
-    e.ifThen(e.lt(tok, rows.numTokens), [&] {
-      Value qRow = e.add(rows.qTokBase, tok);
-      Value head = math.headOf(rows, row);
-      Value factor;
-      if (o.segmentMax) {
-        e.ifThen(e.eq(group, e.idx(0)), [&] {
-          Value mx = e.load(mState, {e.idx(m)});
-          e.store(e.mulF(mx, e.f32(kLn2)), o.segmentMax,
-                  {qRow, head, rows.segment});
-          e.store(l, o.segmentSum, {qRow, head, rows.segment});
-        });
-      } else {
-        factor = math.outputFactor(l, o.outScale);
-      }
-      for (int64_t db = 0; db < g.dBlocks(); ++db) {
-        for (int64_t j = 0; j < mc.accElems(); ++j) {
-          Value d = e.add(e.idx(16 * db), accRow(j));
-          Value v = e.load(oAcc, {accIndex(m, db, j)});
-          auto store = [&] {
-            if (o.segmentMax)
-              e.store(v, o.out, {qRow, head, rows.segment, d});
-            else
-              e.storeOutput(e.mulF(v, factor), o.out, {qRow, head, d},
-                            bool(o.outScale));
-          };
-          if (16 * db + 16 > shape.headDim)
-            e.ifThen(e.lt(d, e.idx(shape.headDim)), store);
-          else
-            store();
-        }
-      }
-    });
+void WaveAttentionBuilder::visitOutputs(
+    int64_t slot,
+    llvm::function_ref<void(Value d, Value v, bool partial)> store) {
+  for (int64_t db = 0; db < g.dBlocks(); ++db) {
+    for (int64_t j = 0; j < mc.accElems(); ++j) {
+      Value d = e.add(e.idx(16 * db), accRow(j));
+      Value v = e.load(oAcc, {accIndex(slot, db, j)});
+      store(d, v, 16 * db + 16 > shape.headDim);
+    }
   }
 }
 

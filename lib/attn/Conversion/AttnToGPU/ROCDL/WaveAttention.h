@@ -28,8 +28,7 @@
 #ifndef ATTN_LIB_CONVERSION_ATTNTOGPU_WAVEATTENTION_H
 #define ATTN_LIB_CONVERSION_ATTNTOGPU_WAVEATTENTION_H
 
-#include "attn/Conversion/AttnToGPU/GpuStaging.h"
-#include "attn/Conversion/AttnToGPU/GpuTarget.h"
+#include "attn/Conversion/AttnToGPU/AttentionProgram.h"
 #include "attn/Target/Chips.h"
 
 namespace mlir::attn::wave {
@@ -86,21 +85,34 @@ private:
 
 /// Emits one program (WaveAttention.cpp: the walk and the softmax;
 /// WaveMatrix.cpp: LDS tiles and matrix instructions).
-class WaveAttentionBuilder {
+class WaveAttentionBuilder : public AttentionProgram {
 public:
   WaveAttentionBuilder(LoopEmitter &e, const TileShape &shape,
                        const AttentionFeatures &f, const AttentionOutput &o,
                        Value q, Block *entry, Value shared, Type ct,
                        int64_t threads, AmdChip chip)
-      : e(e), b(e.builder()), shape(shape),
+      : AttentionProgram(e, shape, f, o, q, entry),
         g(geometryOf(shape, ct.getIntOrFloatBitWidth() / 8)), mc{chip.waveSize,
                                                                  chip.wmma},
-        math(e, shape, f), f(f), o(o), q(q), entry(entry), shared(shared),
-        ct(ct), threads(threads) {}
-
-  void emit(const ProgramRows &rows, ArrayRef<KvWalk> walks);
+        shared(shared), ct(ct), threads(threads) {}
 
 private:
+  // AttentionProgram's hooks: slot m is this lane's row of fragment m.
+  void setUp(const ProgramRows &rows, ArrayRef<KvWalk> walks) override;
+  int64_t rowSlots() const override { return g.mFrags; }
+  int64_t accumulatorElems() const override {
+    return g.mFrags * g.dBlocks() * mc.accElems();
+  }
+  void stageQuery(const ProgramRows &rows) override;
+  Value slotRow(int64_t slot) override { return rowOf(slot); }
+  Value isRowLeader() override { return e.eq(group, e.idx(0)); }
+  Value reduceRow(Value x, bool isMax) override { return rowReduce(x, isMax); }
+  void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
+                 Value hi) override;
+  void visitOutputs(
+      int64_t slot,
+      llvm::function_ref<void(Value d, Value v, bool partial)> store) override;
+
   // WaveMatrix.cpp
   void setUpThreads();
   /// For the duration of one KV tile: thread coordinates that LLVM cannot
@@ -130,11 +142,8 @@ private:
   Value rowReduce(Value x, bool isMax);
 
   // WaveAttention.cpp
-  void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
-                 Value hi);
   /// One KV tile: S^T = K Q^T, softmax, O^T += V^T P^T.
   void tile(const ProgramRows &rows, Value n0, Value nValid);
-  void epilogue(const ProgramRows &rows);
   /// Query row of fragment m that this lane owns.
   Value rowOf(int64_t m) {
     return e.add(e.add(waveRow0, row16), e.idx(16 * m));
@@ -143,25 +152,16 @@ private:
     return e.idx((m * g.dBlocks() + db) * mc.accElems() + j);
   }
 
-  LoopEmitter &e;
-  ImplicitLocOpBuilder &b;
-  TileShape shape;
   Geometry g;
   MatrixCore mc;
-  AttentionMath math;
-  const AttentionFeatures &f;
-  const AttentionOutput &o;
-  Value q;
-  Block *entry;
   Value shared;
   Type ct;
   int64_t threads;
 
   Value tid, lane, wave, row16, group, waveRow0;
   std::tuple<Value, Value, Value, Value> unpinned; // tid, row16, group, row0
-  Value qS, kS, vtS;          // LDS tiles: [mRows, stride], [bn, stride],
-                              // [dPad, vtStride]
-  Value oAcc, mState, lState; // per-thread state (registers)
+  Value qS, kS, vtS; // LDS tiles: [mRows, stride], [bn, stride],
+                     // [dPad, vtStride]
 };
 
 } // namespace mlir::attn::wave

@@ -1,0 +1,91 @@
+//===- AttentionProgram.h - the GPU attention program skeleton --*- C++ -*-===//
+//
+// Every GPU attention program has one shape, that of FlashAttention-2's
+// forward loop: per-thread state (running max, running sum, the output
+// accumulator) in registers, the query tile staged in shared memory, the
+// state initialized, each KV walk computed tile by tile, and an epilogue
+// that normalizes each row this thread owns and stores it (or, for split-KV
+// segments, stores it with its max and sum). AttentionProgram emits that
+// skeleton once; the NVVM warp programs (mma.sync / wgmma) and the ROCDL wave
+// programs (MFMA / WMMA) derive from it and supply only what differs: thread
+// coordinates and shared tiles, how the query tile is staged, the KV tile
+// pipeline, and which rows and output elements a thread's fragments hold.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_CONVERSION_ATTNTOGPU_ATTENTIONPROGRAM_H
+#define ATTN_CONVERSION_ATTNTOGPU_ATTENTIONPROGRAM_H
+
+#include "attn/Conversion/AttnToGPU/GpuStaging.h"
+#include "attn/Conversion/AttnToGPU/GpuTarget.h"
+
+namespace mlir::attn {
+
+class AttentionProgram {
+public:
+  AttentionProgram(LoopEmitter &e, const TileShape &shape,
+                   const AttentionFeatures &f, const AttentionOutput &o,
+                   Value q, Block *entry)
+      : e(e), b(e.builder()), shape(shape), math(e, shape, f), f(f), o(o), q(q),
+        entry(entry) {}
+  virtual ~AttentionProgram() = default;
+
+  /// Emits the whole program for `rows` over `walks`.
+  void emit(const ProgramRows &rows, ArrayRef<KvWalk> walks);
+
+protected:
+  // --- Hooks: what a backend's fragments and pipeline decide. ---
+  /// Thread coordinates and shared-memory tiles, before anything else.
+  virtual void setUp(const ProgramRows &rows, ArrayRef<KvWalk> walks) = 0;
+  /// Rows a thread keeps softmax state for ("slots"), and the f32 elements
+  /// of its output accumulator.
+  virtual int64_t rowSlots() const = 0;
+  virtual int64_t accumulatorElems() const = 0;
+  /// Stages the query tile (rows from queryRow()) and prepares what the
+  /// KV walk reads of it; shared memory is ready for every thread after.
+  virtual void stageQuery(const ProgramRows &rows) = 0;
+  /// The M-tile row of slot `slot`.
+  virtual Value slotRow(int64_t slot) = 0;
+  /// Whether this lane is the one of its row's lanes that starts the row
+  /// sum (with the sink's weight) and writes the split-KV statistics.
+  virtual Value isRowLeader() = 0;
+  /// `x` combined (max or sum) over the lanes that share its row.
+  virtual Value reduceRow(Value x, bool isMax) = 0;
+  /// Computes KV tiles of keys [lo, hi) of `walk`.
+  virtual void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
+                         Value hi) = 0;
+  /// Calls `store(d, v, partial)` for each output element of slot `slot`
+  /// this thread holds: head dim index d, accumulator value v, and whether
+  /// its fragment reaches past the head dim (d must then be checked).
+  virtual void visitOutputs(
+      int64_t slot,
+      llvm::function_ref<void(Value d, Value v, bool partial)> store) = 0;
+
+  // --- Shared by the backends. ---
+  /// Row r of the query tile: token r / pack of head headBase + r % pack,
+  /// clamped into the program's tokens (invalid rows read a valid one);
+  /// `scaled`: the query scale and quantization apply while staging.
+  StagedRow queryRow(const ProgramRows &rows, Value r, bool scaled);
+
+  LoopEmitter &e;
+  ImplicitLocOpBuilder &b;
+  TileShape shape;
+  AttentionMath math;
+  const AttentionFeatures &f;
+  const AttentionOutput &o;
+  Value q;
+  Block *entry;
+  /// Per-thread state: the output accumulator, and the running max and sum
+  /// of each slot, in arrays indexed only by constants so that LLVM
+  /// promotes them to registers.
+  Value oAcc, mState, lState;
+
+private:
+  void allocateState();
+  void initializeState(const ProgramRows &rows);
+  void epilogue(const ProgramRows &rows);
+};
+
+} // namespace mlir::attn
+
+#endif // ATTN_CONVERSION_ATTNTOGPU_ATTENTIONPROGRAM_H

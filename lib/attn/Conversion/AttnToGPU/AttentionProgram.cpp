@@ -1,0 +1,107 @@
+//===- AttentionProgram.cpp - the GPU attention program skeleton ----------===//
+//
+// The program skeleton (AttentionProgram.h) shared by the NVVM and ROCDL
+// programs: state, initialization, the walk over the KV ranges, epilogue.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Conversion/AttnToGPU/AttentionProgram.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+constexpr double kLn2 = 0.6931471805599453;
+} // namespace
+
+void AttentionProgram::emit(const ProgramRows &rows, ArrayRef<KvWalk> walks) {
+  setUp(rows, walks);
+  allocateState();
+  stageQuery(rows);
+  initializeState(rows);
+  for (const KvWalk &walk : walks)
+    walk.visitRanges(
+        e, [&](Value lo, Value hi) { walkRange(rows, walk, lo, hi); });
+  epilogue(rows);
+}
+
+void AttentionProgram::allocateState() {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(entry);
+  Type f32 = b.getF32Type();
+  oAcc =
+      memref::AllocaOp::create(b, MemRefType::get({accumulatorElems()}, f32));
+  mState = memref::AllocaOp::create(b, MemRefType::get({rowSlots()}, f32));
+  lState = memref::AllocaOp::create(b, MemRefType::get({rowSlots()}, f32));
+}
+
+StagedRow AttentionProgram::queryRow(const ProgramRows &rows, Value r,
+                                     bool scaled) {
+  Value tok = math.tokenOf(r);
+  StagedRow s;
+  s.valid = e.lt(tok, rows.numTokens);
+  Value qRow =
+      e.add(rows.qTokBase, e.min(tok, e.sub(rows.numTokens, e.idx(1))));
+  Value head = math.headOf(rows, r);
+  s.mem = q;
+  s.at = [=](Value d) { return SmallVector<Value>{qRow, head, d}; };
+  s.scale = scaled ? rows.qScale : Value();
+  s.quantize = scaled ? rows.qQuantize : Type();
+  s.chunks = true;
+  return s;
+}
+
+void AttentionProgram::initializeState(const ProgramRows &rows) {
+  for (int64_t slot = 0; slot < rowSlots(); ++slot) {
+    auto [m0, l0] = math.initialState(rows, slotRow(slot));
+    // The sum is kept per lane and added over the row's lanes at the end:
+    // only one of them starts with the sink's weight.
+    l0 = e.select(isRowLeader(), l0, e.f32(0.0));
+    e.store(m0, mState, {e.idx(slot)});
+    e.store(l0, lState, {e.idx(slot)});
+  }
+  for (int64_t i = 0; i < accumulatorElems(); ++i)
+    e.store(e.f32(0.0), oAcc, {e.idx(i)});
+}
+
+void AttentionProgram::epilogue(const ProgramRows &rows) {
+  for (int64_t slot = 0; slot < rowSlots(); ++slot) {
+    Value st = e.idx(slot);
+    // Shuffles first: every lane of the warp (wave) takes part.
+    Value l = reduceRow(e.load(lState, {st}), /*isMax=*/false);
+    Value row = slotRow(slot);
+    Value tok = math.tokenOf(row);
+    e.ifThen(e.lt(tok, rows.numTokens), [&] {
+      Value qRow = e.add(rows.qTokBase, tok);
+      Value head = math.headOf(rows, row);
+      Value factor;
+      if (o.segmentMax) {
+        // A split-KV segment: unnormalized output, max (natural log base)
+        // and sum for attn.merge_states.
+        e.ifThen(isRowLeader(), [&] {
+          Value mx = e.load(mState, {st});
+          e.store(e.mulF(mx, e.f32(kLn2)), o.segmentMax,
+                  {qRow, head, rows.segment});
+          e.store(l, o.segmentSum, {qRow, head, rows.segment});
+        });
+      } else {
+        factor = math.outputFactor(l, o.outScale);
+      }
+      visitOutputs(slot, [&](Value d, Value v, bool partial) {
+        auto store = [&] {
+          if (o.segmentMax)
+            e.store(v, o.out, {qRow, head, rows.segment, d});
+          else
+            e.storeOutput(e.mulF(v, factor), o.out, {qRow, head, d},
+                          bool(o.outScale));
+        };
+        if (partial)
+          e.ifThen(e.lt(d, e.idx(shape.headDim)), store);
+        else
+          store();
+      });
+    });
+  }
+}
