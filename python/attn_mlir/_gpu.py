@@ -39,7 +39,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from . import _toolchain
+from . import _abi, _toolchain
 from ._abi import View
 from ._toolchain import CacheWarning, CompileError, attn_opt, cache_dir
 
@@ -47,11 +47,11 @@ _F32, _F32_BITS = struct.Struct("<f"), struct.Struct("<I")
 
 BUNDLES_ENV = "ATTN_MLIR_BUNDLES"
 
-# The format of attn-opt's `attn.manifest` attribute ({"format_version": 1,
+# The format of attn-opt's `attn.manifest` attribute ({"format_version": 2,
 # "kernels": [...]}) and of a bundle's manifest.json that this attn_mlir
 # reads and writes; any other is rejected (CompileError, a bundle to
 # rebuild).
-MANIFEST_FORMAT = 1
+MANIFEST_FORMAT = 2
 
 
 def _is_manifest_format(version):
@@ -577,6 +577,9 @@ def runtime():
     lib.attn_rt_launch.argtypes = [ci, vp, cu, cu, cu, cu, cu, vp,
                                    ctypes.POINTER(vp), ctypes.c_char_p, ci]
     lib.attn_rt_available.argtypes = [ci, ctypes.c_char_p, ci]
+    ull = ctypes.POINTER(ctypes.c_ulonglong)
+    lib.attn_rt_encode_tensor_map.argtypes = [
+        ci, ci, vp, ull, ull, ctypes.POINTER(cu), vp, ctypes.c_char_p, ci]
     _runtime = lib
     return lib
 
@@ -598,14 +601,25 @@ class Kernel:
         self._module, self._image = module, image   # keep alive
         # The parameter buffer and its slot pointers, reused by every launch
         # (the driver copies the parameters when the launch is enqueued).
+        # Tensor maps (TMA kernels) are 128-byte parameters of their own,
+        # 64-byte aligned, ahead of the operands.
+        params = record["params"]
+        maps = [p for p in params if p["kind"] == "tensor_map"]
         n = sum(3 + 2 * p["rank"] if p["kind"] == "memref" else 1
-                for p in record["params"])
+                for p in params if p["kind"] != "tensor_map")
         self._words = (ctypes.c_uint64 * n)()
+        self._map_buffer = (ctypes.c_uint8 * (_MAP_BYTES * len(maps) + 64))()
+        first = -(-ctypes.addressof(self._map_buffer) // 64) * 64
+        self._map_slots = [first + _MAP_BYTES * i for i in range(len(maps))]
         base = ctypes.addressof(self._words)
-        self._slots = (ctypes.c_void_p * n)(*range(base, base + 8 * n, 8))
+        slots = self._map_slots + list(range(base, base + 8 * n, 8))
+        self._slots = (ctypes.c_void_p * len(slots))(*slots)
         self._err = ctypes.create_string_buffer(256)
+        self._kinds = [p["kind"] for p in params]
         self._f32 = [p["kind"] == "scalar" and p["dtype"] == "f32"
-                     for p in record["params"]]
+                     for p in params]
+        self._boxes = [tuple(reversed(p["box"])) if p["kind"] == "tensor_map"
+                       else None for p in params]
 
     def grid(self, shapes):
         dims = []
@@ -650,13 +664,65 @@ def load_bundle(bundle, device_index, backend=0):
     return kernels
 
 
+# CUtensorMap: 128 bytes; CUtensorMapDataType of the element types.
+_MAP_BYTES = 128
+_MAP_DTYPES = {"bf16": 9, "f16": 6, "f32": 7, "i8": 0, "f8E4M3FN": 0,
+               "f8E5M2": 0}
+# (address, shape, strides, dtype, box) -> the encoded map: a serving
+# loop's repeated calls copy 128 bytes instead of encoding again.
+_TENSOR_MAPS = {}
+
+
+def _tensor_map(view, box, slot):
+    """Writes the tensor map of `view` (a View of device memory: dims
+    outermost first, element strides, the innermost contiguous) for boxes
+    `box` (innermost first) to the parameter slot at address `slot`."""
+    key = (view.ptr, view.shape, view.strides, view.dtype, box)
+    known = _TENSOR_MAPS.get(key)
+    if known is not None:
+        ctypes.memmove(slot, known, _MAP_BYTES)
+        return
+    if view.strides[-1] != 1:
+        raise GpuError(f"{view.name}: a TMA kernel needs its innermost dim "
+                       f"contiguous (strides {view.strides})")
+    if 0 in view.shape:   # nothing to load: no program reads the map
+        ctypes.memset(slot, 0, _MAP_BYTES)
+        return
+    size = _abi.NUMPY_DTYPES[view.dtype].itemsize
+    rank = len(view.shape)
+    dims = (ctypes.c_ulonglong * rank)(*reversed(view.shape))
+    strides = (ctypes.c_ulonglong * max(rank - 1, 1))(
+        *[s * size for s in reversed(view.strides[:-1])])
+    boxes = (ctypes.c_uint * rank)(*box)
+    err = ctypes.create_string_buffer(512)
+    lib = runtime()
+    rc = lib.attn_rt_encode_tensor_map(_MAP_DTYPES[view.dtype], rank,
+                                       ctypes.c_void_p(view.ptr), dims,
+                                       strides, boxes, ctypes.c_void_p(slot),
+                                       err, len(err))
+    if rc != 0:
+        raise GpuError(f"{view.name}: {err.value.decode(errors='replace')} "
+                       f"(shape {view.shape}, strides {view.strides}, "
+                       f"address {view.ptr:#x})")
+    if len(_TENSOR_MAPS) > 4096:
+        _TENSOR_MAPS.clear()
+    _TENSOR_MAPS[key] = ctypes.string_at(slot, _MAP_BYTES)
+
+
 def launch(kernel, args, stream, backend=0):
-    """Launches `kernel` with `args` (the op's operands, in op order: Views
-    of device memory, or python scalars) on `stream` (a raw handle). Every
-    parameter is packed into one 8-byte slot of a single buffer."""
+    """Launches `kernel` with `args` (one per manifest parameter: Views of
+    device memory, or python scalars; a tensor map's is the View it
+    describes) on `stream` (a raw handle). Every operand parameter is
+    packed into 8-byte slots of a single buffer, tensor maps into 128-byte
+    ones."""
     words, shapes = [], []
-    for is_f32, arg in zip(kernel._f32, args):
-        if isinstance(arg, View):
+    maps = 0
+    for kind, is_f32, box, arg in zip(kernel._kinds, kernel._f32,
+                                      kernel._boxes, args):
+        if kind == "tensor_map":
+            _tensor_map(arg, box, kernel._map_slots[maps])
+            maps += 1
+        elif isinstance(arg, View):
             shapes.append(arg.shape)
             words += [arg.ptr, arg.ptr, 0, *arg.shape, *arg.strides]
         else:

@@ -9,7 +9,7 @@
 // S^T = K Q^T on 16x16x16 MFMAs (K the A operand, Q the B operand), row
 // statistics over the lanes 16 and 32 apart, exp2 on v_exp_f32, and
 // O^T += V^T P^T with P as it came out of QK.
-// CDNA: module attributes {attn.manifest = "{\22format_version\22:1,\22kernels\22:[{\22grid\22:
+// CDNA: module attributes {attn.manifest = "{\22format_version\22:2,\22kernels\22:[{\22grid\22:
 // CDNA-SAME: \22name\22:\22flash\22,\22op\22:\22attn.flash\22,\22params\22:
 // CDNA-SAME: \22shared_bytes\22:36864,\22threads\22:256}
 // CDNA-LABEL: func.func @flash

@@ -5,7 +5,7 @@
 
 // The host launches one block per program over a shape-only grid; the kernel
 // is a warp program on the tensor cores.
-// CHECK: module attributes {attn.manifest = "{\22format_version\22:1,\22kernels\22:[{\22grid\22:
+// CHECK: module attributes {attn.manifest = "{\22format_version\22:2,\22kernels\22:[{\22grid\22:
 // CHECK-SAME: \22name\22:\22flash\22,\22op\22:\22attn.flash\22,\22params\22:
 // CHECK-SAME: \22shared_bytes\22:{{[0-9]+}},\22threads\22:128}
 // CHECK-SAME: gpu.container_module

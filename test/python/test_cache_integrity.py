@@ -541,10 +541,12 @@ def fake_attn_opt(monkeypatch, manifest):
 BAD_FORMATS = {
     "missing": (None, r"manifest\.json has no format_version \(made by an "
                       r"older attn_mlir\); this attn_mlir reads "
-                      r"format_version 1"),
-    "newer": (2, r"manifest\.json has format_version 2 \(made by another "
-                 r"attn_mlir\); this attn_mlir reads format_version 1"),
-    "string": ("1", r"manifest\.json has format_version '1'"),
+                      r"format_version 2"),
+    "older": (1, r"manifest\.json has format_version 1 \(made by another "
+                 r"attn_mlir\); this attn_mlir reads format_version 2"),
+    "newer": (3, r"manifest\.json has format_version 3 \(made by another "
+                 r"attn_mlir\); this attn_mlir reads format_version 2"),
+    "string": ("2", r"manifest\.json has format_version '2'"),
     "bool": (True, r"manifest\.json has format_version True"),
 }
 
@@ -613,7 +615,7 @@ def test_other_format_aot_bundle_without_compiler_is_an_error(
 def test_other_format_cached_bundle_is_recompiled(cache, monkeypatch):
     # Made by an older attn_mlir, not damaged: compiled again in place,
     # without a warning, into a bundle of this format.
-    fake_attn_opt(monkeypatch, {"format_version": 1,
+    fake_attn_opt(monkeypatch, {"format_version": 2,
                                 "kernels": MERGE_KERNELS})
     old = handmade_bundle(cache / "gpu", format_version=None)
     assert not _gpu.is_current(old)
@@ -622,7 +624,7 @@ def test_other_format_cached_bundle_is_recompiled(cache, monkeypatch):
         bundle = _gpu.bundle_for(MERGE_TEXT, CHIP)
     assert bundle == old and _gpu.bundle_problem(bundle) is None
     assert json.loads((bundle / "manifest.json").read_text())[
-        "format_version"] == 1
+        "format_version"] == 2
     assert _gpu.is_current(bundle)
 
 
@@ -630,17 +632,17 @@ def test_is_current_needs_this_format(tmp_path, monkeypatch):
     monkeypatch.setattr(_gpu, "compiler_fingerprint", lambda: "handmade")
     assert _gpu.is_current(handmade_bundle(tmp_path / "a"))
     assert not _gpu.is_current(handmade_bundle(tmp_path / "b",
-                                               format_version=2))
+                                               format_version=1))
     assert not _gpu.is_current(handmade_bundle(tmp_path / "c",
                                                format_version=None))
 
 
 def test_compile_bundle_writes_the_format(tmp_path, monkeypatch):
-    fake_attn_opt(monkeypatch, {"format_version": 1,
+    fake_attn_opt(monkeypatch, {"format_version": 2,
                                 "kernels": MERGE_KERNELS})
     bundle = _gpu.compile_bundle(MERGE_TEXT, CHIP, tmp_path / "b")
     record = json.loads((bundle / "manifest.json").read_text())
-    assert record["format_version"] == _gpu.MANIFEST_FORMAT == 1
+    assert record["format_version"] == _gpu.MANIFEST_FORMAT == 2
     assert record["kernels"] == MERGE_KERNELS
     assert (bundle / "kernel.ptx").read_text() == STAND_IN_PTX
     assert _gpu.bundle_problem(bundle) is None
@@ -651,10 +653,13 @@ BAD_ATTRIBUTES = {
     "bare list": (MERGE_KERNELS, "attn.manifest has no format_version"),
     "no version": ({"kernels": MERGE_KERNELS},
                    "attn.manifest has no format_version"),
-    "newer": ({"format_version": 2, "kernels": MERGE_KERNELS},
-              "attn.manifest has format_version 2, this attn_mlir reads "
-              "format_version 1"),
-    "no kernels": ({"format_version": 1}, 'no "kernels" list'),
+    "older": ({"format_version": 1, "kernels": MERGE_KERNELS},
+              "attn.manifest has format_version 1, this attn_mlir reads "
+              "format_version 2"),
+    "newer": ({"format_version": 3, "kernels": MERGE_KERNELS},
+              "attn.manifest has format_version 3, this attn_mlir reads "
+              "format_version 2"),
+    "no kernels": ({"format_version": 2}, 'no "kernels" list'),
 }
 
 

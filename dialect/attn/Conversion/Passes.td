@@ -79,4 +79,20 @@ def ConvertAttnToGPU : Pass<"convert-attn-to-gpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def AttnNvvmTensorMapParams
+    : Pass<"attn-nvvm-tensor-map-params", "::mlir::LLVM::LLVMFuncOp"> {
+  let summary = "Pass the tensor maps of TMA kernels by value";
+  let description = [{
+    Kernels that convert-attn-to-gpu outlined with tensor maps (sm_90a
+    programs that load tiles with cp.async.bulk.tensor) take them as their
+    first `attn.tensor_map_params` parameters. After the kernel is lowered
+    to an `llvm.func` (convert-gpu-to-nvvm), this marks each of them as a
+    128-byte, 64-byte aligned by-value parameter (`llvm.byval`,
+    `nvvm.grid_constant`: CUDA's `const __grid_constant__ CUtensorMap`), so
+    that the copy engine reads the map from the launch's parameters and a
+    CUDA graph replays it without host work. attn_mlir's runtime encodes
+    the maps from the operands (docs/runtime.md).
+  }];
+}
+
 #endif // ATTN_CONVERSION_PASSES_TD

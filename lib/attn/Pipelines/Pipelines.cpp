@@ -17,12 +17,14 @@
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/Transforms/RequestCWrappers.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -77,6 +79,9 @@ void mlir::attn::buildLowerToNvvmPipeline(OpPassManager &pm,
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(createConvertNVGPUToNVVMPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
+  kernels.addNestedPass<LLVM::LLVMFuncOp>(createAttnNvvmTensorMapParams());
+  // PTX-builder NVVM ops (mbarrier.try_wait.parity) as inline assembly.
+  kernels.addPass(createConvertNVVMToLLVMPass());
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());
   kernels.addPass(createReconcileUnrealizedCastsPass());

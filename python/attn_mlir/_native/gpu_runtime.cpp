@@ -41,6 +41,12 @@ struct Driver {
                          unsigned, unsigned, unsigned, Handle, void **,
                          void **) = nullptr;
   Result (*getErrorString)(Result, const char **) = nullptr;
+  /// cuTensorMapEncodeTiled (CUDA 12+; optional: only TMA kernels need it).
+  Result (*tensorMapEncodeTiled)(void *, int, unsigned, void *,
+                                 const unsigned long long *,
+                                 const unsigned long long *, const unsigned *,
+                                 const unsigned *, int, int, int,
+                                 int) = nullptr;
 };
 
 Driver cudaDriver, hipDriver;
@@ -101,6 +107,9 @@ Driver *open(int backend, char *err, int len) {
   entry(d.launchKernel, "cuLaunchKernel", "hipModuleLaunchKernel");
   d.getErrorString = reinterpret_cast<decltype(d.getErrorString)>(
       dlsym(d.lib, d.hip ? "hipDrvGetErrorString" : "cuGetErrorString"));
+  if (!d.hip)
+    d.tensorMapEncodeTiled = reinterpret_cast<decltype(d.tensorMapEncodeTiled)>(
+        dlsym(d.lib, "cuTensorMapEncodeTiled"));
   if (!ok) {
     setError(err, len,
              std::string("the driver library lacks ") +
@@ -192,6 +201,40 @@ int attn_rt_launch(int backend, void *function, unsigned gx, unsigned gy,
   if (r != 0) {
     setError(err, len, describe(*d, r, "kernel launch"));
     return 5;
+  }
+  return 0;
+}
+
+/// Encodes the tiled tensor map (CUtensorMap, 128 bytes, into `out`) of a
+/// `rank`-dim tensor at `base` with element type `dtype` (CUtensorMapDataType)
+/// and dims `dims`, innermost first; `strides` are the byte strides of dims
+/// 1 .. rank - 1 (dim 0 is contiguous). Boxes of `box` elements land in
+/// shared memory with 128-byte swizzle (CU_TENSOR_MAP_SWIZZLE_128B), reads
+/// outside the tensor as zeros, with 256-byte L2 promotion.
+int attn_rt_encode_tensor_map(int dtype, int rank, void *base,
+                              const unsigned long long *dims,
+                              const unsigned long long *strides,
+                              const unsigned *box, void *out, char *err,
+                              int len) {
+  Driver *d = open(0, err, len);
+  if (!d)
+    return 1;
+  if (!d->tensorMapEncodeTiled) {
+    setError(err, len,
+             "the CUDA driver has no cuTensorMapEncodeTiled (TMA kernels "
+             "need a CUDA 12 driver)");
+    return 6;
+  }
+  const unsigned elementStrides[5] = {1, 1, 1, 1, 1};
+  constexpr int kInterleaveNone = 0, kSwizzle128B = 3, kL2Promotion256B = 3,
+                kOobFillNone = 0;
+  Result r = d->tensorMapEncodeTiled(out, dtype, static_cast<unsigned>(rank),
+                                     base, dims, strides, box, elementStrides,
+                                     kInterleaveNone, kSwizzle128B,
+                                     kL2Promotion256B, kOobFillNone);
+  if (r != 0) {
+    setError(err, len, describe(*d, r, "cuTensorMapEncodeTiled"));
+    return 7;
   }
   return 0;
 }

@@ -74,6 +74,28 @@ protected:
   int64_t threads;
 };
 
+/// A tensor map (CUtensorMap) the kernel reads operand `operand` through:
+/// the bulk tensor copy engine (TMA) loads boxes of `box` elements (one
+/// per memref dim, outermost first) into 128-byte swizzled shared tiles.
+/// The kernel takes each map as a parameter ahead of the op's operands; the
+/// runtime encodes it from the operand's descriptor (docs/runtime.md).
+struct TensorMapRequest {
+  unsigned operand = 0;
+  SmallVector<int64_t> box;
+};
+
+/// The gpu.func attribute that counts the kernel's leading tensor-map
+/// parameters (attn-nvvm-tensor-map-params passes them by value).
+inline constexpr llvm::StringLiteral kTensorMapParamsAttr =
+    "attn.tensor_map_params";
+
+/// A kernel's tensor map: the memref argument it describes and the
+/// parameter that carries it (an !llvm.ptr to the 128-byte map).
+struct TensorMapArg {
+  Value operand, map;
+  SmallVector<int64_t> box;
+};
+
 /// The matrix-core operand type for query type `qType`: f16 and bf16 as
 /// they are, fp8 as f16 (exact), f32 as it is when `f32` (the target has
 /// f32 / tf32 matrix instructions); failure otherwise.
@@ -99,12 +121,19 @@ public:
   virtual Value exp2(ImplicitLocOpBuilder &b, Value x) const = 0;
   /// sqrt, correctly rounded, without a device library.
   virtual Value sqrt(ImplicitLocOpBuilder &b, Value x) const = 0;
+  /// The operands of kernel op `op` (with tile shape `shape`) that its
+  /// program loads through tensor maps; none by default.
+  virtual SmallVector<TensorMapRequest>
+  tensorMaps(Operation *op, const TileShape &shape, Type ct) const {
+    return {};
+  }
   /// The program builder of one kernel: `entry` is its entry block (where
   /// per-thread state is allocated), `shared` its dynamic shared memory
-  /// (memref<?xi8, workgroup>, null when the launch needs none).
+  /// (memref<?xi8, workgroup>, null when the launch needs none), `maps` the
+  /// tensor maps tensorMaps() asked for.
   virtual std::unique_ptr<ProgramTarget>
-  programs(Block *entry, Value shared, Type ct,
-           const KernelLaunch &launch) const = 0;
+  programs(Block *entry, Value shared, Type ct, const KernelLaunch &launch,
+           ArrayRef<TensorMapArg> maps) const = 0;
 };
 
 /// Makes a backend for `chip`: null, with `error` set, for a chip it does

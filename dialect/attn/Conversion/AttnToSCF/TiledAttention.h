@@ -114,6 +114,11 @@ struct KvWalk {
   /// multiply stored fp8 values directly apply the scale to the dot product.
   Type keyType;
   Value keyScale;
+  /// Dense walks (key n is row denseBase + n, head denseHead, of the
+  /// [tokens, kv_heads, D] memrefs denseK / denseV, stored as they are):
+  /// what a program needs to address whole tiles at once (TMA). Null
+  /// otherwise.
+  Value denseK, denseV, denseBase, denseHead;
   /// When set, the walk visits the ranges this enumerates (each already
   /// clipped to [lo, hi)) instead of [lo, hi) itself.
   std::function<void(LoopEmitter &,

@@ -41,7 +41,7 @@ using namespace mlir::attn;
 
 /// The version of the kernel manifest's layout (docs/runtime.md); loaders
 /// reject bundles of another version.
-static constexpr int64_t kManifestFormatVersion = 1;
+static constexpr int64_t kManifestFormatVersion = 2;
 
 namespace {
 
@@ -56,12 +56,16 @@ std::string typeName(Type t) {
 /// descriptor (allocated ptr, aligned ptr, offset, sizes, strides).
 /// `arg` is the host function's argument the operand comes from (-1 when it
 /// is computed in the function).
-llvm::json::Value paramJson(Value operand) {
-  Type t = operand.getType();
-  int64_t arg = -1;
+int64_t hostArgOf(Value operand) {
   if (auto ba = dyn_cast<BlockArgument>(operand))
     if (isa<func::FuncOp>(ba.getOwner()->getParentOp()))
-      arg = ba.getArgNumber();
+      return ba.getArgNumber();
+  return -1;
+}
+
+llvm::json::Value paramJson(Value operand) {
+  Type t = operand.getType();
+  int64_t arg = hostArgOf(operand);
   if (auto m = dyn_cast<MemRefType>(t))
     return llvm::json::Object{{"arg", arg},
                               {"kind", "memref"},
@@ -69,6 +73,50 @@ llvm::json::Value paramJson(Value operand) {
                               {"dtype", typeName(m.getElementType())}};
   return llvm::json::Object{
       {"arg", arg}, {"kind", "scalar"}, {"dtype", typeName(t)}};
+}
+
+/// JSON of a tensor-map parameter: the operand it describes (an index
+/// into the op's operands; `arg`: the host function's argument it comes
+/// from, as for memrefs) and the box, outermost dim first.
+llvm::json::Value tensorMapJson(Value operand,
+                                const TensorMapRequest &request) {
+  llvm::json::Array box;
+  for (int64_t x : request.box)
+    box.push_back(x);
+  return llvm::json::Object{
+      {"arg", hostArgOf(operand)},
+      {"kind", "tensor_map"},
+      {"operand", int64_t(request.operand)},
+      {"box", std::move(box)},
+      {"swizzle", 128},
+      {"dtype",
+       typeName(cast<MemRefType>(operand.getType()).getElementType())}};
+}
+
+/// The tensor map of `operand` on the host, as upstream models it
+/// (nvgpu.tma.create.descriptor), viewed as the kernel's pointer argument.
+Value hostTensorMap(ImplicitLocOpBuilder &b, Value operand,
+                    ArrayRef<int64_t> box) {
+  auto type = cast<MemRefType>(operand.getType());
+  Value unranked = memref::CastOp::create(
+      b, UnrankedMemRefType::get(type.getElementType(), 0), operand);
+  SmallVector<Value> sizes;
+  for (int64_t x : box)
+    sizes.push_back(arith::ConstantIndexOp::create(b, x));
+  auto space =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto desc = nvgpu::TensorMapDescriptorType::get(
+      b.getContext(),
+      MemRefType::get(box, type.getElementType(), MemRefLayoutAttrInterface(),
+                      space),
+      nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+      nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
+      nvgpu::TensorMapOOBKind::OOB_ZERO,
+      nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+  Value map = nvgpu::TmaCreateDescriptorOp::create(b, desc, unranked, sizes);
+  return UnrealizedConversionCastOp::create(
+             b, LLVM::LLVMPointerType::get(b.getContext()), map)
+      .getResult(0);
 }
 
 /// The value of the op's query operand (kernel ops), to pick the compute
@@ -144,6 +192,7 @@ struct ConvertAttnToGPUPass
     // Resources of the program.
     Type computeType;
     KernelLaunch launch;
+    SmallVector<TensorMapRequest> requests;
     if (Value q = queryOf(op)) {
       Type qType = cast<MemRefType>(q.getType()).getElementType();
       FailureOr<Type> ct = gpuTarget.computeType(qType);
@@ -165,6 +214,7 @@ struct ConvertAttnToGPUPass
                << kMaxRowsPerWarp << " rows and " << kMaxAccumulatorsPerLane
                << " accumulators (more warps, or smaller block_q or block_n)";
       launch = gpuTarget.launchFor(shape, computeType);
+      requests = gpuTarget.tensorMaps(op, shape, computeType);
       if (launch.threads > 1024 ||
           launch.sharedBytes > gpuTarget.maxSharedBytes())
         return op->emitOpError("convert-attn-to-gpu: the schedule ")
@@ -177,14 +227,22 @@ struct ConvertAttnToGPUPass
     if (failed(grid))
       return op->emitOpError("convert-attn-to-gpu: no grid for this op");
 
-    // The kernel: the op's operands become its arguments.
+    // The kernel: its tensor maps (TMA), then the op's operands, become its
+    // arguments.
     OpBuilder kb(kernels.getBodyRegion());
     kb.setInsertionPointToEnd(kernels.getBody());
-    auto type = FunctionType::get(ctx, op->getOperandTypes(), {});
+    SmallVector<Type> argTypes(requests.size(),
+                               LLVM::LLVMPointerType::get(ctx));
+    llvm::append_range(argTypes, op->getOperandTypes());
+    auto type = FunctionType::get(ctx, argTypes, {});
     auto kernel = gpu::GPUFuncOp::create(kb, op->getLoc(), name, type);
     symbols.insert(kernel); // renames on a clash
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                     UnitAttr::get(ctx));
+    if (!requests.empty())
+      kernel->setAttr(kTensorMapParamsAttr,
+                      IntegerAttr::get(IntegerType::get(ctx, 64),
+                                       int64_t(requests.size())));
     kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
         ctx, {static_cast<int32_t>(launch.threads), 1, 1}));
     Block *entry = &kernel.getBody().front();
@@ -199,7 +257,14 @@ struct ConvertAttnToGPUPass
                              MemRefLayoutAttrInterface(), space));
     }
     IRMapping mapping;
-    mapping.map(op->getOperands(), entry->getArguments());
+    ArrayRef<BlockArgument> mapArgs =
+        entry->getArguments().take_front(requests.size());
+    mapping.map(op->getOperands(),
+                entry->getArguments().drop_front(requests.size()));
+    SmallVector<TensorMapArg> maps;
+    for (auto [request, arg] : llvm::zip(requests, mapArgs))
+      maps.push_back({entry->getArgument(requests.size() + request.operand),
+                      arg, request.box});
     Operation *clone = b.clone(*op, mapping);
     LoopEmitter e(b);
     e.setSqrt([&](ImplicitLocOpBuilder &ib, Value x) {
@@ -209,7 +274,7 @@ struct ConvertAttnToGPUPass
       return gpuTarget.exp2(ib, x);
     });
     std::unique_ptr<ProgramTarget> programs =
-        gpuTarget.programs(entry, shared, computeType, launch);
+        gpuTarget.programs(entry, shared, computeType, launch, maps);
     if (failed(emitAttnOp(e, *programs, clone)))
       return op->emitOpError("convert-attn-to-gpu: op was not lowered");
     clone->erase();
@@ -225,12 +290,22 @@ struct ConvertAttnToGPUPass
       extents.push_back(he.idx(1));
     Value smem =
         arith::ConstantIntOp::create(hb, hb.getI32Type(), launch.sharedBytes);
+    // Tensor maps encoded on the host (upstream's nvgpu op; attn_mlir's
+    // runtime encodes them itself and passes them by value, see
+    // attn-nvvm-tensor-map-params).
+    SmallVector<Value> launchArgs;
+    for (const TensorMapRequest &request : requests)
+      launchArgs.push_back(
+          hostTensorMap(hb, op->getOperand(request.operand), request.box));
+    llvm::append_range(launchArgs, op->getOperands());
     gpu::LaunchFuncOp::create(
         hb, kernel, gpu::KernelDim3{extents[0], extents[1], extents[2]},
         gpu::KernelDim3{he.idx(launch.threads), he.idx(1), he.idx(1)}, smem,
-        op->getOperands());
+        launchArgs);
     std::string opName = op->getName().getStringRef().str();
     llvm::json::Array params, extentsJson;
+    for (const TensorMapRequest &request : requests)
+      params.push_back(tensorMapJson(op->getOperand(request.operand), request));
     for (Value v : op->getOperands())
       params.push_back(paramJson(v));
     op->erase();

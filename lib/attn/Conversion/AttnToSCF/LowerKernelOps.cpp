@@ -191,6 +191,12 @@ void emitDenseVarlen(
           walk.keyType =
               !quantize || elemOf(k) == quantize ? elemOf(k) : Type();
           walk.keyScale = kScale;
+          if (!quantize && !kScale && !vScale) {
+            walk.denseK = k;
+            walk.denseV = v;
+            walk.denseBase = kRange.start;
+            walk.denseHead = kvHead;
+          }
           refineWalk(e, rows, walk);
           target.emitProgram(e, shape, f, out, q, rows, {walk});
         });

@@ -52,6 +52,7 @@ void WarpAttentionBuilder::setUp(const ProgramRows &rows,
   }
   qS = tile(e.idx(0), g.mRows, g.dPad, g.stride);
   cur = kvBuffers(e.idx(0));
+  tma = setUpTma(walks);
 }
 
 void WarpAttentionBuilder::stageQuery(const ProgramRows &rows) {
@@ -130,6 +131,8 @@ void WarpAttentionBuilder::walkRange(const ProgramRows &rows,
   Value firstRow =
       g.wgmma ? e.mul(e.divU(warp, e.idx(4)), e.idx(wgmma::kRows)) : warpRow0;
   Value active = e.lt(firstRow, e.mul(rows.numTokens, e.idx(shape.pack)));
+  if (tma)
+    return walkTma(rows, walk, lo, hi, active);
   if (g.stages == 2)
     return walkDoubleBuffered(rows, walk, lo, hi, active);
   // Software pipeline with one K and one V buffer: V(t) loads while QK(t)
@@ -556,6 +559,34 @@ KernelLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct,
   return {saturatingMul(g.warps, kLanes), bytes};
 }
 
+SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
+                                                         const TileShape &shape,
+                                                         Type ct,
+                                                         NvidiaChip chip) {
+  // Dense K and V of attn.flash, stored in the compute type, on warpgroup
+  // programs of double-buffered tiles whose 64-column swizzle atoms the
+  // head dim fills: TMA writes exactly the tiles the wgmma descriptors read.
+  auto flash = dyn_cast<FlashOp>(op);
+  if (!flash || flash.getQuantizeTo() || !chip.wgmma || ct.isF32() ||
+      shape.headDim % wgmma::kAtomCols)
+    return {};
+  Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
+  if (!g.wgmma || g.stages != 2 || g.bn > 256)
+    return {};
+  SmallVector<TensorMapRequest> requests;
+  for (OpOperand *operand : {&flash.getKMutable(), &flash.getVMutable()}) {
+    auto type = cast<MemRefType>(operand->get().getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (type.getElementType() != ct || type.getRank() != 3 ||
+        failed(type.getStridesAndOffset(strides, offset)) || strides[2] != 1)
+      return {};
+    requests.push_back(
+        {operand->getOperandNumber(), {g.bn, 1, wgmma::kAtomCols}});
+  }
+  return requests;
+}
+
 ProgramBody mlir::attn::warpBodyOf(const TileShape &shape, NvidiaChip chip) {
   // (The body does not depend on the element size.)
   Geometry g = geometryOf(shape, chip.wgmma, 2);
@@ -571,7 +602,7 @@ void WarpProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
                                     const ProgramRows &rows,
                                     ArrayRef<KvWalk> walks) {
   WarpAttentionBuilder(e, shape, f, o, q, entry, shared, computeType, threads,
-                       chip, exactF32)
+                       chip, exactF32, maps)
       .emit(rows, walks);
 }
 
@@ -610,11 +641,15 @@ public:
                                          ValueRange{x})
         .getResult(0);
   }
+  SmallVector<TensorMapRequest>
+  tensorMaps(Operation *op, const TileShape &shape, Type ct) const override {
+    return warpTensorMaps(op, shape, ct, chip);
+  }
   std::unique_ptr<ProgramTarget>
-  programs(Block *entry, Value shared, Type ct,
-           const KernelLaunch &launch) const override {
-    return std::make_unique<WarpProgramTarget>(entry, shared, ct,
-                                               launch.threads, chip, exactF32);
+  programs(Block *entry, Value shared, Type ct, const KernelLaunch &launch,
+           ArrayRef<TensorMapArg> maps) const override {
+    return std::make_unique<WarpProgramTarget>(
+        entry, shared, ct, launch.threads, chip, exactF32, maps);
   }
 
 private:

@@ -34,6 +34,10 @@ namespace mlir::attn {
 KernelLaunch warpLaunchFor(const TileShape &shape, Type ct, NvidiaChip chip);
 /// The per-warp body of that program (GpuTarget::bodyOf).
 ProgramBody warpBodyOf(const TileShape &shape, NvidiaChip chip);
+/// The operands of `op` its program loads through TMA (GpuTarget::
+/// tensorMaps): dense K and V of flash on sm_90a warpgroup programs.
+SmallVector<TensorMapRequest>
+warpTensorMaps(Operation *op, const TileShape &shape, Type ct, NvidiaChip chip);
 
 class WarpProgramTarget : public GpuProgramTarget {
 public:
@@ -41,9 +45,11 @@ public:
   /// allocated so LLVM promotes them to registers); `shared` the kernel's
   /// dynamic shared memory (memref<?xi8, workgroup>).
   WarpProgramTarget(Block *entry, Value shared, Type computeType,
-                    int64_t threads, NvidiaChip chip, bool exactF32)
+                    int64_t threads, NvidiaChip chip, bool exactF32,
+                    ArrayRef<TensorMapArg> maps = {})
       : GpuProgramTarget(threads), entry(entry), shared(shared),
-        computeType(computeType), chip(chip), exactF32(exactF32) {}
+        computeType(computeType), chip(chip), exactF32(exactF32),
+        maps(maps.begin(), maps.end()) {}
 
   void emitProgram(LoopEmitter &e, const TileShape &shape,
                    const AttentionFeatures &f, const AttentionOutput &o,
@@ -56,6 +62,7 @@ private:
   Type computeType;
   NvidiaChip chip;
   bool exactF32; // f32 products on 3xTF32
+  SmallVector<TensorMapArg> maps;
 };
 
 } // namespace mlir::attn

@@ -93,11 +93,12 @@ public:
   WarpAttentionBuilder(LoopEmitter &e, const TileShape &shape,
                        const AttentionFeatures &f, const AttentionOutput &o,
                        Value q, Block *entry, Value shared, Type ct,
-                       int64_t threads, NvidiaChip chip, bool exactF32)
+                       int64_t threads, NvidiaChip chip, bool exactF32,
+                       ArrayRef<TensorMapArg> maps = {})
       : AttentionProgram(e, shape, f, o, q, entry),
         g(geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8)),
         shared(shared), ct(ct), threads(threads), chip(chip),
-        exactF32(exactF32 && ct.isF32()) {}
+        exactF32(exactF32 && ct.isF32()), maps(maps.begin(), maps.end()) {}
 
 private:
   using Acc = std::array<Value, 4>;
@@ -224,6 +225,21 @@ private:
   SmallVector<Value> issueWarpgroupPV(const Probabilities &probs,
                                       bool vTransposed, int64_t kFirst);
   void storeWarpgroupOutput(ArrayRef<Value> pending);
+  // TMA (sm_90a; WarpTma.cpp): K and V tiles of dense walks copied by the
+  // bulk tensor copy engine into the swizzled buffers, completing on
+  // mbarriers: full[s] (the copy engine's bytes) and empty[s] (every
+  // thread done with buffer s).
+  /// Whether the program loads its walk's K/V by TMA; creates and
+  /// initializes the mbarriers when it does.
+  bool setUpTma(ArrayRef<KvWalk> walks);
+  /// Issues the copies of K and V of keys [n0, n0 + bn) into buffer
+  /// `stage` (by one thread).
+  void issueTmaTile(const KvWalk &walk, Value stage, Value n0);
+  /// The double-buffered walk of TMA programs: no block barrier, so that
+  /// the warpgroups drift apart (one's softmax under the other's MMAs).
+  void walkTma(const ProgramRows &rows, const KvWalk &walk, Value lo, Value hi,
+               Value active);
+  void waitBarrier(Value index, Value parity);
   SmallVector<Value> ldmatrix(Value tile, Value row, Value col, int numTiles,
                               bool transpose);
   Value operandReg(Value pair);
@@ -295,6 +311,12 @@ private:
   SharedTile qS;
   KvBuffers cur; // the buffer of the tile being computed
   SmallVector<SmallVector<SmallVector<Value>>> qFrags; // [m][kStep]
+  /// Tensor maps of the kernel, and what setUpTma made of them: the maps
+  /// of the walk's K and V (nvgpu descriptors), and the mbarrier group
+  /// (full[0], full[1], empty[0], empty[1]).
+  SmallVector<TensorMapArg> maps;
+  bool tma = false;
+  Value kMap, vMap, bars;
   /// For linear scores (AttentionMath::linearScoreFactor): the factor,
   /// made positive by negating the staged Q, that the softmax folds into
   /// its exp2 FMA; S then holds raw dot products. Null otherwise.

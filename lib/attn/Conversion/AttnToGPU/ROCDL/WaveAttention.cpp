@@ -239,8 +239,8 @@ public:
     return LLVM::SqrtOp::create(b, x);
   }
   std::unique_ptr<ProgramTarget>
-  programs(Block *entry, Value shared, Type ct,
-           const KernelLaunch &launch) const override {
+  programs(Block *entry, Value shared, Type ct, const KernelLaunch &launch,
+           ArrayRef<TensorMapArg>) const override {
     return std::make_unique<WaveProgramTarget>(entry, shared, ct,
                                                launch.threads, chip);
   }

@@ -1,0 +1,164 @@
+//===- WarpTma.cpp - K/V tiles by the bulk tensor copy engine -------------===//
+//
+// sm_90a warpgroup programs of dense walks (attn.flash) load K and V with
+// cp.async.bulk.tensor (nvgpu.tma.async.load) instead of per-thread
+// cp.async: one thread issues a tile's boxes, [bn, 1, 64] elements each
+// (one 64-column swizzle atom of [bn] rows; TMA's 128-byte swizzle writes
+// the layout the wgmma descriptors read), and the copy engine completes
+// them on the buffer's `full` mbarrier. Every thread arrives on the
+// buffer's `empty` mbarrier when its warpgroup's MMAs are done with it,
+// and the issuing thread waits for that before refilling the buffer. No
+// block barrier remains in the walk, so each warpgroup runs at its own
+// pace, up to a tile ahead of the other.
+//
+//===----------------------------------------------------------------------===//
+
+#include "WarpProgram.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::warp;
+
+namespace mlir::attn::warp {
+
+namespace {
+/// The mbarriers of the double buffer: full[s] at s, empty[s] at 2 + s.
+constexpr int64_t kBarriers = 4;
+/// Polling rounds per mbarrier.try_wait before it retries (the suspend
+/// time hint).
+constexpr int64_t kWaitTicks = 10000000;
+} // namespace
+
+bool WarpAttentionBuilder::setUpTma(ArrayRef<KvWalk> walks) {
+  if (maps.empty() || !g.wgmma || g.stages != 2 || walks.size() != 1 ||
+      !walks[0].denseK || walks[0].forEachRange)
+    return false;
+  const TensorMapArg *kArg = nullptr, *vArg = nullptr;
+  for (const TensorMapArg &m : maps) {
+    if (m.operand == walks[0].denseK)
+      kArg = &m;
+    if (m.operand == walks[0].denseV)
+      vArg = &m;
+  }
+  if (!kArg || !vArg)
+    return false;
+  MLIRContext *ctx = b.getContext();
+  auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto descType = [&](const TensorMapArg &m) {
+    return nvgpu::TensorMapDescriptorType::get(
+        ctx, MemRefType::get(m.box, ct, MemRefLayoutAttrInterface(), space),
+        nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+        nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
+        nvgpu::TensorMapOOBKind::OOB_ZERO,
+        nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+  };
+  // The parameters are pointers to the maps; the nvgpu ops read them as
+  // descriptors (the same !llvm.ptr once lowered).
+  kMap = UnrealizedConversionCastOp::create(b, descType(*kArg), kArg->map)
+             .getResult(0);
+  vMap = UnrealizedConversionCastOp::create(b, descType(*vArg), vArg->map)
+             .getResult(0);
+  bars = nvgpu::MBarrierCreateOp::create(
+      b, nvgpu::MBarrierGroupType::get(ctx, space, kBarriers));
+  e.ifThen(e.eq(tid, e.idx(0)), [&] {
+    for (int64_t s = 0; s < 2; ++s) {
+      nvgpu::MBarrierInitOp::create(b, bars, e.idx(1), e.idx(s), Value());
+      nvgpu::MBarrierInitOp::create(b, bars, e.idx(threads), e.idx(2 + s),
+                                    Value());
+    }
+    // Make the initialized barriers visible to the copy engine (the async
+    // proxy) before any copy can complete on them.
+    NVVM::FenceMbarrierInitOp::create(b);
+  });
+  wgmma::fenceProxyAsync(b);
+  gpu::BarrierOp::create(b);
+  return true;
+}
+
+void WarpAttentionBuilder::waitBarrier(Value index, Value parity) {
+  nvgpu::MBarrierTryWaitParityOp::create(
+      b, bars, e.notI(e.eq(parity, e.idx(0))), e.idx(kWaitTicks), index);
+}
+
+void WarpAttentionBuilder::issueTmaTile(const KvWalk &walk, Value stage,
+                                        Value n0) {
+  int64_t elemBytes = ct.getIntOrFloatBitWidth() / 8;
+  int64_t atoms = g.dPad / wgmma::kAtomCols;
+  int64_t atomElems = g.bn * wgmma::kAtomCols;
+  int64_t tileBytes = 2 * atoms * atomElems * elemBytes;
+  nvgpu::MBarrierArriveExpectTxOp::create(b, bars, e.idx(tileBytes), stage,
+                                          Value());
+  KvBuffers buf = kvBuffers(stage);
+  Value row = e.add(walk.denseBase, n0);
+  MLIRContext *ctx = b.getContext();
+  auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto boxType = MemRefType::get({g.bn, 1, wgmma::kAtomCols}, ct,
+                                 MemRefLayoutAttrInterface(), space);
+  for (auto [tile, map] : {std::pair(buf.k, kMap), std::pair(buf.v, vMap)}) {
+    for (int64_t a = 0; a < atoms; ++a) {
+      // Atom a of the tile, 1024-byte aligned (alignPad: see setUp).
+      Value bytes =
+          e.add(alignPad, e.mul(e.add(tile.offset, e.idx(a * atomElems)),
+                                e.idx(elemBytes)));
+      Value dst =
+          memref::ViewOp::create(b, boxType, shared, bytes, ValueRange{});
+      // Coordinates innermost first: head dim, KV head, token.
+      nvgpu::TmaAsyncLoadOp::create(
+          b, dst, bars, map,
+          ValueRange{e.idx(a * wgmma::kAtomCols), walk.denseHead, row}, stage,
+          Value(), Value());
+    }
+  }
+}
+
+void WarpAttentionBuilder::walkTma(const ProgramRows &rows, const KvWalk &walk,
+                                   Value lo, Value hi, Value active) {
+  // Tile t (from lo) computes from buffer t % 2, whose full barrier is then
+  // in phase (t / 2) % 2. (One range per program, so t counts from 0.)
+  Value bn = e.idx(g.bn);
+  Value leader = e.eq(tid, e.idx(0));
+  e.ifThen(e.andI(leader, e.lt(lo, hi)),
+           [&] { issueTmaTile(walk, e.idx(0), lo); });
+  KvBuffers first = cur;
+  e.forLoop(lo, hi, bn, [&](Value n0) {
+    pinLaneCoordinates();
+    Value t = e.divU(e.sub(n0, lo), bn);
+    Value stage = e.remU(t, e.idx(2));
+    Value next = e.add(n0, bn);
+    // Tile t + 1 goes into the other buffer once every thread is done with
+    // tile t - 1 there.
+    e.ifThen(e.andI(leader, e.lt(next, hi)), [&] {
+      Value other = e.sub(e.idx(1), stage);
+      e.ifThen(e.le(e.idx(1), t), [&] {
+        Value previous = e.sub(t, e.idx(1));
+        waitBarrier(e.add(e.idx(2), other),
+                    e.remU(e.divU(previous, e.idx(2)), e.idx(2)));
+      });
+      issueTmaTile(walk, other, next);
+    });
+    waitBarrier(stage, e.remU(e.divU(t, e.idx(2)), e.idx(2)));
+    cur = kvBuffers(stage);
+    Value nValid = e.min(bn, e.sub(hi, n0));
+    e.ifThen(active, [&] {
+      auto tile = [&](bool masked) {
+        warpgroupTile(rows, n0, nValid, masked, walk.valueKeyMajor);
+      };
+      if (f.bias)
+        return tile(true);
+      e.ifThenElse(
+          tileUnmasked(rows, n0, nValid), [&] { tile(false); },
+          [&] { tile(true); });
+    });
+    cur = first;
+    // (warpgroupTile has waited for its MMAs: the buffer is free.)
+    nvgpu::MBarrierArriveOp::create(b, bars, e.add(e.idx(2), stage));
+    unpinLaneCoordinates();
+  });
+}
+
+} // namespace mlir::attn::warp

@@ -1,0 +1,100 @@
+"""The launch ABI of TMA kernels without a GPU: tensor-map parameters
+(manifest kind "tensor_map") are encoded from the operand they describe,
+innermost dim first with byte strides, into 64-byte aligned 128-byte
+parameter slots ahead of the operands' words, and cached per tensor."""
+import ctypes
+
+import pytest
+
+from attn_mlir import _gpu
+from attn_mlir._abi import View
+
+RECORD = {
+    "name": "kernel", "op": "attn.flash", "threads": 256, "shared_bytes": 0,
+    "grid": [{"terms": [[0, 0, 128]], "add": 0}],
+    "params": [
+        {"arg": 1, "kind": "tensor_map", "operand": 1, "box": [128, 1, 64],
+         "swizzle": 128, "dtype": "bf16"},
+        {"arg": 0, "kind": "memref", "rank": 3, "dtype": "bf16"},
+        {"arg": 1, "kind": "memref", "rank": 3, "dtype": "bf16"},
+        {"arg": 2, "kind": "scalar", "dtype": "f32"},
+    ],
+}
+
+
+class FakeRuntime:
+    """attn_rt_encode_tensor_map and attn_rt_launch without a driver."""
+
+    def __init__(self, rc=0):
+        self.encoded, self.launched, self.rc = [], [], rc
+
+    def attn_rt_encode_tensor_map(self, dtype, rank, base, dims, strides,
+                                  box, out, err, n):
+        if self.rc:
+            err.value = b"cuTensorMapEncodeTiled failed with error 1"
+            return self.rc
+        self.encoded.append((dtype, rank, base.value, list(dims),
+                             list(strides)[:rank - 1], list(box)))
+        ctypes.memset(out.value, len(self.encoded), 128)
+        return 0
+
+    def attn_rt_launch(self, backend, fn, gx, gy, gz, threads, smem, stream,
+                       slots, err, n):
+        self.launched.append(slots[0])
+        return 0
+
+
+def view(name, ptr):
+    return View(name, ptr, (300, 8, 128), (1024, 128, 1), "bf16", None)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    monkeypatch.setattr(_gpu, "_TENSOR_MAPS", {})
+    rt = FakeRuntime()
+    monkeypatch.setattr(_gpu, "runtime", lambda: rt)
+    return rt
+
+
+def test_tensor_map_is_encoded_from_its_operand(fake):
+    kernel = _gpu.Kernel(RECORD, None, None, None)
+    q, k = view("q", 0x10000), view("k", 0x20000)
+    _gpu.launch(kernel, [k, q, k, 0.5], 0)
+    # bf16 is CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 (9); dims and box innermost
+    # first; byte strides of dims 1 and 2.
+    assert fake.encoded == [(9, 3, 0x20000, [128, 8, 300], [256, 2048],
+                             [64, 1, 128])]
+    slot = kernel._map_slots[0]
+    assert slot % 64 == 0
+    assert ctypes.string_at(slot, 128) == bytes([1]) * 128
+    # The map's slot comes first, then the operands' 8-byte words.
+    assert kernel._slots[0] == slot
+    assert kernel._slots[1] == ctypes.addressof(kernel._words)
+    assert list(kernel._words[:3]) == [0x10000, 0x10000, 0]
+
+
+def test_tensor_map_is_cached_per_tensor(fake):
+    kernel = _gpu.Kernel(RECORD, None, None, None)
+    q, k = view("q", 0x10000), view("k", 0x20000)
+    _gpu.launch(kernel, [k, q, k, 0.5], 0)
+    ctypes.memset(kernel._map_slots[0], 0, 128)
+    _gpu.launch(kernel, [k, q, k, 0.5], 0)
+    assert len(fake.encoded) == 1   # copied from the cache, not re-encoded
+    assert ctypes.string_at(kernel._map_slots[0], 128) == bytes([1]) * 128
+    other = view("k", 0x30000)
+    _gpu.launch(kernel, [other, q, other, 0.5], 0)
+    assert len(fake.encoded) == 2
+
+
+def test_tensor_map_errors_name_the_operand(fake):
+    kernel = _gpu.Kernel(RECORD, None, None, None)
+    q = view("q", 0x10000)
+    k = View("k", 0x20000, (300, 8, 128), (1024, 1, 8), "bf16", None)
+    with pytest.raises(_gpu.GpuError, match="k: a TMA kernel needs its "
+                                            "innermost dim contiguous"):
+        _gpu.launch(kernel, [k, q, k, 0.5], 0)
+    fake.rc = 7
+    with pytest.raises(_gpu.GpuError, match=r"k: cuTensorMapEncodeTiled "
+                                            r"failed .*shape \(300, 8, 128\)"):
+        _gpu.launch(kernel, [view("k", 0x40000), q, view("k", 0x40000), 0.5],
+                    0)
