@@ -69,6 +69,7 @@ def test_tensor_map_is_encoded_from_its_operand(fake):
     assert ctypes.string_at(slot, 128) == bytes([1]) * 128
     # The map's slot comes first, then the operands' 8-byte words.
     assert kernel._slots[0] == slot
+    assert fake.launched == [slot]   # what the driver is handed
     assert kernel._slots[1] == ctypes.addressof(kernel._words)
     assert list(kernel._words[:3]) == [0x10000, 0x10000, 0]
 

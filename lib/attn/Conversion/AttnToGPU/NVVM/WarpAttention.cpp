@@ -195,23 +195,28 @@ void WarpAttentionBuilder::walkDoubleBuffered(const ProgramRows &rows,
     });
     commitGroup();
     cur = kvBuffers(parity);
-    Value nValid = validAt(n0);
-    // One straight-line body per case (no barrier inside a tile here), so
-    // that the unmasked tiles carry no mask arithmetic at all.
-    e.ifThen(active, [&] {
-      auto tile = [&](bool masked) {
-        if (g.wgmma)
-          return warpgroupTile(rows, n0, nValid, masked, walk.valueKeyMajor);
-        accumulate(scores(rows, n0, nValid, masked), walk.valueKeyMajor);
-      };
-      if (f.bias)
-        return tile(true);
-      e.ifThenElse(
-          tileUnmasked(rows, n0, nValid), [&] { tile(false); },
-          [&] { tile(true); });
-    });
+    computeTile(rows, walk, active, n0, validAt(n0));
     cur = first;
     unpinLaneCoordinates();
+  });
+}
+
+void WarpAttentionBuilder::computeTile(const ProgramRows &rows,
+                                       const KvWalk &walk, Value active,
+                                       Value n0, Value nValid) {
+  // One straight-line body per case (no barrier inside a tile here), so
+  // that the unmasked tiles carry no mask arithmetic at all.
+  e.ifThen(active, [&] {
+    auto tile = [&](bool masked) {
+      if (g.wgmma)
+        return warpgroupTile(rows, n0, nValid, masked, walk.valueKeyMajor);
+      accumulate(scores(rows, n0, nValid, masked), walk.valueKeyMajor);
+    };
+    if (f.bias)
+      return tile(true);
+    e.ifThenElse(
+        tileUnmasked(rows, n0, nValid), [&] { tile(false); },
+        [&] { tile(true); });
   });
 }
 

@@ -178,6 +178,10 @@ private:
   /// The tile math on staged K(t) and V(t): QK, softmax, PV.
   void walkDoubleBuffered(const ProgramRows &rows, const KvWalk &walk, Value lo,
                           Value hi, Value active);
+  /// The tile math on the buffers in `cur` for warps with rows (`active`):
+  /// the masked or the mask-free body.
+  void computeTile(const ProgramRows &rows, const KvWalk &walk, Value active,
+                   Value n0, Value nValid);
   /// P of one KV tile as packed pairs in accumulator layout (elements
   /// (2h, 2h + 1) of S tile j of M fragment m at (m * nTiles + j) * 2 + h),
   /// and the factors that rescale output rows (quadRow, quadRow + 8) of

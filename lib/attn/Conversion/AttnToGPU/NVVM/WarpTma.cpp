@@ -143,19 +143,9 @@ void WarpAttentionBuilder::walkTma(const ProgramRows &rows, const KvWalk &walk,
     });
     waitBarrier(stage, e.remU(e.divU(t, e.idx(2)), e.idx(2)));
     cur = kvBuffers(stage);
-    Value nValid = e.min(bn, e.sub(hi, n0));
-    e.ifThen(active, [&] {
-      auto tile = [&](bool masked) {
-        warpgroupTile(rows, n0, nValid, masked, walk.valueKeyMajor);
-      };
-      if (f.bias)
-        return tile(true);
-      e.ifThenElse(
-          tileUnmasked(rows, n0, nValid), [&] { tile(false); },
-          [&] { tile(true); });
-    });
+    computeTile(rows, walk, active, n0, e.min(bn, e.sub(hi, n0)));
     cur = first;
-    // (warpgroupTile has waited for its MMAs: the buffer is free.)
+    // (computeTile has waited for its MMAs: the buffer is free.)
     nvgpu::MBarrierArriveOp::create(b, bars, e.add(e.idx(2), stage));
     unpinLaneCoordinates();
   });
