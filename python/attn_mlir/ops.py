@@ -62,6 +62,10 @@ LIMITS = {
     "heads_per_program": (1, 4096),
     "program_rows": (1, 4096),
     "warps": (0, 32),
+    "tma": (0, 1),
+    "producer_warps": (0, 4),
+    "pingpong": (0, 1),
+    "persistent": (0, 1),
     # Philox seed and offset: any 64-bit pattern, signed or unsigned.
     "philox": (-(1 << 63), (1 << 64) - 1),
 }
@@ -278,24 +282,55 @@ def _scale_view(x, name, device=None):
     return view(np.array([value], np.float32), name), value
 
 
-_SCHEDULE_FIELDS = ("block_q", "block_n", "heads_per_program", "warps")
+_SCHEDULE_FIELDS = ("block_q", "block_n", "heads_per_program", "warps",
+                    "tma", "producer_warps", "pingpong", "persistent")
 
 
 def _schedule_attr(schedule):
-    """(block_q, block_n, heads_per_program[, warps]) as the attribute."""
+    """The schedule attribute of (block_q, block_n, heads_per_program[,
+    warps[, tma[, producer_warps[, pingpong[, persistent]]]]]) or of a dict
+    with those keys (block_q, block_n and heads_per_program required)."""
     if schedule is None:
         return None
+    if isinstance(schedule, dict):
+        unknown = set(schedule) - set(_SCHEDULE_FIELDS)
+        missing = set(_SCHEDULE_FIELDS[:3]) - set(schedule)
+        if unknown or missing:
+            raise ValueError(f"schedule: unknown fields {sorted(unknown)}, "
+                             f"missing {sorted(missing)} (fields: "
+                             f"{', '.join(_SCHEDULE_FIELDS)})")
+        schedule = [schedule.get(f, 0) for f in _SCHEDULE_FIELDS]
     if isinstance(schedule, (str, bytes)) or \
-            not hasattr(schedule, "__len__") or len(schedule) not in (3, 4):
+            not hasattr(schedule, "__len__") or not 3 <= len(schedule) <= 8:
         raise ValueError(f"schedule: expected (block_q, block_n, "
-                         f"heads_per_program[, warps]), got {schedule!r}")
-    bq, bn, pack, *rest = [check_int(x, "schedule", f, f"{f} = ")
-                           for x, f in zip(schedule, _SCHEDULE_FIELDS)]
+                         f"heads_per_program[, warps[, tma[, producer_warps"
+                         f"[, pingpong[, persistent]]]]]), got {schedule!r}")
+    flags = ("tma", "pingpong", "persistent")
+    bq, bn, pack, *rest = [
+        check_int(int(x) if f in flags and _is_bool(x) else x, "schedule", f,
+                  f"{f} = ")
+        for x, f in zip(schedule, _SCHEDULE_FIELDS)]
     check_int(bq * pack, "schedule", "program_rows",
               "block_q * heads_per_program = ")
-    warps = f", warps = {rest[0]}" if rest and rest[0] else ""
+    rest += [0] * (5 - len(rest))
+    warps, tma, producers, pingpong, persistent = rest
+    # The verifier's rules of the KV pipeline fields (AttnDialect.cpp).
+    if producers not in (0, 4):
+        raise ValueError(f"schedule: producer_warps = {producers}: 0 or 4 "
+                         f"(a producer warpgroup)")
+    if producers and not tma:
+        raise ValueError("schedule: producer_warps issue TMA copies: they "
+                         "need tma = true")
+    for flag, on in (("pingpong", pingpong), ("persistent", persistent)):
+        if on and not producers:
+            raise ValueError(f"schedule: {flag} needs producer_warps = 4")
+    extra = f", warps = {warps}" if warps else ""
+    extra += ", tma = true" if tma else ""
+    extra += f", producer_warps = {producers}" if producers else ""
+    extra += ", pingpong = true" if pingpong else ""
+    extra += ", persistent = true" if persistent else ""
     return (f"#attn.schedule<block_q = {bq}, block_n = {bn}, "
-            f"heads_per_program = {pack}{warps}>")
+            f"heads_per_program = {pack}{extra}>")
 
 
 def _i64(x, name):

@@ -55,53 +55,20 @@
 // CHECK: arith.select
 // CHECK: gpu.shuffle  xor
 // CHECK: gpu.return
-// sm_90a: two warpgroups of 64 rows (256 threads) over 64-key tiles (heads
-// of 64), with 1 KB of slack to align the swizzled tiles: Q 16 KB + 2 x
-// (K + V) 16 KB.
+// sm_90a: the Hopper pipeline (the plan's tma, producer_warps = 4,
+// pingpong): two consumer warpgroups of 64 rows and a producer warpgroup
+// (384 threads, 168 registers each at launch), 128-key tiles, 1 KB of
+// slack to align the swizzled tiles: Q 16 KB + 2 x (K + V) 32 KB.
+// (convert-attn-to-gpu-tma.mlir checks the pipeline in detail; the
+// warpgroup tile without it is checked there too.)
 // HOPPER: \22name\22:\22flash\22,\22op\22:\22attn.flash\22,
-// HOPPER-SAME: \22shared_bytes\22:50176,\22threads\22:256
+// HOPPER-SAME: \22shared_bytes\22:82944,\22threads\22:384
 // HOPPER-LABEL: gpu.func @flash
-// HOPPER-SAME: known_block_size = array<i32: 256, 1, 1>
-// One 16-row fragment per warp: a [16 x 64] output slab.
-// HOPPER: memref.alloca() : memref<32xf32>
-// HOPPER: memref.extract_aligned_pointer_as_index
-// Q staged into 128-byte swizzle atoms (chunk ^ row % 8), then fenced for
-// the tensor cores' async proxy before the barrier.
-// HOPPER: arith.xori
-// HOPPER: nvgpu.device_async_copy {{.*}} : memref<?x8x64xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
-// HOPPER: nvgpu.device_async_wait
-// HOPPER-NEXT: llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;"
-// HOPPER-NEXT: gpu.barrier
-// HOPPER: scf.for
-// A tile is two online-softmax steps of 32 keys. QK of both halves is
-// issued at once (4 k steps of m64n32k16 each, A (Q) and B (K) from K-major
-// descriptors, the first from zero: scale-d 0) as two groups.
-// HOPPER: "wgmma.fence.sync.aligned;"
-// HOPPER: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;{{.*}}, %c0_i32
-// HOPPER-COUNT-3: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
-// HOPPER: "wgmma.commit_group.sync.aligned;"
-// HOPPER-COUNT-4: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
-// HOPPER: "wgmma.commit_group.sync.aligned;"
-// The first half's softmax (the mma.sync one: same accumulator layout)
-// waits only for its own group.
-// HOPPER-NEXT: "wgmma.wait_group.sync.aligned 1;"
-// HOPPER-NEXT: llvm.inline_asm has_side_effects ""
-// HOPPER: gpu.shuffle  xor
-// HOPPER: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
-// HOPPER: "wgmma.wait_group.sync.aligned 0;"
-// PV of the first half (2 key steps, P from four registers, V N-major:
-// imm-trans-b 1) runs under the second half's softmax.
-// HOPPER: "wgmma.fence.sync.aligned;"
-// HOPPER-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {$0, {{.*}}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
-// HOPPER-NOT: wgmma.mma_async
-// HOPPER: "wgmma.commit_group.sync.aligned;"
-// HOPPER-NOT: wgmma.wait_group
-// HOPPER: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
-// HOPPER: "wgmma.wait_group.sync.aligned 0;"
-// HOPPER: "wgmma.fence.sync.aligned;"
-// HOPPER-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {$0, {{.*}}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
-// HOPPER: "wgmma.commit_group.sync.aligned;"
-// HOPPER-NEXT: "wgmma.wait_group.sync.aligned 0;"
+// HOPPER-SAME: known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32
+// HOPPER: nvvm.setmaxregister  decrease 24
+// HOPPER: nvgpu.tma.async.load
+// HOPPER: nvvm.setmaxregister  increase 240
+// HOPPER: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // HOPPER: gpu.return
 func.func @flash(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
                  %cq: memref<?xi32>, %ck: memref<?xi32>, %scale: f32, %o: memref<?x8x64xbf16>) {
@@ -232,5 +199,15 @@ func.func @flash_fp8(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x16x128xf8E4M3FN
       cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>)
       k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>)
       out(%o : memref<?x16x128xbf16>) {causal}
+  return
+}
+
+// -----
+
+// A pinned schedule asking for TMA where the copies cannot be made (fp8
+// K/V, dequantized while staged; or any chip but sm_90a) is rejected.
+func.func @tma_not_possible(%q: memref<?x4x128xf8E4M3FN>, %k: memref<?x4x128xf8E4M3FN>, %v: memref<?x4x128xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x4x128xbf16>) {
+  // expected-error @+1 {{asks for TMA, which only sm_90a flash programs of warpgroups have, over dense f16/bf16 K and V}}
+  attn.flash q(%q : memref<?x4x128xf8E4M3FN>) k(%k : memref<?x4x128xf8E4M3FN>) v(%v : memref<?x4x128xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x4x128xbf16>) {schedule = #attn.schedule<block_q = 128, block_n = 128, heads_per_program = 1, warps = 8, tma = true>}
   return
 }

@@ -619,6 +619,38 @@ func.func @schedule_too_many_warps(%q: memref<?x16x128xf16>, %k: memref<?x16x128
 
 // -----
 
+func.func @schedule_producer_warps_not_a_warpgroup(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
+  // expected-error @+1 {{#attn.schedule needs 0 or 4 producer_warps (a producer warpgroup), got 2}}
+  attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8, tma = true, producer_warps = 2>}
+  return
+}
+
+// -----
+
+func.func @schedule_producer_warps_without_tma(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
+  // expected-error @+1 {{#attn.schedule producer_warps issue TMA copies: they need tma = true}}
+  attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8, producer_warps = 4>}
+  return
+}
+
+// -----
+
+func.func @schedule_pingpong_without_producer(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
+  // expected-error @+1 {{#attn.schedule pingpong needs producer_warps = 4}}
+  attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8, tma = true, pingpong = true>}
+  return
+}
+
+// -----
+
+func.func @schedule_persistent_without_producer(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
+  // expected-error @+1 {{#attn.schedule persistent needs producer_warps = 4}}
+  attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8, tma = true, persistent = true>}
+  return
+}
+
+// -----
+
 func.func @schedule_pack_not_dividing_group(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x8x64xf16>) {
   // expected-error @+1 {{attribute 'schedule' packs 3 heads per program, which must divide the 4 query heads per KV head}}
   attn.flash q(%q : memref<?x8x64xf16>) k(%k : memref<?x2x64xf16>) v(%v : memref<?x2x64xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x8x64xf16>) {schedule = #attn.schedule<block_q = 4, block_n = 32, heads_per_program = 3>}

@@ -1,7 +1,8 @@
 """Compiles each attn op over a grid of head dims, element types and GPU
 chips at the default schedules (attn-lower-to-nvvm-pipeline, then ptxas -v)
 and reports every kernel whose resource report shows a stack frame, spills
-or serialized wgmma (ptxas C7518). Prints one line per failure, then
+or a performance loss ptxas reports (C75xx: serialized wgmma, ignored
+setmaxnreg). Prints one line per failure, then
 "checked N kernels, M failed"; exits 1 when any failed.
 
 usage: nvvm_resource_sweep.py ATTN_OPT PTXAS [-j JOBS]
@@ -40,7 +41,7 @@ def check(attn_opt, ptxas, name, text, chip):
             return f"{name} {chip}: ptxas failed: {log[-400:]}"
         bad = [l.strip() for l in log.splitlines()
                if re.search(r"[1-9]\d* bytes (stack frame|spill)", l)
-               or "C7518" in l]
+               or re.search(r"\(C75\d\d\) Potential Performance Loss", l)]
         return f"{name} {chip}: {'; '.join(bad)}" if bad else None
 
 

@@ -41,13 +41,27 @@
 // GPU prefill tiles have 128 rows: 4 warps of two 16-row MMA tiles each.
 // NVVM: attn.flash {{.*}}schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 4>
 // sm_90a: two warpgroups of 64 rows (one 16-row fragment per warp) on
-// wgmma, over 64-key tiles for heads of 64 (128 for heads of 65 to 128).
+// wgmma over 128-key tiles, K/V by TMA from a producer warpgroup, the
+// consumer warpgroups in pingpong (dense K/V stored like Q).
 // HOPPER-LABEL: func.func @flash_gqa4
-// HOPPER: attn.flash {{.*}}schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 8>
+// HOPPER: attn.flash {{.*}}schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>
 func.func @flash_gqa4(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x8x64xf16>) {
   attn.flash q(%q : memref<?x8x64xf16>) k(%k : memref<?x2x64xf16>) v(%v : memref<?x2x64xf16>)
       cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x8x64xf16>)
+  return
+}
+
+// K/V that TMA cannot copy as stored (fp8, dequantized while staged) keep
+// per-thread staging on sm_90a: no tma in the schedule.
+// HOPPER-LABEL: func.func @flash_fp8_no_tma
+// HOPPER: schedule = #attn.schedule<block_q = 128, block_n = 128, heads_per_program = 1, warps = 8>
+func.func @flash_fp8_no_tma(%q: memref<?x4x128xf8E4M3FN>, %k: memref<?x4x128xf8E4M3FN>, %v: memref<?x4x128xf8E4M3FN>,
+    %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>,
+    %ps: memref<1xf32>, %o: memref<?x4x128xbf16>) {
+  attn.flash q(%q : memref<?x4x128xf8E4M3FN>) k(%k : memref<?x4x128xf8E4M3FN>) v(%v : memref<?x4x128xf8E4M3FN>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>)
+      k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x4x128xbf16>)
   return
 }
 
@@ -120,7 +134,7 @@ func.func @unified_mqa(%q: memref<?x32x128xbf16>, %kc: memref<?x16x1x128xbf16>, 
 // Heads over 128 take 64-key tiles on sm_90a too ([64 x 256] O per
 // warpgroup next to S).
 // HOPPER-LABEL: func.func @flash_d256
-// HOPPER: schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8>
+// HOPPER: schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4>
 func.func @flash_d256(%q: memref<?x4x256xbf16>, %k: memref<?x4x256xbf16>, %v: memref<?x4x256xbf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x256xbf16>) {
   attn.flash q(%q : memref<?x4x256xbf16>) k(%k : memref<?x4x256xbf16>) v(%v : memref<?x4x256xbf16>)

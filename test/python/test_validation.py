@@ -493,10 +493,27 @@ def test_page_size_bound():
     ((16.0, 64, 1), r"schedule: block_q = expected an integer"),
     ((16, 64), r"schedule: expected \(block_q"),
     ("16,64,1", r"schedule: expected \(block_q"),
+    ((128, 128, 1, 8, 1, 4, 1, 2), r"schedule: persistent = 2 is outside the supported range \[0, 1\]"),
+    ((128, 128, 1, 8, 1, 4, 1, 1, 0), r"schedule: expected \(block_q.*persistent"),
+    (dict(block_q=128, block_n=128, heads_per_program=1, turbo=1), r"schedule: unknown fields \['turbo'\]"),
 ])
 def test_schedule_bounds(op, schedule, match):
     with pytest.raises(ValueError, match=match):
         op_calls()[op](schedule=schedule)
+
+
+@pytest.mark.parametrize("schedule,match", [
+    (dict(tma=True, persistent=True), "persistent needs producer_warps = 4"),
+    (dict(tma=True, pingpong=True), "pingpong needs producer_warps = 4"),
+    (dict(producer_warps=4), "producer_warps issue TMA copies"),
+    (dict(tma=True, producer_warps=2), "producer_warps = 2: 0 or 4"),
+])
+def test_schedule_pipeline_rules(schedule, match):
+    # The verifier's rules of the KV pipeline fields (invalid.mlir:
+    # @schedule_*), checked before compiling.
+    with pytest.raises(ValueError, match="^schedule: " + match):
+        op_calls()["flash"](schedule=dict(block_q=16, block_n=64,
+                                          heads_per_program=1, **schedule))
 
 
 def test_schedule_bounds_are_the_limits():

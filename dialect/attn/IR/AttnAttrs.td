@@ -40,10 +40,33 @@ def Attn_ScheduleAttr : AttrDef<Attn_Dialect, "Schedule"> {
     head) form a program's M tile; `block_n` keys form a KV tile. `warps`
     (GPU targets) splits the M tile into that many row slabs, one per warp
     or wave; 0 lets the target give each warp one 16-row MMA tile.
+
+    The KV pipeline (NVVM sm_90a): `tma` loads K/V tiles with the bulk tensor
+    copy engine into an mbarrier ring; `producer_warps` (0 or 4) adds a
+    warpgroup that only issues those copies, with the registers moved to the
+    consumer warps (setmaxnreg); `pingpong` makes the two consumer
+    warpgroups take turns at the tensor cores (named barriers), each one's
+    softmax running under the other's MMAs, and issues QK of tile j before
+    the softmax of tile j - 1 is done with PV. `persistent` launches at most
+    one block per SM, each walking the program grid (block i takes programs
+    i, i + blocks, ...), so that the producer loads the next program's tiles
+    under the current one's last steps and epilogue. Defaults (false, 0,
+    false, false) are elided when printed.
   }];
   let parameters = (ins "int64_t":$block_q, "int64_t":$block_n,
                         "int64_t":$heads_per_program,
-                        DefaultValuedParameter<"int64_t", "0">:$warps);
+                        DefaultValuedParameter<"int64_t", "0">:$warps,
+                        DefaultValuedParameter<"bool", "false">:$tma,
+                        DefaultValuedParameter<"int64_t", "0">:$producer_warps,
+                        DefaultValuedParameter<"bool", "false">:$pingpong,
+                        DefaultValuedParameter<"bool", "false">:$persistent);
+  let builders = [
+    AttrBuilder<(ins "int64_t":$block_q, "int64_t":$block_n,
+                     "int64_t":$heads_per_program, "int64_t":$warps), [{
+      return $_get($_ctxt, block_q, block_n, heads_per_program, warps,
+                   false, 0, false, false);
+    }]>
+  ];
   let assemblyFormat = "`<` struct(params) `>`";
   // Ranges (attn/IR/AttnLimits.h) hold wherever the attribute appears, so
   // that no pass multiplies unchecked sizes.

@@ -31,7 +31,9 @@ void AttnDialect::initialize() {
 
 LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    int64_t blockQ, int64_t blockN,
-                                   int64_t headsPerProgram, int64_t warps) {
+                                   int64_t headsPerProgram, int64_t warps,
+                                   bool tma, int64_t producerWarps,
+                                   bool pingpong, bool persistent) {
   using namespace limits;
   if (blockQ < 1 || blockN < 1 || headsPerProgram < 1)
     return emitError() << "#attn.schedule needs positive block_q, block_n "
@@ -51,5 +53,17 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (warps < 0 || warps > kMaxWarps)
     return emitError() << "#attn.schedule needs 0 to " << kMaxWarps
                        << " warps (0: one per 16 rows), got " << warps;
+  if (producerWarps != 0 && producerWarps != 4)
+    return emitError() << "#attn.schedule needs 0 or 4 producer_warps (a "
+                          "producer warpgroup), got "
+                       << producerWarps;
+  if (producerWarps && !tma)
+    return emitError() << "#attn.schedule producer_warps issue TMA copies: "
+                          "they need tma = true";
+  if (pingpong && !producerWarps)
+    return emitError() << "#attn.schedule pingpong needs producer_warps = 4";
+  // Only the producer's ring carries work from one program to the next.
+  if (persistent && !producerWarps)
+    return emitError() << "#attn.schedule persistent needs producer_warps = 4";
   return success();
 }

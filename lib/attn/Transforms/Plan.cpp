@@ -64,6 +64,28 @@ AmdTiles amdTiles(AmdFamily family, bool prefill, int64_t headDim,
   return {rows, keys, std::min<int64_t>(4, rows / 16)};
 }
 
+/// Whether the op is a flash op whose K and V the bulk tensor copy engine
+/// can load as they are: stored like Q (f16 or bf16, not quantized on
+/// the way) with contiguous rows of whole 64-column swizzle atoms.
+bool tmaOperands(Operation *op) {
+  auto flash = dyn_cast<FlashOp>(op);
+  if (!flash || flash.getQuantizeTo())
+    return false;
+  Type qType = cast<MemRefType>(flash.getQ().getType()).getElementType();
+  if (!qType.isF16() && !qType.isBF16())
+    return false;
+  for (Value kv : {flash.getK(), flash.getV()}) {
+    auto type = cast<MemRefType>(kv.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (type.getElementType() != qType || type.getRank() != 3 ||
+        type.getDimSize(2) % 64 ||
+        failed(type.getStridesAndOffset(strides, offset)) || strides[2] != 1)
+      return false;
+  }
+  return true;
+}
+
 } // namespace
 
 FailureOr<ScheduleAttr>
@@ -188,6 +210,24 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   // 64 keys a head of 96 spilled there.
   if (target == "nvvm" && isa<UnifiedOp>(op) && headDim > 64 && headDim < 128)
     keys = 32;
+  // sm_90a flash over dense K/V stored like Q (f16/bf16, contiguous rows):
+  // the Hopper pipeline (AttnToGPU/NVVM/WarpSpecialized.cpp): K/V by TMA,
+  // a producer warpgroup, and two consumer warpgroups in pingpong.
+  // On H100 (2026-11-24, bench/results/2026-11-24-h100-ws.md) heads of 64
+  // ran 24% faster there on 128-key tiles than on 64 (the MMAs are longer
+  // next to the softmax), and heads of 256 4-6% faster without pingpong
+  // (their O takes the registers that two tiles in flight need). The
+  // persistent form was level on full attention and 26-41% slower on
+  // causal (a static stride over programs of unequal lengths;
+  // bench/results/2026-11-24-h100-ws.md): not chosen.
+  if (warpgroups && warps == 8 && tmaOperands(op)) {
+    if (headDim <= 64)
+      keys = 128;
+    return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps,
+                             /*tma=*/true, /*producer_warps=*/4,
+                             /*pingpong=*/headDim <= 128,
+                             /*persistent=*/false);
+  }
   return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps);
 }
 

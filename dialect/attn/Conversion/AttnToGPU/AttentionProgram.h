@@ -54,6 +54,14 @@ protected:
   /// Computes KV tiles of keys [lo, hi) of `walk`.
   virtual void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
                          Value hi) = 0;
+  /// Warp-specialized programs: emits the roles' split, calling
+  /// `consume` (the query tile, softmax state, the walks through walkRange,
+  /// the epilogue) in the warps that compute, and returns true; false (the
+  /// default) lets every thread run `consume`.
+  virtual bool specialize(const ProgramRows &rows, ArrayRef<KvWalk> walks,
+                          llvm::function_ref<void()> consume) {
+    return false;
+  }
   /// Calls `store(d, v, partial)` for each output element of slot `slot`
   /// this thread holds: head dim index d, accumulator value v, and whether
   /// its fragment reaches past the head dim (d must then be checked).

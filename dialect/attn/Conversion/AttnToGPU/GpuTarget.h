@@ -32,6 +32,9 @@ namespace mlir::attn {
 struct KernelLaunch {
   int64_t threads = 128;
   int64_t sharedBytes = 0;
+  /// The kernel loops over the program grid from its linear block id with
+  /// the launch's stride: a runtime launches at most one block per SM.
+  bool persistent = false;
 };
 
 /// What one warp (or wave) of a program unrolls: its rows, each 16-row MMA

@@ -27,6 +27,12 @@ struct TileShape {
   int64_t pack;   // query heads per program (all of one KV head)
   int64_t headDim;
   int64_t warps = 0; // GPU row slabs (ScheduleAttr::warps; 0: one per 16)
+  // The KV pipeline (ScheduleAttr: tma, producer_warps, pingpong,
+  // persistent).
+  bool tma = false;
+  int64_t producerWarps = 0;
+  bool pingpong = false;
+  bool persistent = false;
   int64_t rows() const { return blockQ * pack; }
 };
 

@@ -19,12 +19,16 @@ constexpr double kLn2 = 0.6931471805599453;
 void AttentionProgram::emit(const ProgramRows &rows, ArrayRef<KvWalk> walks) {
   setUp(rows, walks);
   allocateState();
-  stageQuery(rows);
-  initializeState(rows);
-  for (const KvWalk &walk : walks)
-    walk.visitRanges(
-        e, [&](Value lo, Value hi) { walkRange(rows, walk, lo, hi); });
-  epilogue(rows);
+  auto consume = [&] {
+    stageQuery(rows);
+    initializeState(rows);
+    for (const KvWalk &walk : walks)
+      walk.visitRanges(
+          e, [&](Value lo, Value hi) { walkRange(rows, walk, lo, hi); });
+    epilogue(rows);
+  };
+  if (!specialize(rows, walks, consume))
+    consume();
 }
 
 void AttentionProgram::allocateState() {

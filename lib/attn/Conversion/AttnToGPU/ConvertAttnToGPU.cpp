@@ -202,8 +202,10 @@ struct ConvertAttnToGPUPass
                << gpuTarget.supportedTypes() << ")";
       computeType = *ct;
       ScheduleAttr s = scheduleOrDefault(op);
-      TileShape shape{s.getBlockQ(), s.getBlockN(), s.getHeadsPerProgram(),
-                      headDimOf(op), s.getWarps()};
+      TileShape shape{
+          s.getBlockQ(),        s.getBlockN(),   s.getHeadsPerProgram(),
+          headDimOf(op),        s.getWarps(),    s.getTma(),
+          s.getProducerWarps(), s.getPingpong(), s.getPersistent()};
       ProgramBody body = gpuTarget.bodyOf(shape);
       if (body.rowsPerWarp > kMaxRowsPerWarp ||
           body.accumulatorsPerLane > kMaxAccumulatorsPerLane)
@@ -215,6 +217,13 @@ struct ConvertAttnToGPUPass
                << " accumulators (more warps, or smaller block_q or block_n)";
       launch = gpuTarget.launchFor(shape, computeType);
       requests = gpuTarget.tensorMaps(op, shape, computeType);
+      if (shape.tma && requests.empty())
+        return op->emitOpError("convert-attn-to-gpu: the schedule ")
+               << s
+               << " asks for TMA, which only sm_90a flash programs "
+                  "of warpgroups have, over dense f16/bf16 K and V (head "
+                  "dim a multiple of 64, contiguous rows, double-buffered "
+                  "tiles of at most 256 keys)";
       if (launch.threads > 1024 ||
           launch.sharedBytes > gpuTarget.maxSharedBytes())
         return op->emitOpError("convert-attn-to-gpu: the schedule ")
@@ -316,6 +325,8 @@ struct ConvertAttnToGPUPass
         {"name", kernel.getName().str()}, {"op", opName},
         {"threads", launch.threads},      {"shared_bytes", launch.sharedBytes},
         {"grid", std::move(extentsJson)}, {"params", std::move(params)}};
+    if (launch.persistent)
+      record["persistent"] = true;
     return success();
   }
 };

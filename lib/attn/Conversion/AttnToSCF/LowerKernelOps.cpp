@@ -109,8 +109,10 @@ ProgramRows tileRows(LoopEmitter &e, const TileShape &shape, Value b, Value t,
 
 TileShape shapeOf(Operation *op, int64_t headDim) {
   ScheduleAttr s = scheduleOrDefault(op);
-  return TileShape{s.getBlockQ(), s.getBlockN(), s.getHeadsPerProgram(),
-                   headDim, s.getWarps()};
+  return TileShape{
+      s.getBlockQ(),    s.getBlockN(), s.getHeadsPerProgram(), headDim,
+      s.getWarps(),     s.getTma(),    s.getProducerWarps(),   s.getPingpong(),
+      s.getPersistent()};
 }
 
 Value scaleOrNull(LoopEmitter &e, Value memref) {

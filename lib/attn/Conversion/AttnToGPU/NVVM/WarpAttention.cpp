@@ -52,10 +52,17 @@ void WarpAttentionBuilder::setUp(const ProgramRows &rows,
   }
   qS = tile(e.idx(0), g.mRows, g.dPad, g.stride);
   cur = kvBuffers(e.idx(0));
-  tma = setUpTma(walks);
+  tma = setUpTma(rows, walks);
 }
 
 void WarpAttentionBuilder::stageQuery(const ProgramRows &rows) {
+  if (qMap) {
+    // The producer's copy (WarpSpecialized.cpp).
+    waitBarrier(e.idx(kQueryBarrier), e.remU(programIndex, e.idx(2)));
+    if (math.linearScores())
+      foldScoreFactor();
+    return;
+  }
   // qk8: the raw fp8 bytes; the scales then apply to the dot products.
   stage(qk8 ? bytesOf(qS, qType) : qS, g.mRows, g.dPad,
         [&](Value r) { return queryRow(rows, r, /*scaled=*/!qk8); });
@@ -116,7 +123,7 @@ void WarpAttentionBuilder::foldScoreFactor() {
               });
     if (g.wgmma)
       wgmma::fenceProxyAsync(b);
-    gpu::BarrierOp::create(b);
+    syncComputeThreads();
   });
   Value magnitude =
       e.select(negative, arith::NegFOp::create(b, factor), factor);
@@ -131,6 +138,8 @@ void WarpAttentionBuilder::walkRange(const ProgramRows &rows,
   Value firstRow =
       g.wgmma ? e.mul(e.divU(warp, e.idx(4)), e.idx(wgmma::kRows)) : warpRow0;
   Value active = e.lt(firstRow, e.mul(rows.numTokens, e.idx(shape.pack)));
+  if (ws)
+    return walkSpecialized(rows, walk, lo, hi);
   if (tma)
     return walkTma(rows, walk, lo, hi, active);
   if (g.stages == 2)
@@ -341,7 +350,7 @@ WarpAttentionBuilder::softmax(const ProgramRows &rows, Value n0, Value nValid,
   // tiles. (Not with an fp8 P, whose quantization expects P <= 1, nor where
   // the registers are full: the conditional rescaling spills there.)
   constexpr float kRescaleSlack = 8.0f;
-  bool lazy = !f.pScale && !g.registersFull();
+  bool lazy = !f.pScale && !g.registersFull() && !straightLine;
   SmallVector<Value> negMax(numRows);
   Value grownAny = e.boolean(false);
   for (int64_t st = 0; st < numRows; ++st) {
@@ -395,7 +404,12 @@ WarpAttentionBuilder::softmax(const ProgramRows &rows, Value n0, Value nValid,
         }
   }
   // P as PV's A operand, packed to the compute type right away: half the
-  // registers while the next K tile is staged.
+  // registers while the next K tile is staged. (Unpacked with `deferPack`:
+  // f32 elements in accumulator order, for packP.)
+  if (deferPack) {
+    probs.p = std::move(p);
+    return probs;
+  }
   for (int64_t m = 0; m < g.mFrags; ++m)
     for (int64_t j = 0; j < nTiles; ++j)
       for (int64_t h = 0; h < 2; ++h)
@@ -440,6 +454,13 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(const ProgramRows &rows,
     }
   }
   return out;
+}
+
+SmallVector<Value> WarpAttentionBuilder::packP(ArrayRef<Value> p) {
+  SmallVector<Value> packed;
+  for (size_t i = 0; i + 1 < p.size(); i += 2)
+    packed.push_back(pack(p[i], p[i + 1]));
+  return packed;
 }
 
 void WarpAttentionBuilder::rescaleOutput(const Probabilities &probs) {
@@ -556,12 +577,17 @@ void WarpAttentionBuilder::visitOutputs(
 KernelLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct,
                                        NvidiaChip chip) {
   Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
+  // (A producer warpgroup only where its TMA copies can be made: see
+  // warpTensorMaps; the convert pass rejects the schedule otherwise.)
+  int64_t warps = g.warps + (shape.tma ? shape.producerWarps : 0);
   int64_t elems = saturatingAdd(saturatingMul(g.mRows, g.stride),
                                 saturatingMul(g.stages, g.kvElems()));
   int64_t bytes = saturatingMul(elems, ct.getIntOrFloatBitWidth() / 8);
   if (g.wgmma)
     bytes = saturatingAdd(bytes, kAlignSlack);
-  return {saturatingMul(g.warps, kLanes), bytes};
+  // (Persistence carries the producer's ring from program to program.)
+  bool persistent = shape.persistent && shape.tma && shape.producerWarps > 0;
+  return {saturatingMul(warps, kLanes), bytes, persistent};
 }
 
 SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
@@ -571,9 +597,10 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
   // Dense K and V of attn.flash, stored in the compute type, on warpgroup
   // programs of double-buffered tiles whose 64-column swizzle atoms the
   // head dim fills: TMA writes exactly the tiles the wgmma descriptors read.
+  // (attn-plan asks for them in the schedule: tmaOperands in Plan.cpp.)
   auto flash = dyn_cast<FlashOp>(op);
-  if (!flash || flash.getQuantizeTo() || !chip.wgmma || ct.isF32() ||
-      shape.headDim % wgmma::kAtomCols)
+  if (!shape.tma || !flash || flash.getQuantizeTo() || !chip.wgmma ||
+      ct.isF32() || shape.headDim % wgmma::kAtomCols)
     return {};
   Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
   if (!g.wgmma || g.stages != 2 || g.bn > 256)
@@ -589,6 +616,18 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
     requests.push_back(
         {operand->getOperandNumber(), {g.bn, 1, wgmma::kAtomCols}});
   }
+  // The producer warpgroup also loads Q as stored (no q scale): boxes of
+  // [block_q, heads_per_program, 64], whose rows (token-major, heads
+  // packed) are the M tile's.
+  auto qType = cast<MemRefType>(flash.getQ().getType());
+  SmallVector<int64_t> qStrides;
+  int64_t qOffset;
+  if (shape.producerWarps && !flash.getQScale() &&
+      qType.getElementType() == ct &&
+      succeeded(qType.getStridesAndOffset(qStrides, qOffset)) &&
+      qStrides[2] == 1 && shape.blockQ <= 256 && shape.pack <= 256)
+    requests.push_back({flash.getQMutable().getOperandNumber(),
+                        {shape.blockQ, shape.pack, wgmma::kAtomCols}});
   return requests;
 }
 
@@ -607,7 +646,8 @@ void WarpProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
                                     const ProgramRows &rows,
                                     ArrayRef<KvWalk> walks) {
   WarpAttentionBuilder(e, shape, f, o, q, entry, shared, computeType, threads,
-                       chip, exactF32, maps)
+                       chip, exactF32, maps,
+                       persistent ? &*persistent : nullptr)
       .emit(rows, walks);
 }
 
@@ -653,8 +693,11 @@ public:
   std::unique_ptr<ProgramTarget>
   programs(Block *entry, Value shared, Type ct, const KernelLaunch &launch,
            ArrayRef<TensorMapArg> maps) const override {
-    return std::make_unique<WarpProgramTarget>(
+    auto target = std::make_unique<WarpProgramTarget>(
         entry, shared, ct, launch.threads, chip, exactF32, maps);
+    if (launch.persistent)
+      target->setPersistent(launch.threads / kLanes - kProducerWarps);
+    return target;
   }
 
 private:

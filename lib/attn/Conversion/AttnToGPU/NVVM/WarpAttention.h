@@ -26,6 +26,8 @@
 #include "attn/Conversion/AttnToGPU/GpuTarget.h"
 #include "attn/Target/Chips.h"
 
+#include <optional>
+
 namespace mlir::attn {
 
 /// Threads and shared memory of the program of an attention op with tile
@@ -39,6 +41,20 @@ ProgramBody warpBodyOf(const TileShape &shape, NvidiaChip chip);
 SmallVector<TensorMapRequest>
 warpTensorMaps(Operation *op, const TileShape &shape, Type ct, NvidiaChip chip);
 
+/// What the programs of a persistent kernel (schedule `persistent`) share:
+/// WarpProgramTarget::grid sets it up once per block, then emits each
+/// role's loop over the programs, where the builder emits that role's part
+/// of a program only.
+struct PersistentKernel {
+  enum class Role { Producer, Consumer };
+  Role role = Role::Consumer;
+  /// The mbarrier group of the specialized ring (initialized once).
+  Value barriers;
+  /// memref<1xi32> counters of this thread: KV tiles walked so far (the
+  /// ring's position) and programs walked so far (the query tile's phase).
+  Value kvTiles, programs;
+};
+
 class WarpProgramTarget : public GpuProgramTarget {
 public:
   /// `entry` is the kernel's entry block (where per-thread state arrays are
@@ -50,6 +66,17 @@ public:
       : GpuProgramTarget(threads), entry(entry), shared(shared),
         computeType(computeType), chip(chip), exactF32(exactF32),
         maps(maps.begin(), maps.end()) {}
+
+  /// Persistent launches (KernelLaunch::persistent): the mbarriers and
+  /// counters once, then the producer and consumer warpgroups each loop
+  /// over the programs from the block's linear id, with the stride of the
+  /// launch (any launch grid covers the programs once). Otherwise the
+  /// launch grid is the program grid.
+  void grid(LoopEmitter &e, ArrayRef<Value> ubs,
+            llvm::function_ref<void(ValueRange)> body) override;
+  void setPersistent(int64_t consumerWarps) {
+    persistentConsumerWarps = consumerWarps;
+  }
 
   void emitProgram(LoopEmitter &e, const TileShape &shape,
                    const AttentionFeatures &f, const AttentionOutput &o,
@@ -63,6 +90,10 @@ private:
   NvidiaChip chip;
   bool exactF32; // f32 products on 3xTF32
   SmallVector<TensorMapArg> maps;
+  /// Persistent kernels: the consumer warps (0: not persistent), and the
+  /// state of the role being emitted.
+  int64_t persistentConsumerWarps = 0;
+  std::optional<PersistentKernel> persistent;
 };
 
 } // namespace mlir::attn

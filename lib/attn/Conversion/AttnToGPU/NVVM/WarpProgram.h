@@ -34,6 +34,8 @@
 namespace mlir::attn::warp {
 
 constexpr int64_t kLanes = 32;
+/// The producer warpgroup of warp-specialized programs.
+constexpr int64_t kProducerWarps = 4;
 
 /// Static tile geometry of a program. Warp w owns rows
 /// [w * warpRows(), (w + 1) * warpRows()): mFrags 16-row MMA tiles that
@@ -67,6 +69,13 @@ struct Geometry {
   bool registersFull() const { return mFrags > 1 && bn >= 64 && dPad >= 128; }
 };
 
+/// The mbarrier of the query tile in warp-specialized programs (after
+/// fullK, fullV, emptyK, emptyV of the two buffers).
+constexpr int64_t kQueryBarrier = 8;
+/// Persistent programs: the consumers' release of the query tile (the
+/// producer loads the next program's Q once every consumer arrived).
+constexpr int64_t kQueryFreeBarrier = 9;
+
 /// Shared memory past the tiles that lets the swizzled tiles start on a
 /// 1024-byte boundary (the descriptors' base offset is 0).
 constexpr int64_t kAlignSlack = wgmma::kGroupBytes;
@@ -88,17 +97,39 @@ struct SharedTile {
   bool swizzled = false;
 };
 
+/// Creates the mbarriers of a TMA ring and has thread `tid` 0 initialize
+/// them, then a block barrier: full/empty of the double buffer for
+/// `consumers` computing threads, K and V apart plus Q's when
+/// `specialized`, and Q's release when `persistent`.
+Value createRingBarriers(ImplicitLocOpBuilder &b, LoopEmitter &e, Value tid,
+                         int64_t consumers, bool specialized, bool persistent);
+
+/// Splits the block at warp `warp` into the producer warpgroup (warps from
+/// `consumerWarps` on), which gives its registers away (setmaxnreg.dec),
+/// and the consumer warpgroups, which take them; sets the kernel's entry
+/// register count that setmaxnreg starts from.
+void splitRoles(ImplicitLocOpBuilder &b, LoopEmitter &e, Block *entry,
+                Value warp, int64_t consumerWarps,
+                llvm::function_ref<void()> producer,
+                llvm::function_ref<void()> consumer, bool persistent);
+
+/// Clones into the region of `anchor`, after it, the pure computations
+/// defined above the region that it uses (see WarpSpecialized.cpp).
+void rematerializeAfter(Operation *anchor);
+
 class WarpAttentionBuilder : public AttentionProgram {
 public:
   WarpAttentionBuilder(LoopEmitter &e, const TileShape &shape,
                        const AttentionFeatures &f, const AttentionOutput &o,
                        Value q, Block *entry, Value shared, Type ct,
                        int64_t threads, NvidiaChip chip, bool exactF32,
-                       ArrayRef<TensorMapArg> maps = {})
+                       ArrayRef<TensorMapArg> maps = {},
+                       const PersistentKernel *persistent = nullptr)
       : AttentionProgram(e, shape, f, o, q, entry),
         g(geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8)),
         shared(shared), ct(ct), threads(threads), chip(chip),
-        exactF32(exactF32 && ct.isF32()), maps(maps.begin(), maps.end()) {}
+        exactF32(exactF32 && ct.isF32()), maps(maps.begin(), maps.end()),
+        persistent(persistent) {}
 
 private:
   using Acc = std::array<Value, 4>;
@@ -158,7 +189,7 @@ private:
              llvm::function_ref<StagedRow(Value)> source);
   Value commitGroup();
   /// Waits until at most `pending` of this thread's copy groups are in
-  /// flight, then synchronizes the block.
+  /// flight, then synchronizes the computing threads.
   void waitGroups(Value token, int32_t pending);
   /// Shared-memory views of one K/V buffer (V and its transposed form share
   /// memory).
@@ -214,6 +245,8 @@ private:
                                     Value nValid, ArrayRef<Acc> s, bool masked,
                                     int64_t firstTile);
   void accumulate(const Probabilities &probs, bool vTransposed);
+  /// Pairs of f32 elements (accumulator order) packed as PV's A operand.
+  SmallVector<Value> packP(ArrayRef<Value> p);
   /// O = alpha * O (only where probs.rescale, when set).
   void rescaleOutput(const Probabilities &probs);
   // wgmma (one warpgroup's 64 rows): the tile step, and its MMA groups.
@@ -235,7 +268,7 @@ private:
   // thread done with buffer s).
   /// Whether the program loads its walk's K/V by TMA; creates and
   /// initializes the mbarriers when it does.
-  bool setUpTma(ArrayRef<KvWalk> walks);
+  bool setUpTma(const ProgramRows &rows, ArrayRef<KvWalk> walks);
   /// Issues the copies of K and V of keys [n0, n0 + bn) into buffer
   /// `stage` (by one thread).
   void issueTmaTile(const KvWalk &walk, Value stage, Value n0);
@@ -244,6 +277,67 @@ private:
   void walkTma(const ProgramRows &rows, const KvWalk &walk, Value lo, Value hi,
                Value active);
   void waitBarrier(Value index, Value parity);
+  /// Issues the [bn, 1, 64] boxes of `tile` from `map` (keys [n0, n0 + bn)
+  /// of the walk), completing on mbarrier `barrier`.
+  void issueTmaBoxes(const KvWalk &walk, const SharedTile &tile, Value map,
+                     Value barrier, Value n0);
+  // Warp specialization (WarpSpecialized.cpp; schedule producer_warps):
+  // warps [g.warps, g.warps + 4) form a producer warpgroup that only
+  // issues the TMA copies; the consumer warpgroups compute, K and V each on
+  // their own mbarriers (fullK, fullV, emptyK, emptyV per buffer), so that
+  // K(t + 2) loads once QK(t) is done, before PV(t) is.
+  bool specialize(const ProgramRows &rows, ArrayRef<KvWalk> walks,
+                  llvm::function_ref<void()> consume) override;
+  /// The producer warpgroup's part of a program: its elected thread issues
+  /// Q and every K and V tile.
+  void producerPart(const ProgramRows &rows, const KvWalk &walk);
+  /// The consumer warpgroups' part: `consume` on their own barrier.
+  void consumerPart(llvm::function_ref<void()> consume);
+  /// The producer's loop over keys [lo, hi) (one elected thread);
+  /// `issueQuery` runs after the first K tile is issued (or alone when the
+  /// range is empty).
+  void produce(const KvWalk &walk, Value lo, Value hi,
+               llvm::function_ref<void()> issueQuery);
+  /// Tiles of [lo, hi): 0 when empty.
+  Value tilesOf(Value lo, Value hi);
+  /// Loads the persistent counters (ringBase, programIndex) of this
+  /// program; zeros when not persistent.
+  void loadCounters();
+  /// Advances the persistent counters past this program's `tiles`.
+  void storeCounters(Value tiles);
+  /// The producer's copy of the query tile (qMap), on kQueryBarrier.
+  void issueQueryTile(const ProgramRows &rows);
+  /// The consumers' loop: QK(t) and PV(t - 1) issued together, the softmax
+  /// of tile t under PV(t - 1) (FlashAttention-3's intra-warpgroup
+  /// overlap), and with pingpong each warpgroup's MMAs issued in turn.
+  void walkSpecialized(const ProgramRows &rows, const KvWalk &walk, Value lo,
+                       Value hi);
+  /// One step of walkSpecialized: QK and softmax of tile t at n0 (when
+  /// `scores`), PV of tile t - 1 (when `values`); `masked` as scores().
+  void consumeStep(const ProgramRows &rows, const KvWalk &walk, Value t,
+                   Value n0, Value nValid, bool scores, bool values,
+                   bool masked);
+  /// Persistent programs: this consumer thread is done with the query
+  /// tile (kQueryFreeBarrier).
+  void releaseQuery();
+  /// Pingpong: waits for this warpgroup's turn at the tensor cores / hands
+  /// the turn to the other one (skipped where `skip` holds).
+  void awaitTurn(Value skip);
+  void passTurn(Value skip);
+  /// mbarrier indices of the specialized ring.
+  Value fullK(Value s) { return s; }
+  Value fullV(Value s) { return e.add(e.idx(2), s); }
+  Value emptyK(Value s) { return e.add(e.idx(4), s); }
+  Value emptyV(Value s) { return e.add(e.idx(6), s); }
+  /// Phase parity of the (t / 2)-th use of buffer t % 2.
+  Value parityOf(Value t) { return e.remU(e.divU(t, e.idx(2)), e.idx(2)); }
+  /// The ring position of the program's tile t (tiles of earlier programs
+  /// of a persistent block come first).
+  Value ringOf(Value t) { return e.add(ringBase, t); }
+  int64_t consumerThreads() const { return g.warps * kLanes; }
+  /// A barrier of the threads that compute: the block's, or the consumer
+  /// warpgroups' named barrier once the producer went its own way.
+  void syncComputeThreads();
   SmallVector<Value> ldmatrix(Value tile, Value row, Value col, int numTiles,
                               bool transpose);
   Value operandReg(Value pair);
@@ -321,6 +415,29 @@ private:
   SmallVector<TensorMapArg> maps;
   bool tma = false;
   Value kMap, vMap, bars;
+  /// Specialized programs: Q's map when the producer loads Q too.
+  Value qMap;
+  /// Warp-specialized (a producer warpgroup; see specialize()), with
+  /// pingpong between the consumer warpgroups.
+  bool ws = false, pingpong = false;
+  /// Inside the consumer warps of a specialized program (`threads` is
+  /// then theirs).
+  bool consumersOnly = false;
+  /// Persistent kernels: the role being emitted and the shared state (see
+  /// WarpProgramTarget::grid); null otherwise. ringBase counts the KV tiles
+  /// of the block's earlier programs, programIndex those programs.
+  const PersistentKernel *persistent = nullptr;
+  Value ringBase, programIndex;
+  /// P and the rescaling factors of the tile whose PV is still to come
+  /// (walkSpecialized), as Probabilities' p and alpha.
+  Value pState, alphaState;
+  /// The softmax keeps no branch between an MMA's issue and its wait: O is
+  /// rescaled on every tile (no lazy rescaling).
+  bool straightLine = false;
+  /// softmax() leaves P unpacked (f32, accumulator order): the packed
+  /// registers are PV's A operand, which must not be written while the
+  /// previous PV still reads them (ptxas serializes the wgmma: C7513).
+  bool deferPack = false;
   /// For linear scores (AttentionMath::linearScoreFactor): the factor,
   /// made positive by negating the staged Q, that the softmax folds into
   /// its exp2 FMA; S then holds raw dot products. Null otherwise.

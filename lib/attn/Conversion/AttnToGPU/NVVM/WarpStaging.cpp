@@ -206,7 +206,7 @@ void WarpAttentionBuilder::waitGroups(Value token, int32_t pending) {
   // The tensor cores read the staged tiles through the async proxy.
   if (g.wgmma)
     wgmma::fenceProxyAsync(b);
-  gpu::BarrierOp::create(b);
+  syncComputeThreads();
 }
 
 WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::kvBuffers(Value stage) {

@@ -27,23 +27,30 @@ using namespace mlir::attn::warp;
 namespace mlir::attn::warp {
 
 namespace {
-/// The mbarriers of the double buffer: full[s] at s, empty[s] at 2 + s.
-constexpr int64_t kBarriers = 4;
+/// The mbarriers of the double buffer: full[s] at s, empty[s] at 2 + s;
+/// warp-specialized programs keep K and V apart (fullK .. emptyV), and
+/// add Q's (kQueryBarrier), and persistent ones the consumers' release of
+/// Q (kQueryFreeBarrier).
+constexpr int64_t kBarriers = 4, kSpecializedBarriers = 9,
+                  kPersistentBarriers = 10;
 /// Polling rounds per mbarrier.try_wait before it retries (the suspend
 /// time hint).
 constexpr int64_t kWaitTicks = 10000000;
 } // namespace
 
-bool WarpAttentionBuilder::setUpTma(ArrayRef<KvWalk> walks) {
+bool WarpAttentionBuilder::setUpTma(const ProgramRows &rows,
+                                    ArrayRef<KvWalk> walks) {
   if (maps.empty() || !g.wgmma || g.stages != 2 || walks.size() != 1 ||
       !walks[0].denseK || walks[0].forEachRange)
     return false;
-  const TensorMapArg *kArg = nullptr, *vArg = nullptr;
+  const TensorMapArg *kArg = nullptr, *vArg = nullptr, *qArg = nullptr;
   for (const TensorMapArg &m : maps) {
     if (m.operand == walks[0].denseK)
       kArg = &m;
     if (m.operand == walks[0].denseV)
       vArg = &m;
+    if (m.operand == q)
+      qArg = &m;
   }
   if (!kArg || !vArg)
     return false;
@@ -63,21 +70,52 @@ bool WarpAttentionBuilder::setUpTma(ArrayRef<KvWalk> walks) {
              .getResult(0);
   vMap = UnrealizedConversionCastOp::create(b, descType(*vArg), vArg->map)
              .getResult(0);
-  bars = nvgpu::MBarrierCreateOp::create(
-      b, nvgpu::MBarrierGroupType::get(ctx, space, kBarriers));
+  ws = shape.producerWarps > 0;
+  if (ws && qArg && !rows.qScale && !rows.qQuantize)
+    qMap = UnrealizedConversionCastOp::create(b, descType(*qArg), qArg->map)
+               .getResult(0);
+  pingpong = ws && shape.pingpong && g.warps == 8;
+  if (persistent) {
+    // Initialized once per block, before the roles' loops.
+    bars = persistent->barriers;
+    return true;
+  }
+  bars = createRingBarriers(b, e, tid, ws ? consumerThreads() : threads, ws,
+                            /*persistent=*/false);
+  return true;
+}
+
+Value createRingBarriers(ImplicitLocOpBuilder &b, LoopEmitter &e, Value tid,
+                         int64_t consumers, bool specialized, bool persistent) {
+  MLIRContext *ctx = b.getContext();
+  auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  int64_t count = !specialized ? kBarriers
+                  : persistent ? kPersistentBarriers
+                               : kSpecializedBarriers;
+  Value bars = nvgpu::MBarrierCreateOp::create(
+      b, nvgpu::MBarrierGroupType::get(ctx, space, count));
   e.ifThen(e.eq(tid, e.idx(0)), [&] {
-    for (int64_t s = 0; s < 2; ++s) {
+    // full: the copy engine's bytes (one arrival, the expect_tx); empty:
+    // every computing thread.
+    int64_t fulls = specialized ? 4 : 2;
+    for (int64_t s = 0; s < fulls; ++s) {
       nvgpu::MBarrierInitOp::create(b, bars, e.idx(1), e.idx(s), Value());
-      nvgpu::MBarrierInitOp::create(b, bars, e.idx(threads), e.idx(2 + s),
+      nvgpu::MBarrierInitOp::create(b, bars, e.idx(consumers), e.idx(fulls + s),
                                     Value());
     }
+    if (specialized)
+      nvgpu::MBarrierInitOp::create(b, bars, e.idx(1), e.idx(kQueryBarrier),
+                                    Value());
+    if (persistent)
+      nvgpu::MBarrierInitOp::create(b, bars, e.idx(consumers),
+                                    e.idx(kQueryFreeBarrier), Value());
     // Make the initialized barriers visible to the copy engine (the async
     // proxy) before any copy can complete on them.
     NVVM::FenceMbarrierInitOp::create(b);
   });
   wgmma::fenceProxyAsync(b);
   gpu::BarrierOp::create(b);
-  return true;
+  return bars;
 }
 
 void WarpAttentionBuilder::waitBarrier(Value index, Value parity) {
@@ -94,25 +132,32 @@ void WarpAttentionBuilder::issueTmaTile(const KvWalk &walk, Value stage,
   nvgpu::MBarrierArriveExpectTxOp::create(b, bars, e.idx(tileBytes), stage,
                                           Value());
   KvBuffers buf = kvBuffers(stage);
+  issueTmaBoxes(walk, buf.k, kMap, stage, n0);
+  issueTmaBoxes(walk, buf.v, vMap, stage, n0);
+}
+
+void WarpAttentionBuilder::issueTmaBoxes(const KvWalk &walk,
+                                         const SharedTile &tile, Value map,
+                                         Value barrier, Value n0) {
+  int64_t elemBytes = ct.getIntOrFloatBitWidth() / 8;
+  int64_t atoms = g.dPad / wgmma::kAtomCols;
+  int64_t atomElems = g.bn * wgmma::kAtomCols;
   Value row = e.add(walk.denseBase, n0);
   MLIRContext *ctx = b.getContext();
   auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   auto boxType = MemRefType::get({g.bn, 1, wgmma::kAtomCols}, ct,
                                  MemRefLayoutAttrInterface(), space);
-  for (auto [tile, map] : {std::pair(buf.k, kMap), std::pair(buf.v, vMap)}) {
-    for (int64_t a = 0; a < atoms; ++a) {
-      // Atom a of the tile, 1024-byte aligned (alignPad: see setUp).
-      Value bytes =
-          e.add(alignPad, e.mul(e.add(tile.offset, e.idx(a * atomElems)),
-                                e.idx(elemBytes)));
-      Value dst =
-          memref::ViewOp::create(b, boxType, shared, bytes, ValueRange{});
-      // Coordinates innermost first: head dim, KV head, token.
-      nvgpu::TmaAsyncLoadOp::create(
-          b, dst, bars, map,
-          ValueRange{e.idx(a * wgmma::kAtomCols), walk.denseHead, row}, stage,
-          Value(), Value());
-    }
+  for (int64_t a = 0; a < atoms; ++a) {
+    // Atom a of the tile, 1024-byte aligned (alignPad: see setUp).
+    Value bytes =
+        e.add(alignPad, e.mul(e.add(tile.offset, e.idx(a * atomElems)),
+                              e.idx(elemBytes)));
+    Value dst = memref::ViewOp::create(b, boxType, shared, bytes, ValueRange{});
+    // Coordinates innermost first: head dim, KV head, token.
+    nvgpu::TmaAsyncLoadOp::create(
+        b, dst, bars, map,
+        ValueRange{e.idx(a * wgmma::kAtomCols), walk.denseHead, row}, barrier,
+        Value(), Value());
   }
 }
 

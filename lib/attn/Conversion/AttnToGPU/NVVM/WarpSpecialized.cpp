@@ -1,0 +1,542 @@
+//===- WarpSpecialized.cpp - producer/consumer warpgroups (sm_90a) --------===//
+//
+// The Hopper pipeline of dense walks (schedule producer_warps = 4), after
+// FlashAttention-3:
+//
+// * A producer warpgroup (warps g.warps ..) gives its registers away
+//   (setmaxnreg.dec) and one of its threads issues every K and V tile by
+//   TMA into the double buffer, each on its own `full` mbarrier, refilling
+//   a buffer once the consumers have arrived on its `empty` one. K and V
+//   are released separately: K(t + 2) loads as soon as QK(t) is done.
+// * The consumer warpgroups take the registers (setmaxnreg.inc) and run
+//   step t as: issue QK(t), rescale O and issue PV(t - 1) (P of the
+//   previous step, kept in registers), wait for QK(t), the softmax of tile
+//   t under PV(t - 1), wait for PV(t - 1), then pack P(t) (not before: the
+//   packed registers of P(t - 1) are PV(t - 1)'s operand). Between an MMA
+//   group's issue and its wait the code is straight-line (ptxas serializes
+//   wgmma whose registers are in flight across a branch: C7518), so the masked
+//   and mask-free steps are whole copies, and O is rescaled on every step.
+// * Pingpong: the two consumer warpgroups issue their MMAs in turn, waiting
+//   on a named barrier that the other one arrives on once it has issued
+//   its own, so that one's softmax runs under the other's MMAs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "WarpProgram.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::warp;
+
+namespace mlir::attn::warp {
+
+namespace {
+/// Registers per thread after the split: 128 * 24 + 256 * 240 fit the
+/// 64K of an SM (the launch gives each of the 384 threads 168).
+constexpr int32_t kEntryRegisters = 168, kProducerRegisters = 24,
+                  kConsumerRegisters = 240;
+/// Persistent kernels: the producer's loop over the programs needs more
+/// (ptxas spilled 8-12 bytes at 24 in the non-causal ones; the consumers
+/// spill nothing at 232).
+constexpr int32_t kPersistentProducerRegisters = 32,
+                  kPersistentConsumerRegisters = 232;
+/// Named barriers of the pingpong: warpgroup w waits on kTurnBarrier + w
+/// (barrier 0 is the block's); both warpgroups' threads count.
+constexpr int32_t kTurnBarrier = 1, kTurnThreads = 2 * 128;
+/// The consumer warpgroups' own barrier (Q staged).
+constexpr int32_t kConsumerBarrier = 3;
+} // namespace
+
+void splitRoles(ImplicitLocOpBuilder &b, LoopEmitter &e, Block *entry,
+                Value warp, int64_t consumerWarps,
+                llvm::function_ref<void()> producer,
+                llvm::function_ref<void()> consumer, bool persistent) {
+  MLIRContext *ctx = b.getContext();
+  // setmaxnreg moves registers from a known count at entry (ptxas ignores
+  // it otherwise: C7508): the 168 a thread of 384 gets.
+  entry->getParentOp()->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
+                                b.getI32IntegerAttr(kEntryRegisters));
+  SmallVector<Operation *> moves;
+  auto setMaxRegisters = [&](int32_t count, NVVM::SetMaxRegisterAction how) {
+    moves.push_back(NVVM::SetMaxRegisterOp::create(
+        b, b.getI32IntegerAttr(count),
+        NVVM::SetMaxRegisterActionAttr::get(ctx, how)));
+  };
+  e.ifThenElse(
+      e.le(e.idx(consumerWarps), warp),
+      [&] {
+        setMaxRegisters(persistent ? kPersistentProducerRegisters
+                                   : kProducerRegisters,
+                        NVVM::SetMaxRegisterAction::decrease);
+        producer();
+      },
+      [&] {
+        setMaxRegisters(persistent ? kPersistentConsumerRegisters
+                                   : kConsumerRegisters,
+                        NVVM::SetMaxRegisterAction::increase);
+        consumer();
+      });
+  for (Operation *move : moves)
+    rematerializeAfter(move);
+}
+
+void rematerializeAfter(Operation *anchor) {
+  // ptxas keeps a value that lives across setmaxnreg in local memory
+  // (spill stores and loads whatever the counts): each role computes again,
+  // after its setmaxnreg, what it uses of the pure computations before the
+  // split (grid extents, shared addresses, thread coordinates).
+  // The leaves of those computations (sizes read from the parameters,
+  // block and grid ids) are copied through a side-effecting mov: otherwise
+  // LLVM hoists both roles' identical copies back above the split.
+  Region *region = anchor->getParentRegion();
+  llvm::SetVector<Value> above;
+  getUsedValuesDefinedAbove(*region, above);
+  ImplicitLocOpBuilder b(anchor->getLoc(), anchor->getContext());
+  b.setInsertionPointAfter(anchor);
+  IRMapping cloned;
+  auto launder = [&](Value v) {
+    Type i64 = b.getI64Type();
+    Value wide = v.getType().isIndex()
+                     ? Value(arith::IndexCastOp::create(b, i64, v))
+                     : Value(arith::ExtUIOp::create(b, i64, v));
+    Value r = inlinePtx(b, i64, ValueRange{wide}, "mov.b64 $0, $1;", "=l,l");
+    return v.getType().isIndex()
+               ? Value(arith::IndexCastOp::create(b, v.getType(), r))
+               : Value(arith::TruncIOp::create(b, v.getType(), r));
+  };
+  std::function<bool(Value)> clone = [&](Value v) {
+    if (cloned.contains(v))
+      return true;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return false; // kernel parameters stay where they are
+    // Thread, block and grid ids: read again (an identical read would be
+    // merged with the one above).
+    auto sreg = [&](StringRef name, gpu::Dimension d) {
+      std::string text =
+          ("mov.u32 $0, %" + name + "." + gpu::stringifyDimension(d) + ";")
+              .str();
+      Value r = inlinePtx(b, b.getI32Type(), ValueRange{}, text, "=r");
+      cloned.map(v, arith::IndexCastUIOp::create(b, b.getIndexType(), r));
+      return true;
+    };
+    if (auto id = dyn_cast<gpu::ThreadIdOp>(def))
+      return sreg("tid", id.getDimension());
+    if (auto id = dyn_cast<gpu::BlockIdOp>(def))
+      return sreg("ctaid", id.getDimension());
+    if (auto id = dyn_cast<gpu::GridDimOp>(def))
+      return sreg("nctaid", id.getDimension());
+    if (def->getNumRegions() || !isMemoryEffectFree(def))
+      return false;
+    bool leaf = !def->hasTrait<OpTrait::ConstantLike>();
+    for (Value operand : def->getOperands()) {
+      Operation *from = operand.getDefiningOp();
+      if (from && !clone(operand))
+        return false;
+      leaf &= !from || from->hasTrait<OpTrait::ConstantLike>();
+    }
+    Operation *copy = b.clone(*def, cloned);
+    if (leaf)
+      for (auto [result, copied] :
+           llvm::zip(def->getResults(), copy->getResults()))
+        if (copied.getType().isIndex() ||
+            (copied.getType().isInteger() &&
+             copied.getType().getIntOrFloatBitWidth() > 1))
+          cloned.map(result, launder(copied));
+    return true;
+  };
+  for (Value v : above) {
+    if (!clone(v))
+      continue;
+    Value copy = cloned.lookup(v);
+    v.replaceUsesWithIf(copy, [&](OpOperand &use) {
+      return region->isAncestor(use.getOwner()->getParentRegion());
+    });
+  }
+}
+
+} // namespace mlir::attn::warp
+
+void WarpProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
+                             llvm::function_ref<void(ValueRange)> body) {
+  if (!persistentConsumerWarps)
+    return GpuProgramTarget::grid(e, ubs, body);
+  ImplicitLocOpBuilder &b = e.builder();
+  // (An opaque read: the programs' own reads of the thread id are then not
+  // merged into this one, which would live across setmaxnreg.)
+  Value tid = arith::IndexCastUIOp::create(
+      b, b.getIndexType(),
+      inlinePtx(b, b.getI32Type(), ValueRange{}, "mov.u32 $0, %tid.x;", "=r"));
+  PersistentKernel state;
+  state.barriers =
+      createRingBarriers(b, e, tid, persistentConsumerWarps * kLanes,
+                         /*specialized=*/true, /*persistent=*/true);
+  // 32-bit counters and grid arithmetic: the producer's loop has 32
+  // registers.
+  Type i32 = b.getI32Type();
+  auto to32 = [&](Value v) {
+    return arith::IndexCastUIOp::create(b, i32, v).getResult();
+  };
+  auto counter = [&] {
+    Value c;
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(entry);
+      c = memref::AllocaOp::create(b, MemRefType::get({1}, i32));
+    }
+    e.store(arith::ConstantIntOp::create(b, i32, 0), c, {e.idx(0)});
+    return c;
+  };
+  state.kvTiles = counter();
+  state.programs = counter();
+  // The block's linear id and the launch's blocks: programs first, first +
+  // blocks, ... (x fastest, as the blocks of a full grid start).
+  gpu::Dimension dims[] = {gpu::Dimension::x, gpu::Dimension::y,
+                           gpu::Dimension::z};
+  Value first = e.idx(0), blocks = e.idx(1);
+  for (gpu::Dimension d : llvm::reverse(dims)) {
+    Value n = gpu::GridDimOp::create(b, d);
+    first = e.add(e.mul(first, n), gpu::BlockIdOp::create(b, d));
+    blocks = e.mul(blocks, n);
+  }
+  Value total = e.idx(1);
+  SmallVector<Value> extents;
+  for (Value ub : ubs) {
+    total = e.mul(total, ub);
+    extents.push_back(to32(ub));
+  }
+  Value first32 = to32(first), total32 = to32(total), blocks32 = to32(blocks);
+  auto loop = [&](PersistentKernel::Role role) {
+    state.role = role;
+    persistent = state;
+    e.forLoop(first32, total32, blocks32, [&](Value linear) {
+      SmallVector<Value> ids;
+      Value rest = linear;
+      for (Value extent : extents) {
+        ids.push_back(arith::IndexCastUIOp::create(
+            b, b.getIndexType(), arith::RemUIOp::create(b, rest, extent)));
+        rest = arith::DivUIOp::create(b, rest, extent);
+      }
+      // Query tiles last first, as GpuProgramTarget::grid.
+      ids[0] = e.sub(e.sub(ubs[0], e.idx(1)), ids[0]);
+      body(ids);
+    });
+    persistent.reset();
+  };
+  splitRoles(
+      b, e, entry, e.divU(tid, e.idx(kLanes)), persistentConsumerWarps,
+      [&] { loop(PersistentKernel::Role::Producer); },
+      [&] { loop(PersistentKernel::Role::Consumer); }, /*persistent=*/true);
+}
+
+namespace mlir::attn::warp {
+
+bool WarpAttentionBuilder::specialize(const ProgramRows &rows,
+                                      ArrayRef<KvWalk> walks,
+                                      llvm::function_ref<void()> consume) {
+  if (!ws)
+    return false;
+  // (setUpTma: a TMA ring of one walk of one range.)
+  const KvWalk &walk = walks.front();
+  if (!persistent) {
+    splitRoles(
+        b, e, entry, warp, g.warps, [&] { producerPart(rows, walk); },
+        [&] { consumerPart(consume); }, /*persistent=*/false);
+    return true;
+  }
+  if (persistent->role == PersistentKernel::Role::Producer)
+    producerPart(rows, walk);
+  else
+    consumerPart(consume);
+  return true;
+}
+
+void WarpAttentionBuilder::loadCounters() {
+  auto load = [&](Value counter) {
+    if (!persistent)
+      return e.idx(0);
+    return arith::IndexCastUIOp::create(b, b.getIndexType(),
+                                        e.load(counter, {e.idx(0)}))
+        .getResult();
+  };
+  ringBase = load(persistent ? persistent->kvTiles : Value());
+  programIndex = load(persistent ? persistent->programs : Value());
+}
+
+void WarpAttentionBuilder::storeCounters(Value tiles) {
+  if (!persistent)
+    return;
+  auto store = [&](Value v, Value counter) {
+    e.store(arith::IndexCastUIOp::create(b, b.getI32Type(), v), counter,
+            {e.idx(0)});
+  };
+  store(e.add(ringBase, tiles), persistent->kvTiles);
+  store(e.add(programIndex, e.idx(1)), persistent->programs);
+}
+
+Value WarpAttentionBuilder::tilesOf(Value lo, Value hi) {
+  return e.select(e.lt(lo, hi), e.ceilDiv(e.sub(hi, lo), e.idx(g.bn)),
+                  e.idx(0));
+}
+
+void WarpAttentionBuilder::producerPart(const ProgramRows &rows,
+                                        const KvWalk &walk) {
+  e.ifThen(e.eq(tid, e.idx(consumerThreads())), [&] {
+    loadCounters();
+    auto issueQuery = [&] {
+      if (!qMap)
+        return;
+      // A persistent block's earlier program must be done with Q.
+      if (persistent)
+        e.ifThen(e.lt(e.idx(0), programIndex), [&] {
+          waitBarrier(e.idx(kQueryFreeBarrier),
+                      e.remU(e.sub(programIndex, e.idx(1)), e.idx(2)));
+        });
+      issueQueryTile(rows);
+    };
+    produce(walk, walk.lo, walk.hi, issueQuery);
+    storeCounters(tilesOf(walk.lo, walk.hi));
+  });
+}
+
+void WarpAttentionBuilder::consumerPart(llvm::function_ref<void()> consume) {
+  // P of the pending PV: nTiles S tiles of two pairs each.
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(entry);
+    pState = memref::AllocaOp::create(
+        b, MemRefType::get({g.nTiles() * 2}, pairType()));
+    alphaState = memref::AllocaOp::create(
+        b, MemRefType::get({rowSlots()}, b.getF32Type()));
+  }
+  // The consumers stage Q themselves when the producer does not (under
+  // its first K and V copies) and synchronize among themselves.
+  int64_t allThreads = threads;
+  threads = consumerThreads();
+  consumersOnly = straightLine = true;
+  loadCounters();
+  // (A persistent block's consumers overwrite the Q they read last.)
+  if (persistent && !qMap)
+    syncComputeThreads();
+  consume();
+  consumersOnly = straightLine = false;
+  threads = allThreads;
+}
+
+void WarpAttentionBuilder::syncComputeThreads() {
+  if (!consumersOnly) {
+    gpu::BarrierOp::create(b);
+    return;
+  }
+  Type i32 = b.getI32Type();
+  NVVM::BarrierOp::create(
+      b, TypeRange{}, arith::ConstantIntOp::create(b, i32, kConsumerBarrier),
+      arith::ConstantIntOp::create(b, i32, consumerThreads()),
+      NVVM::BarrierReductionAttr(), Value());
+}
+
+void WarpAttentionBuilder::issueQueryTile(const ProgramRows &rows) {
+  int64_t elemBytes = ct.getIntOrFloatBitWidth() / 8;
+  int64_t atoms = g.dPad / wgmma::kAtomCols;
+  int64_t atomElems = g.mRows * wgmma::kAtomCols;
+  nvgpu::MBarrierArriveExpectTxOp::create(b, bars,
+                                          e.idx(atoms * atomElems * elemBytes),
+                                          e.idx(kQueryBarrier), Value());
+  auto space =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto boxType = MemRefType::get({shape.blockQ, shape.pack, wgmma::kAtomCols},
+                                 ct, MemRefLayoutAttrInterface(), space);
+  for (int64_t a = 0; a < atoms; ++a) {
+    // Atom a of the query tile; rows past the program's tokens read the
+    // next ones (or zeros past the tensor) and are never stored.
+    Value bytes = e.add(alignPad, e.mul(e.add(qS.offset, e.idx(a * atomElems)),
+                                        e.idx(elemBytes)));
+    Value dst = memref::ViewOp::create(b, boxType, shared, bytes, ValueRange{});
+    nvgpu::TmaAsyncLoadOp::create(
+        b, dst, bars, qMap,
+        ValueRange{e.idx(a * wgmma::kAtomCols), rows.headBase, rows.qTokBase},
+        e.idx(kQueryBarrier), Value(), Value());
+  }
+}
+
+void WarpAttentionBuilder::produce(const KvWalk &walk, Value lo, Value hi,
+                                   llvm::function_ref<void()> issueQuery) {
+  int64_t tileBytes = g.dPad / wgmma::kAtomCols * g.bn * wgmma::kAtomCols *
+                      (ct.getIntOrFloatBitWidth() / 8);
+  Value bn = e.idx(g.bn);
+  e.forLoop(lo, hi, bn, [&](Value n0) {
+    Value t = e.divU(e.sub(n0, lo), bn);
+    Value r = ringOf(t);
+    Value s = e.remU(r, e.idx(2));
+    KvBuffers buf = kvBuffers(s);
+    auto load = [&](const SharedTile &tile, Value map, Value full,
+                    Value empty) {
+      // The buffer's previous tile (ring position r - 2) must be consumed
+      // first.
+      e.ifThen(e.le(e.idx(2), r),
+               [&] { waitBarrier(empty, parityOf(e.sub(r, e.idx(2)))); });
+      nvgpu::MBarrierArriveExpectTxOp::create(b, bars, e.idx(tileBytes), full,
+                                              Value());
+      issueTmaBoxes(walk, tile, map, full, n0);
+    };
+    load(buf.k, kMap, fullK(s), emptyK(s));
+    // Q after the first K: in a persistent block, that K loads while the
+    // previous program still reads its Q.
+    e.ifThen(e.eq(t, e.idx(0)), issueQuery);
+    load(buf.v, vMap, fullV(s), emptyV(s));
+  });
+  e.ifThen(e.le(hi, lo), issueQuery);
+}
+
+void WarpAttentionBuilder::awaitTurn(Value skip) {
+  if (!pingpong)
+    return;
+  Type i32 = b.getI32Type();
+  Value group = arith::IndexCastOp::create(b, i32, e.divU(warp, e.idx(4)));
+  Value id = arith::AddIOp::create(
+      b, group, arith::ConstantIntOp::create(b, i32, kTurnBarrier));
+  Value count = arith::ConstantIntOp::create(b, i32, kTurnThreads);
+  e.ifThen(e.notI(skip), [&] {
+    NVVM::BarrierOp::create(b, TypeRange{}, id, count,
+                            NVVM::BarrierReductionAttr(), Value());
+  });
+}
+
+void WarpAttentionBuilder::passTurn(Value skip) {
+  if (!pingpong)
+    return;
+  Type i32 = b.getI32Type();
+  // The other warpgroup's barrier: kTurnBarrier + 1 - group.
+  Value group = arith::IndexCastOp::create(b, i32, e.divU(warp, e.idx(4)));
+  Value id = arith::SubIOp::create(
+      b, arith::ConstantIntOp::create(b, i32, kTurnBarrier + 1), group);
+  Value count = arith::ConstantIntOp::create(b, i32, kTurnThreads);
+  e.ifThen(e.notI(skip), [&] { NVVM::BarrierArriveOp::create(b, id, count); });
+}
+
+void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
+                                       const KvWalk &walk, Value t, Value n0,
+                                       Value nValid, bool scores, bool values,
+                                       bool masked) {
+  // The turns (see walkSpecialized): warpgroup 0 starts without waiting,
+  // and warpgroup 1 hands no turn on after its last MMAs, so that every
+  // wait has its arrival and none is left over.
+  Value group = e.divU(warp, e.idx(4));
+  Value first = e.boolean(!values), last = e.boolean(!scores);
+  Value r = ringOf(t);
+  Value s = e.remU(r, e.idx(2));
+  Value prev, sPrev;
+  if (values) {
+    prev = e.sub(r, e.idx(1));
+    sPrev = e.remU(prev, e.idx(2));
+  }
+  if (scores)
+    waitBarrier(fullK(s), parityOf(r));
+  if (values)
+    waitBarrier(fullV(sPrev), parityOf(prev));
+  awaitTurn(e.andI(first, e.eq(group, e.idx(0))));
+  // Every QK of the program is done: Q may be refilled. (Only after the
+  // turn: the other warpgroup's next program then cannot hand this one a
+  // second turn before it took this one.)
+  if (!scores && persistent)
+    releaseQuery();
+  SmallVector<Value> sPending, oPending;
+  if (scores) {
+    cur.k = kvBuffers(s).k;
+    sPending = issueWarpgroupScores(0, g.bn);
+  }
+  if (values) {
+    Probabilities probs;
+    for (int64_t i = 0; i < g.nTiles() * 2; ++i)
+      probs.p.push_back(e.load(pState, {e.idx(i)}));
+    for (int64_t i = 0; i < rowSlots(); ++i)
+      probs.alpha.push_back(e.load(alphaState, {e.idx(i)}));
+    KvBuffers buf = kvBuffers(sPrev);
+    cur.v = buf.v;
+    cur.vt = buf.vt;
+    oPending = issueWarpgroupPV(probs, walk.valueKeyMajor, 0);
+  }
+  passTurn(e.andI(last, e.eq(group, e.idx(1))));
+  if (!scores) {
+    // The last V is released too: a persistent block's next program
+    // refills its buffer.
+    storeWarpgroupOutput(oPending);
+    nvgpu::MBarrierArriveOp::create(b, bars, emptyV(sPrev));
+    return;
+  }
+  // A bias is read under branches: PV(t - 1) completes first.
+  bool overlap = values && !f.bias;
+  SmallVector<Acc> sTiles = awaitScores(sPending, overlap ? 1 : 0);
+  nvgpu::MBarrierArriveOp::create(b, bars, emptyK(s));
+  if (values && !overlap) {
+    storeWarpgroupOutput(oPending);
+    nvgpu::MBarrierArriveOp::create(b, bars, emptyV(sPrev));
+  }
+  // P is packed once PV(t - 1), which reads the packed registers of P(t - 1),
+  // is done.
+  deferPack = true;
+  Probabilities probs = softmax(rows, n0, nValid, masked, sTiles, 0);
+  deferPack = false;
+  for (auto [i, a] : llvm::enumerate(probs.alpha))
+    e.store(a, alphaState, {e.idx(i)});
+  if (overlap) {
+    storeWarpgroupOutput(oPending);
+    nvgpu::MBarrierArriveOp::create(b, bars, emptyV(sPrev));
+  }
+  for (auto [i, p] : llvm::enumerate(packP(probs.p)))
+    e.store(p, pState, {e.idx(i)});
+}
+
+void WarpAttentionBuilder::walkSpecialized(const ProgramRows &rows,
+                                           const KvWalk &walk, Value lo,
+                                           Value hi) {
+  // Steps 0 (QK(0) only), 1 .. T - 1, and T (PV(T - 1) only) over the T
+  // tiles of [lo, hi). Every warpgroup computes, even one whose rows are
+  // all past the tokens: the turns need both.
+  Value bn = e.idx(g.bn);
+  auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
+  auto step = [&](Value t, Value n0, bool scores, bool values) {
+    if (!scores || f.bias)
+      return consumeStep(rows, walk, t, n0, scores ? validAt(n0) : Value(),
+                         scores, values, /*masked=*/scores);
+    Value nValid = validAt(n0);
+    e.ifThenElse(
+        tileUnmasked(rows, n0, nValid),
+        [&] { consumeStep(rows, walk, t, n0, nValid, scores, values, false); },
+        [&] { consumeStep(rows, walk, t, n0, nValid, scores, values, true); });
+  };
+  e.ifThenElse(
+      e.lt(lo, hi),
+      [&] {
+        pinLaneCoordinates();
+        step(e.idx(0), lo, /*scores=*/true, /*values=*/false);
+        unpinLaneCoordinates();
+        e.forLoop(e.add(lo, bn), hi, bn, [&](Value n0) {
+          pinLaneCoordinates();
+          step(e.divU(e.sub(n0, lo), bn), n0, true, true);
+          unpinLaneCoordinates();
+        });
+        Value tiles = e.ceilDiv(e.sub(hi, lo), bn);
+        step(tiles, Value(), /*scores=*/false, /*values=*/true);
+      },
+      [&] {
+        if (persistent)
+          releaseQuery();
+      });
+  storeCounters(tilesOf(lo, hi));
+}
+
+void WarpAttentionBuilder::releaseQuery() {
+  if (qMap)
+    nvgpu::MBarrierArriveOp::create(b, bars, e.idx(kQueryFreeBarrier));
+}
+
+} // namespace mlir::attn::warp

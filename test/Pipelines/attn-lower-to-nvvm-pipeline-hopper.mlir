@@ -1,0 +1,80 @@
+// REQUIRES: nvvm-backend
+// REQUIRES: ptxas
+// RUN: attn-opt %s --attn-plan="target=nvvm chip=sm_90a" --attn-lower-to-nvvm-pipeline="chip=sm_90a format=isa" | %python %S/extract_gpu_binary.py > %t.ptx
+// RUN: FileCheck %s < %t.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+
+// The PTX of the Hopper flash program (causal, bf16, D=128): 384 threads
+// at 168 registers; tensor maps as 64-byte aligned by-value parameters;
+// the producer warpgroup gives registers away and issues Q, K and V by
+// the bulk tensor copy engine on mbarriers; the consumers take registers,
+// take turns on named barriers 1 and 2, and run QK/PV on wgmma with
+// descriptors (m64n128k16), QK(t) in flight with PV(t - 1).
+// CHECK: .visible .entry flash_causal(
+// CHECK-NEXT: .param .align 64 .b8 flash_causal_param_0[128],
+// CHECK-NEXT: .param .align 64 .b8 flash_causal_param_1[128],
+// CHECK-NEXT: .param .align 64 .b8 flash_causal_param_2[128],
+// CHECK: .maxntid 384, 1, 1
+// CHECK: .maxnreg 168
+// CHECK: mbarrier.init.shared.b64
+// CHECK: fence.mbarrier_init.release.cluster;
+// CHECK: setmaxnreg.dec.sync.aligned.u32 24;
+// CHECK: mbarrier.arrive.expect_tx.shared.b64
+// CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// CHECK: mbarrier.try_wait.parity.shared.b64
+// CHECK: setmaxnreg.inc.sync.aligned.u32 240;
+// CHECK: bar.sync {{.*}}, 256;
+// CHECK: wgmma.fence.sync.aligned;
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: wgmma.commit_group.sync.aligned;
+// CHECK: bar.arrive {{.*}}, 256;
+// CHECK: wgmma.wait_group.sync.aligned 1;
+// CHECK: mbarrier.arrive.shared.b64
+// CHECK: ex2.approx.ftz.f32
+// CHECK: wgmma.wait_group.sync.aligned 0;
+// CHECK-NOT: ld.local
+// CHECK-NOT: st.local
+
+// The persistent form: the same roles, each looping over the programs.
+// CHECK: .visible .entry flash_persistent(
+// CHECK: .maxntid 384, 1, 1
+// CHECK: .maxnreg 168
+// CHECK: mbarrier.init.shared.b64
+// CHECK: setmaxnreg.dec.sync.aligned.u32 32;
+// CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// CHECK: setmaxnreg.inc.sync.aligned.u32 232;
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK-NOT: ld.local
+// CHECK-NOT: st.local
+
+// CHECK: .visible .entry flash_persistent_full(
+// CHECK: setmaxnreg.dec.sync.aligned.u32 32;
+
+// ptxas keeps every MMA of the kernels asynchronous and spills nothing.
+// PTXAS-NOT: Potential Performance Loss
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NOT: Potential Performance Loss
+// PTXAS: Used 168 registers
+// PTXAS-NOT: Potential Performance Loss
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NOT: Potential Performance Loss
+// PTXAS: Used 168 registers
+// PTXAS-NOT: Potential Performance Loss
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NOT: Potential Performance Loss
+// PTXAS: Used 168 registers
+// PTXAS-NOT: Potential Performance Loss
+func.func @flash_causal(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xbf16>) {
+  attn.flash q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {causal}
+  return
+}
+
+func.func @flash_persistent(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xbf16>) {
+  attn.flash q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {causal, schedule = #attn.schedule<block_q = 128, block_n = 128, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4, pingpong = true, persistent = true>}
+  return
+}
+
+func.func @flash_persistent_full(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xbf16>) {
+  attn.flash q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {schedule = #attn.schedule<block_q = 128, block_n = 128, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4, pingpong = true, persistent = true>}
+  return
+}
