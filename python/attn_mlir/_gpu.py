@@ -172,7 +172,7 @@ def _ptxas():
 
 def parse_resource_report(report):
     """{kernel: {"registers", "stack_bytes", "spill_stores", "spill_loads"
-    [, "wgmma_serialized"]}} from `ptxas -v` output."""
+    [, "performance_loss"]}} from `ptxas -v` output."""
     out, name = {}, None
     for line in report.splitlines():
         m = re.search(r"Function properties for (\S+)", line)
@@ -192,10 +192,14 @@ def parse_resource_report(report):
         m = re.search(r"Used (\d+) registers", line)
         if m and name:
             out[name]["registers"] = int(m.group(1))
-        # wgmma that ptxas had to serialize (a wait after every MMA).
-        m = re.search(r"\(C7518\).*function '(\S+)'", line)
-        if m:
-            out.setdefault(m.group(1), {})["wgmma_serialized"] = True
+        # Potential performance losses ptxas reports (C75xx): wgmma it had
+        # to serialize (a wait after every MMA; C7513, C7515, C7518, ...),
+        # setmaxnreg it ignored (C7508).
+        m = re.search(r"\((C75\d\d)\) Potential Performance Loss"
+                      r"(?:.*function '(\S+)')?", line)
+        if m and (m.group(2) or name):
+            out.setdefault(m.group(2) or name, {})["performance_loss"] = \
+                m.group(1)
     return out
 
 
@@ -213,8 +217,10 @@ def warn_on_spills(resources, mlir_text, chip):
             problems.append(f"spills {r.get('spill_stores', 0)} bytes to "
                             f"local memory (stack frame "
                             f"{r.get('stack_bytes', 0)} bytes)")
-        if r.get("wgmma_serialized"):
-            problems.append("has its wgmma serialized by ptxas (C7518)")
+        if r.get("performance_loss"):
+            problems.append("has a performance loss that ptxas reports "
+                            f"({r['performance_loss']}: serialized wgmma "
+                            "or ignored setmaxnreg)")
         if problems:
             sched = re.search(r"#attn\.schedule<[^>]*>", mlir_text)
             warnings.warn(
@@ -577,6 +583,8 @@ def runtime():
     lib.attn_rt_launch.argtypes = [ci, vp, cu, cu, cu, cu, cu, vp,
                                    ctypes.POINTER(vp), ctypes.c_char_p, ci]
     lib.attn_rt_available.argtypes = [ci, ctypes.c_char_p, ci]
+    lib.attn_rt_multiprocessors.argtypes = [ci, ci, ctypes.POINTER(ci),
+                                            ctypes.c_char_p, ci]
     ull = ctypes.POINTER(ctypes.c_ulonglong)
     lib.attn_rt_encode_tensor_map.argtypes = [
         ci, ci, vp, ull, ull, ctypes.POINTER(cu), vp, ctypes.c_char_p, ci]
@@ -596,8 +604,10 @@ def _check(rc, err):
 class Kernel:
     """One kernel of a bundle, loaded on one device."""
 
-    def __init__(self, record, function, module, image):
+    def __init__(self, record, function, module, image, blocks=None):
         self.record, self.function = record, function
+        # Persistent kernels: at most one block per SM walks the programs.
+        self._blocks = blocks
         self._module, self._image = module, image   # keep alive
         # The parameter buffer and its slot pointers, reused by every launch
         # (the driver copies the parameters when the launch is enqueued).
@@ -630,6 +640,8 @@ class Kernel:
             dims.append(max(int(n), 0))
         while len(dims) < 3:
             dims.append(1)
+        if self._blocks:
+            return [min(dims[0] * dims[1] * dims[2], self._blocks), 1, 1]
         return dims
 
 
@@ -659,7 +671,14 @@ def load_bundle(bundle, device_index, backend=0):
                                 record["name"].encode(),
                                 record["shared_bytes"], ctypes.byref(fn),
                                 ctypes.byref(mod), err, len(err)), err)
-        kernels.append(Kernel(record, fn, mod, image))
+        blocks = None
+        if record.get("persistent"):
+            count = ctypes.c_int(0)
+            _check(lib.attn_rt_multiprocessors(backend, device_index,
+                                               ctypes.byref(count), err,
+                                               len(err)), err)
+            blocks = count.value
+        kernels.append(Kernel(record, fn, mod, image, blocks))
     _kernels[cache_key] = kernels
     return kernels
 

@@ -128,7 +128,7 @@ def test_blocksparse():
 
 def test_resource_report_parsing():
     # What the AOT manifests record from `ptxas -v`, including wgmma
-    # serialization warnings (C7518).
+    # performance losses (C75xx: serialized wgmma, ignored setmaxnreg).
     from attn_mlir import _gpu
     report = """ptxas info    : Compiling entry function 'kernel' for 'sm_90a'
 ptxas info    : (C7518) Potential Performance Loss: wgmma.mma_async instructions are serialized due to program dependence on compiler-inserted WG.DP in divergent path in the function 'kernel'
@@ -138,7 +138,14 @@ ptxas info    : Used 168 registers, used 1 barriers, 1 bytes smem
 """
     assert _gpu.parse_resource_report(report) == {"kernel": {
         "stack_bytes": 8, "spill_stores": 4, "spill_loads": 12,
-        "registers": 168, "wgmma_serialized": True}}
+        "registers": 168, "performance_loss": "C7518"}}
+    # setmaxnreg that ptxas ignores names no function: the entry's.
+    report = """ptxas info    : Compiling entry function 'ws' for 'sm_90a'
+ptxas info    : (C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to determine register count at entry.
+ptxas info    : Used 126 registers, used 16 barriers, 72 bytes smem
+"""
+    assert _gpu.parse_resource_report(report) == {"ws": {
+        "registers": 126, "performance_loss": "C7508"}}
 
 
 def test_cpu_plan_env(monkeypatch):

@@ -41,6 +41,9 @@ struct Driver {
                          unsigned, unsigned, unsigned, Handle, void **,
                          void **) = nullptr;
   Result (*getErrorString)(Result, const char **) = nullptr;
+  /// cuDeviceGetAttribute (CUDA only: persistent kernels size their launch
+  /// by the SM count).
+  Result (*deviceGetAttribute)(int *, int, int) = nullptr;
   /// cuTensorMapEncodeTiled (CUDA 12+; optional: only TMA kernels need it).
   Result (*tensorMapEncodeTiled)(void *, int, unsigned, void *,
                                  const unsigned long long *,
@@ -107,6 +110,9 @@ Driver *open(int backend, char *err, int len) {
   entry(d.launchKernel, "cuLaunchKernel", "hipModuleLaunchKernel");
   d.getErrorString = reinterpret_cast<decltype(d.getErrorString)>(
       dlsym(d.lib, d.hip ? "hipDrvGetErrorString" : "cuGetErrorString"));
+  if (!d.hip)
+    d.deviceGetAttribute = reinterpret_cast<decltype(d.deviceGetAttribute)>(
+        dlsym(d.lib, "cuDeviceGetAttribute"));
   if (!d.hip)
     d.tensorMapEncodeTiled = reinterpret_cast<decltype(d.tensorMapEncodeTiled)>(
         dlsym(d.lib, "cuTensorMapEncodeTiled"));
@@ -235,6 +241,30 @@ int attn_rt_encode_tensor_map(int dtype, int rank, void *base,
   if (r != 0) {
     setError(err, len, describe(*d, r, "cuTensorMapEncodeTiled"));
     return 7;
+  }
+  return 0;
+}
+
+/// The multiprocessor (SM) count of CUDA device `device` into `count`.
+int attn_rt_multiprocessors(int backend, int device, int *count, char *err,
+                            int len) {
+  Driver *d = open(backend, err, len);
+  if (!d)
+    return 1;
+  if (!d->deviceGetAttribute) {
+    setError(err, len,
+             "the driver has no cuDeviceGetAttribute (persistent kernels are "
+             "CUDA kernels)");
+    return 8;
+  }
+  int dev = 0;
+  Result r = d->deviceGet(&dev, device);
+  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16.
+  if (r == 0)
+    r = d->deviceGetAttribute(count, 16, dev);
+  if (r != 0) {
+    setError(err, len, describe(*d, r, "the SM count query"));
+    return 9;
   }
   return 0;
 }
