@@ -92,8 +92,12 @@ def emit(row):
 
 
 def dense():
-    for D, S_, causal in [(64, 8192, False), (128, 8192, False), (128, 8192, True),
-                          (256, 8192, False), (128, 2048, False), (128, 2048, True)]:
+    # The issue's shapes, then FA3's sequence sweep at D=128 (16K tokens).
+    shapes = [(64, 8192, False), (128, 8192, False), (128, 8192, True),
+              (256, 8192, False), (128, 2048, False), (128, 2048, True)]
+    shapes += [(128, S_, c) for S_ in (512, 1024, 4096, 16384)
+               for c in (False, True)]
+    for D, S_, causal in shapes:
         H = 2048 // D
         B = 16384 // S_
         flops = 4 * B * H * S_ * S_ * D * (0.5 if causal else 1.0)
@@ -103,6 +107,13 @@ def dense():
         scale = 1 / math.sqrt(D)
         ours = lambda: ops.flash(qv, kv, vv, cu, cu, o, scale=scale, causal=causal)
         row = dict(kind="dense", D=D, S=S_, B=B, H=H, causal=causal)
+        # On sm_90a also the persistent form of the plan's Hopper schedule.
+        if DRY or torch.cuda.get_device_capability() == (9, 0):
+            po = randn(B * S_, H, D)
+            pers = lambda: ops.flash(qv, kv, vv, cu, cu, po, scale=scale,
+                                     causal=causal,
+                                     schedule=hopper_schedule(D, True))
+            row["persistent"] = flops / timed(pers) / 1e9
         row["attn_mlir"] = flops / timed(ours) / 1e9
         if DRY:
             continue
@@ -127,14 +138,25 @@ def dense():
         emit(row)
 
 
-# Schedules tried side by side by `variants` (block_q, block_n, pack, warps):
-# the plan's default first.
+def hopper_schedule(D, persistent=False):
+    """attn-plan's sm_90a schedule of dense bf16 flash (Plan.cpp), and its
+    persistent form."""
+    return (128, 128 if D <= 128 else 64, 1, 8, 1, 4, int(D <= 128),
+            int(persistent))
+
+
+# Schedules tried side by side by `variants` (block_q, block_n, pack, warps,
+# tma, producer_warps, pingpong): the plan's default first. On sm_90a the
+# plan gives dense bf16 flash the Hopper pipeline (TMA, a producer
+# warpgroup, pingpong); the others take it apart step by step.
 VARIANTS = {
-    (64, False): [None, (128, 64, 1, 8), (192, 64, 1, 12), (192, 128, 1, 12),
-                  (128, 32, 1, 4)],
-    (128, False): [None, (128, 64, 1, 8), (192, 64, 1, 12), (128, 32, 1, 4)],
-    (128, True): [None, (128, 64, 1, 8), (128, 32, 1, 4)],
-    (256, False): [None, (128, 32, 1, 8)],
+    (64, False): [None, (128, 64, 1, 8, 1, 4, 0), (128, 64, 1, 8, 1, 0, 0),
+                  (128, 64, 1, 8), (128, 128, 1, 8, 1, 4, 1)],
+    (128, False): [None, (128, 128, 1, 8, 1, 4, 0), (128, 128, 1, 8, 1, 0, 0),
+                   (128, 128, 1, 8), (128, 64, 1, 8, 1, 4, 1)],
+    (128, True): [None, (128, 128, 1, 8, 1, 4, 0), (128, 128, 1, 8, 1, 0, 0),
+                  (128, 64, 1, 8, 1, 4, 1)],
+    (256, False): [None, (128, 64, 1, 8, 1, 4, 0), (128, 64, 1, 8, 1, 0, 0)],
 }
 
 
@@ -337,14 +359,15 @@ BLOCKSPARSE_VARIANTS = [(64, 64, 1, 0), (64, 64, 1, 2)]
 
 
 def table():
-    print("\n| case | attn_mlir | seed Triton | SDPA FA2 | SDPA cuDNN | ours/seed | ours/FA2 |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("\n| case | attn_mlir | seed Triton | SDPA FA2 | SDPA cuDNN | ours/seed "
+          "| ours/FA2 | ours/cuDNN |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in ROWS:
         k = r["kind"]
         if k == "variant":
             print(f"| dense D={r['D']} {'causal' if r['causal'] else 'full'} "
                   f"schedule {r['schedule']} (TFLOP/s) | {r['attn_mlir']:.0f} "
-                  f"| - | - | - | - | - |")
+                  f"| - | - | - | - | - | - |")
             continue
         if k == "dense":
             name = f"dense D={r['D']} S={r['S']} {'causal' if r['causal'] else 'full'} (TFLOP/s)"
@@ -363,12 +386,17 @@ def table():
         lower = k in ("mixed", "blocksparse")
         ratio = (seed / ours) if lower else (ours / seed)
         f = lambda x: "-" if x is None else f"{x:.0f}"
+        over = lambda peer: "-" if peer is None else f"{ours / peer:.2f}"
         print(f"| {name} | {f(ours)} | {f(seed)} | {f(fa2)} | {f(cud)} | "
-              f"{ratio:.2f} | {'-' if fa2 is None else f'{ours / fa2:.2f}'} |")
+              f"{ratio:.2f} | {over(fa2)} | {over(cud)} |")
+        if k == "dense" and r.get("persistent") and cud:
+            p = r["persistent"]
+            print(f"| {name[:-10]} persistent (TFLOP/s) | {p:.0f} | - | - | "
+                  f"{cud:.0f} | - | - | {p / cud:.2f} |")
         if k == "decode" and r.get("attn_mlir_graph"):
             g, sg = r["attn_mlir_graph"], r["seed_graph"]
             print(f"| {name[:-7]} CUDA graph (GB/s) | {g:.0f} | {sg:.0f} | - | - | "
-                  f"{g / sg:.2f} | - |")
+                  f"{g / sg:.2f} | - | - |")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,90 @@
+"""One call per schedule of the sm_90a flash pipelines, checked against a
+float64 reference, for compute-sanitizer (memcheck, racecheck, synccheck):
+
+    compute-sanitizer --tool synccheck python3 bench/sanitize_flash.py
+
+Each call is varlen (sequences of unequal lengths, the last KV tile
+partial, one of a single token) with bf16 D=128, causal and not; the
+schedules are the plan's (TMA + producer warpgroup + pingpong on sm_90a),
+its persistent form and its steps back. The second case has more programs
+than an H100 has SMs, so that each persistent block walks several. Exits
+non-zero when an output differs from the reference (a sanitizer's
+instrumentation changes timing, so races show up as wrong values too).
+"""
+import math
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from attn_mlir import ops  # noqa: E402
+
+DRY = bool(os.environ.get("ATTN_MLIR_DRY_RUN"))
+SCHEDULES = [None, (128, 128, 1, 8, 1, 4, 1, 1), (128, 128, 1, 8, 1, 4, 0),
+             (128, 128, 1, 8, 1, 0, 0)]
+D = 128
+CASES = [(2, (300, 517)), (8, (1000, 1500, 777, 2048, 129, 1, 640))]
+
+
+def reference(q, k, v, cu, causal, scale):
+    H = q.shape[1]
+    out = np.zeros_like(q)
+    for b in range(len(cu) - 1):
+        s, t = cu[b], cu[b + 1]
+        qs, ks, vs = q[s:t], k[s:t], v[s:t]
+        n = t - s
+        for h in range(H):
+            sc = qs[:, h] @ ks[:, h].T * scale
+            if causal:
+                sc = np.where(np.tril(np.ones((n, n), bool)), sc, -np.inf)
+            p = np.exp(sc - sc.max(-1, keepdims=True))
+            out[s:t, h] = p @ vs[:, h] / p.sum(-1, keepdims=True)
+    return out
+
+
+def main():
+    bad = sum(check(H, lens) for H, lens in CASES)
+    sys.exit(1 if bad else 0)
+
+
+def check(H, lens):
+    rng = np.random.default_rng(0)
+    cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+    total = int(cu[-1])
+    host = [rng.standard_normal((total, H, D)).astype(np.float32)
+            for _ in range(3)]
+    scale = 1 / math.sqrt(D)
+    if not DRY:
+        import torch
+        dev = [torch.tensor(x, dtype=torch.bfloat16, device="cuda")
+               for x in host]
+        exact = [x.float().cpu().double().numpy() for x in dev]
+        cu_dev = torch.tensor(cu, device="cuda")
+    bad = 0
+    for causal in (False, True):
+        ref = None if DRY else reference(*exact, cu, causal, scale)
+        for sched in SCHEDULES:
+            if DRY:
+                import ml_dtypes
+                q, k, v = (x.astype(ml_dtypes.bfloat16) for x in host)
+                o = np.zeros_like(q)
+                ops.flash(q, k, v, cu, cu, o, scale=scale, causal=causal,
+                          schedule=sched)
+                continue
+            o = torch.full_like(dev[0], float("nan"))
+            ops.flash(*dev, cu_dev, cu_dev, o, scale=scale, causal=causal,
+                      schedule=sched)
+            torch.cuda.synchronize()
+            err = np.abs(o.float().cpu().double().numpy() - ref).max()
+            ok = bool(np.isfinite(err) and err < 3e-2)
+            bad += not ok
+            print(f"H={H} lens={lens} causal={causal} "
+                  f"schedule={sched or 'plan'}: "
+                  f"max|err| {err:.3e} {'ok' if ok else 'WRONG'}", flush=True)
+    return bad
+
+
+if __name__ == "__main__":
+    main()
