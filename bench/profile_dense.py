@@ -1,9 +1,10 @@
 """One dense flash call (D=128, S=8192, bf16) for Nsight Compute:
 
     ncu --section SpeedOfLight --section WarpStateStats --section SchedulerStats \\
-        -k regex:kernel -c 1 python3 bench/profile_dense.py [D] [causal|full] [S]
+        -k regex:kernel -c 1 python3 bench/profile_dense.py [D] [causal|full] [S] [persistent]
 
-(16K tokens: 16384 / S sequences of S.)
+(16K tokens: 16384 / S sequences of S; `persistent`: the persistent form of
+the plan's sm_90a schedule.)
 """
 import math
 import sys
@@ -18,9 +19,13 @@ from attn_mlir import ops  # noqa: E402
 D = int(sys.argv[1]) if len(sys.argv) > 1 else 128
 causal = len(sys.argv) > 2 and sys.argv[2] == "causal"
 S = int(sys.argv[3]) if len(sys.argv) > 3 else 8192
+schedule = None
+if len(sys.argv) > 4 and sys.argv[4] == "persistent":
+    schedule = (128, 128 if D <= 128 else 64, 1, 8, 1, 4, int(D <= 128), 1)
 H, B = 2048 // D, 16384 // S
 q, k, v, o = (torch.randn(B * S, H, D, dtype=torch.bfloat16, device="cuda")
               for _ in range(4))
 cu = torch.as_tensor(np.arange(B + 1, dtype=np.int32) * S, device="cuda")
-ops.flash(q, k, v, cu, cu, o, scale=1 / math.sqrt(D), causal=causal)
+ops.flash(q, k, v, cu, cu, o, scale=1 / math.sqrt(D), causal=causal,
+          schedule=schedule)
 torch.cuda.synchronize()
