@@ -68,6 +68,15 @@ protected:
   virtual void visitOutputs(
       int64_t slot,
       llvm::function_ref<void(Value d, Value v, bool partial)> store) = 0;
+  /// Where this thread holds its output elements of slot `slot` as pairs
+  /// (d, d + 1), d even, all inside the head dim: calls `store(d, v0, v1)`
+  /// for each and returns true (one 4-byte store per pair); false (the
+  /// default) otherwise.
+  virtual bool
+  visitOutputPairs(int64_t slot,
+                   llvm::function_ref<void(Value d, Value v0, Value v1)>) {
+    return false;
+  }
 
   // --- Shared by the backends. ---
   /// Row r of the query tile: token r / pack of head headBase + r % pack,

@@ -8,6 +8,7 @@
 #include "attn/Conversion/AttnToGPU/AttentionProgram.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -93,6 +94,26 @@ void AttentionProgram::epilogue(const ProgramRows &rows) {
       } else {
         factor = math.outputFactor(l, o.outScale);
       }
+      // 16-bit outputs without an fp8 clamp go out a pair per store
+      // (rows of 16-bit GPU operands are 16-byte aligned: the runtime
+      // checks): half the store instructions.
+      auto outType = cast<MemRefType>(o.out.getType());
+      Type outElem = outType.getElementType();
+      if (!o.segmentMax && !o.outScale &&
+          (outElem.isF16() || outElem.isBF16()) &&
+          outType.isLastDimUnitStride() &&
+          visitOutputPairs(slot, [&](Value d, Value v0, Value v1) {
+            auto half = [&](Value v) {
+              return arith::TruncFOp::create(b, outElem, e.mulF(v, factor))
+                  .getResult();
+            };
+            Value pair =
+                vector::FromElementsOp::create(b, VectorType::get({2}, outElem),
+                                               ValueRange{half(v0), half(v1)});
+            vector::StoreOp::create(b, pair, o.out, ValueRange{qRow, head, d},
+                                    /*nontemporal=*/false, llvm::Align(4));
+          }))
+        return;
       visitOutputs(slot, [&](Value d, Value v, bool partial) {
         auto store = [&] {
           if (o.segmentMax)

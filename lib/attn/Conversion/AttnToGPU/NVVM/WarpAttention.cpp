@@ -572,6 +572,20 @@ void WarpAttentionBuilder::visitOutputs(
   }
 }
 
+bool WarpAttentionBuilder::visitOutputPairs(
+    int64_t slot, llvm::function_ref<void(Value d, Value v0, Value v1)> store) {
+  // Accumulator elements 2h and 2h + 1 of a tile are columns 2 quadCol and
+  // 2 quadCol + 1 of one row. Tiles past the head dim (padded to 16) are
+  // not stored.
+  if (shape.headDim % 8)
+    return false;
+  int64_t m = slot / 2, h = slot % 2;
+  for (int64_t dj = 0; dj < shape.headDim / 8; ++dj)
+    store(colOf(dj, 2 * h), e.load(oAcc, {accIndex(m, dj, 2 * h)}),
+          e.load(oAcc, {accIndex(m, dj, 2 * h + 1)}));
+  return true;
+}
+
 } // namespace mlir::attn::warp
 
 KernelLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct,

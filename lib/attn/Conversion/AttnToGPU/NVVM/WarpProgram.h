@@ -150,6 +150,9 @@ private:
   void visitOutputs(
       int64_t slot,
       llvm::function_ref<void(Value d, Value v, bool partial)> store) override;
+  bool visitOutputPairs(
+      int64_t slot,
+      llvm::function_ref<void(Value d, Value v0, Value v1)> store) override;
 
   void setUpThreads();
   /// Sets foldedFactor (see there) for linear scores.
