@@ -334,6 +334,11 @@ private:
   Value emptyV(Value s) { return e.add(e.idx(6), s); }
   /// Phase parity of the (t / 2)-th use of buffer t % 2.
   Value parityOf(Value t) { return e.remU(e.divU(t, e.idx(2)), e.idx(2)); }
+  /// Bytes of a swizzled [rows, dPad] tile of the compute type (what one
+  /// TMA tile of Q, K or V delivers).
+  int64_t tileBytes(int64_t rows) const {
+    return rows * g.dPad * (ct.getIntOrFloatBitWidth() / 8);
+  }
   /// The ring position of the program's tile t (tiles of earlier programs
   /// of a persistent block come first).
   Value ringOf(Value t) { return e.add(ringBase, t); }

@@ -347,8 +347,7 @@ void WarpAttentionBuilder::issueQueryTile(const ProgramRows &rows) {
   int64_t elemBytes = ct.getIntOrFloatBitWidth() / 8;
   int64_t atoms = g.dPad / wgmma::kAtomCols;
   int64_t atomElems = g.mRows * wgmma::kAtomCols;
-  nvgpu::MBarrierArriveExpectTxOp::create(b, bars,
-                                          e.idx(atoms * atomElems * elemBytes),
+  nvgpu::MBarrierArriveExpectTxOp::create(b, bars, e.idx(tileBytes(g.mRows)),
                                           e.idx(kQueryBarrier), Value());
   auto space =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
@@ -369,8 +368,6 @@ void WarpAttentionBuilder::issueQueryTile(const ProgramRows &rows) {
 
 void WarpAttentionBuilder::produce(const KvWalk &walk, Value lo, Value hi,
                                    llvm::function_ref<void()> issueQuery) {
-  int64_t tileBytes = g.dPad / wgmma::kAtomCols * g.bn * wgmma::kAtomCols *
-                      (ct.getIntOrFloatBitWidth() / 8);
   Value bn = e.idx(g.bn);
   e.forLoop(lo, hi, bn, [&](Value n0) {
     Value t = e.divU(e.sub(n0, lo), bn);
@@ -383,8 +380,8 @@ void WarpAttentionBuilder::produce(const KvWalk &walk, Value lo, Value hi,
       // first.
       e.ifThen(e.le(e.idx(2), r),
                [&] { waitBarrier(empty, parityOf(e.sub(r, e.idx(2)))); });
-      nvgpu::MBarrierArriveExpectTxOp::create(b, bars, e.idx(tileBytes), full,
-                                              Value());
+      nvgpu::MBarrierArriveExpectTxOp::create(b, bars, e.idx(tileBytes(g.bn)),
+                                              full, Value());
       issueTmaBoxes(walk, tile, map, full, n0);
     };
     load(buf.k, kMap, fullK(s), emptyK(s));

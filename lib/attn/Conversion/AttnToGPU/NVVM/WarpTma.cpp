@@ -125,12 +125,8 @@ void WarpAttentionBuilder::waitBarrier(Value index, Value parity) {
 
 void WarpAttentionBuilder::issueTmaTile(const KvWalk &walk, Value stage,
                                         Value n0) {
-  int64_t elemBytes = ct.getIntOrFloatBitWidth() / 8;
-  int64_t atoms = g.dPad / wgmma::kAtomCols;
-  int64_t atomElems = g.bn * wgmma::kAtomCols;
-  int64_t tileBytes = 2 * atoms * atomElems * elemBytes;
-  nvgpu::MBarrierArriveExpectTxOp::create(b, bars, e.idx(tileBytes), stage,
-                                          Value());
+  nvgpu::MBarrierArriveExpectTxOp::create(b, bars, e.idx(2 * tileBytes(g.bn)),
+                                          stage, Value());
   KvBuffers buf = kvBuffers(stage);
   issueTmaBoxes(walk, buf.k, kMap, stage, n0);
   issueTmaBoxes(walk, buf.v, vMap, stage, n0);
