@@ -27,12 +27,15 @@ if want sanitize; then
     python3 -m pytest -q -p no:cacheprovider test/python/test_vllm_cuda.py 2>&1 \
     | tee "$OUT/memcheck.log" | tail -15
   echo "memcheck exit: ${PIPESTATUS[0]}"
-  # The sm_90a flash schedules (plan, persistent, steps back) on NaN-poisoned
-  # outputs against float64, under memcheck and racecheck.
+  # The sm_90a flash and block-sparse schedules (plan, persistent, steps
+  # back) on NaN-poisoned outputs against float64, under memcheck and
+  # racecheck.
   for tool in memcheck racecheck; do
-    echo "== compute-sanitizer $tool: bench/sanitize_flash.py"
-    timeout 250 "$SAN" --tool $tool python3 bench/sanitize_flash.py 2>&1 \
-      | tee "$OUT/${tool}_flash.log" | tail -4
+    for what in flash blocksparse; do
+      echo "== compute-sanitizer $tool: bench/sanitize_$what.py"
+      timeout 250 "$SAN" --tool $tool python3 bench/sanitize_$what.py 2>&1 \
+        | tee "$OUT/${tool}_$what.log" | tail -4
+    done
   done
 fi
 if want bench; then

@@ -207,7 +207,7 @@ func.func @flash_fp8(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x16x128xf8E4M3FN
 // A pinned schedule asking for TMA where the copies cannot be made (fp8
 // K/V, dequantized while staged; or any chip but sm_90a) is rejected.
 func.func @tma_not_possible(%q: memref<?x4x128xf8E4M3FN>, %k: memref<?x4x128xf8E4M3FN>, %v: memref<?x4x128xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x4x128xbf16>) {
-  // expected-error @+1 {{asks for TMA, which only sm_90a flash programs of warpgroups have, over dense f16/bf16 K and V}}
+  // expected-error @+1 {{asks for TMA, which only sm_90a flash and block-sparse programs of warpgroups have, over dense f16/bf16 K and V}}
   attn.flash q(%q : memref<?x4x128xf8E4M3FN>) k(%k : memref<?x4x128xf8E4M3FN>) v(%v : memref<?x4x128xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x4x128xbf16>) {schedule = #attn.schedule<block_q = 128, block_n = 128, heads_per_program = 1, warps = 8, tma = true>}
   return
 }

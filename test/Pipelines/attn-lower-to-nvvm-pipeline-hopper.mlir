@@ -50,7 +50,30 @@
 // CHECK: .visible .entry flash_persistent_full(
 // CHECK: setmaxnreg.dec.sync.aligned.u32 32;
 
-// ptxas keeps every MMA of the kernels asynchronous and spills nothing.
+// Block-sparse over per-head layouts of 64-key blocks: one consumer
+// warpgroup of 64 rows beside the producer (256 threads at 128 registers,
+// two blocks per SM); the producer walks the CSR blocks and issues K, Q
+// and V by TMA; QK on m64n64k16, PV on m64n128k16.
+// CHECK: .visible .entry blocksparse_heads(
+// CHECK-NEXT: .param .align 64 .b8 blocksparse_heads_param_0[128],
+// CHECK-NEXT: .param .align 64 .b8 blocksparse_heads_param_1[128],
+// CHECK-NEXT: .param .align 64 .b8 blocksparse_heads_param_2[128],
+// CHECK: .maxntid 256, 1, 1
+// CHECK: .maxnreg 128
+// CHECK: setmaxnreg.dec.sync.aligned.u32 24;
+// CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// CHECK: setmaxnreg.inc.sync.aligned.u32 232;
+// CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK-NOT: ld.local
+// CHECK-NOT: st.local
+
+// ptxas keeps every MMA of the kernels asynchronous and spills nothing
+// (it reports the kernels last first).
+// PTXAS-NOT: Potential Performance Loss
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NOT: Potential Performance Loss
+// PTXAS: Used 128 registers
 // PTXAS-NOT: Potential Performance Loss
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: Potential Performance Loss
@@ -76,5 +99,10 @@ func.func @flash_persistent(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>
 
 func.func @flash_persistent_full(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xbf16>) {
   attn.flash q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {schedule = #attn.schedule<block_q = 128, block_n = 128, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4, pingpong = true, persistent = true>}
+  return
+}
+
+func.func @blocksparse_heads(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x257xi32>, %col: memref<16x?xi32>, %s: f32, %o: memref<?x16x128xbf16>) {
+  attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x257xi32>) col(%col : memref<16x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64}
   return
 }

@@ -148,9 +148,9 @@ def unified_vllm(D, kind, hq=32, hk=8, page=16):
             f"{attrs}\n  return\n}}\n")
 
 
-def blocksparse(D, block=64, hq=32, hk=8, t="bf16"):
+def blocksparse(D, block=64, hq=32, hk=8, t="bf16", shared=False):
     q, kv = memref("?", hq, D, t=t), memref("?", hk, D, t=t)
-    csr = f"memref<{hq}x?xi32>"
+    csr = f"memref<{1 if shared else hq}x?xi32>"
     return (f"func.func @kernel(%q: {q}, %k: {kv}, %v: {kv}, "
             f"%cq: memref<?xi32>, %ck: memref<?xi32>, %crow: {csr}, "
             f"%col: {csr}, %s: f32, %o: {q}) {{\n"
@@ -190,6 +190,9 @@ def cases():
     for D, block in ((64, 64), (80, 64), (96, 64), (112, 64), (128, 64),
                      (128, 16)):
         yield f"blocksparse D={D} block {block}", blocksparse(D, block)
+    # One layout for every head: GQA packing (two warpgroups on sm_90a).
+    yield "blocksparse D=128 block 64 shared", blocksparse(128, 64,
+                                                           shared=True)
     # f32 q/k/v (tf32 mma.sync on NVVM).
     for D in (64, 128, 256):
         yield f"flash D={D} f32", flash(D, t="f32")

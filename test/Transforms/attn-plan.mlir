@@ -84,6 +84,9 @@ func.func @keeps_pinned_schedule(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>,
 // NVVM-LABEL: func.func @blocksparse_per_head
 // NVVM: schedule = #attn.schedule<block_q = 8, block_n = 64, heads_per_program = 1>
 // CHECK: schedule = #attn.schedule<block_q = 8, block_n = 32, heads_per_program = 1>
+// Rows of 8 tokens are not a warpgroup's 64: no TMA pipeline on sm_90a.
+// HOPPER-LABEL: func.func @blocksparse_per_head
+// HOPPER: schedule = #attn.schedule<block_q = 8, block_n = 64, heads_per_program = 1>
 func.func @blocksparse_per_head(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<8x?xi32>, %col: memref<8x?xi32>, %s: f32,
     %o: memref<?x8x64xbf16>) {
@@ -98,9 +101,10 @@ func.func @blocksparse_per_head(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>
 // NVVM-LABEL: func.func @blocksparse_shared
 // NVVM: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 4>
 // CHECK: schedule = #attn.schedule<block_q = 4, block_n = 32, heads_per_program = 4>
-// Block-sparse KV ranges are layout blocks: the mma.sync schedule on sm_90a.
+// sm_90a: 128 rows are two consumer warpgroups in pingpong beside a
+// producer warpgroup whose TMA ring runs on across the layout blocks.
 // HOPPER-LABEL: func.func @blocksparse_shared
-// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 4>
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>
 func.func @blocksparse_shared(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<1x?xi32>, %col: memref<1x?xi32>, %s: f32,
     %o: memref<?x8x64xbf16>) {

@@ -64,17 +64,25 @@ AmdTiles amdTiles(AmdFamily family, bool prefill, int64_t headDim,
   return {rows, keys, std::min<int64_t>(4, rows / 16)};
 }
 
-/// Whether the op is a flash op whose K and V the bulk tensor copy engine
-/// can load as they are: stored like Q (f16 or bf16, not quantized on
-/// the way) with contiguous rows of whole 64-column swizzle atoms.
+/// Whether the op is a flash or block-sparse op whose K and V the bulk
+/// tensor copy engine can load as they are: stored like Q (f16 or bf16,
+/// not quantized on the way) with contiguous rows of whole 64-column
+/// swizzle atoms.
 bool tmaOperands(Operation *op) {
-  auto flash = dyn_cast<FlashOp>(op);
-  if (!flash || flash.getQuantizeTo())
+  Value q, k, v;
+  if (auto flash = dyn_cast<FlashOp>(op)) {
+    if (flash.getQuantizeTo())
+      return false;
+    q = flash.getQ(), k = flash.getK(), v = flash.getV();
+  } else if (auto sparse = dyn_cast<BlockSparseOp>(op)) {
+    q = sparse.getQ(), k = sparse.getK(), v = sparse.getV();
+  } else {
     return false;
-  Type qType = cast<MemRefType>(flash.getQ().getType()).getElementType();
+  }
+  Type qType = cast<MemRefType>(q.getType()).getElementType();
   if (!qType.isF16() && !qType.isBF16())
     return false;
-  for (Value kv : {flash.getK(), flash.getV()}) {
+  for (Value kv : {k, v}) {
     auto type = cast<MemRefType>(kv.getType());
     SmallVector<int64_t> strides;
     int64_t offset;
@@ -220,6 +228,22 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   // persistent form was level on full attention and 26-41% slower on
   // causal (a static stride over programs of unequal lengths;
   // bench/results/2026-11-24-h100-ws.md): not chosen.
+  // sm_90a block-sparse programs on the same pipeline: a producer
+  // warpgroup loads the CSR blocks by TMA into a ring that runs on from
+  // block to block. 64 rows (a layout row of one head) are one consumer
+  // warpgroup, and two blocks share an SM (24 + 232 registers per thread
+  // of 128 at launch); 128 rows (GQA packing under a shared layout) two,
+  // in pingpong. Layout blocks of whole 64-key tiles only.
+  if (auto sparse = dyn_cast<BlockSparseOp>(op);
+      sparse && target == "nvvm" && chip == "sm_90a" &&
+      (blockQ * pack == 64 || blockQ * pack == 128) &&
+      sparse.getBlockSizeAttr().getInt() % 64 == 0 && headDim % 64 == 0 &&
+      headDim <= 128 && tmaOperands(op))
+    return ScheduleAttr::get(op->getContext(), blockQ, 64, pack,
+                             blockQ * pack / 16, /*tma=*/true,
+                             /*producer_warps=*/4,
+                             /*pingpong=*/blockQ * pack == 128,
+                             /*persistent=*/false);
   if (warpgroups && warps == 8 && tmaOperands(op)) {
     if (headDim <= 64)
       keys = 128;

@@ -54,6 +54,9 @@ protected:
   /// Computes KV tiles of keys [lo, hi) of `walk`.
   virtual void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
                          Value hi) = 0;
+  /// After every walk, before the epilogue: what a pipeline still has in
+  /// flight (the default: nothing).
+  virtual void finishWalks(const ProgramRows &rows, ArrayRef<KvWalk> walks) {}
   /// Warp-specialized programs: emits the roles' split, calling
   /// `consume` (the query tile, softmax state, the walks through walkRange,
   /// the epilogue) in the warps that compute, and returns true; false (the

@@ -26,6 +26,7 @@ void AttentionProgram::emit(const ProgramRows &rows, ArrayRef<KvWalk> walks) {
     for (const KvWalk &walk : walks)
       walk.visitRanges(
           e, [&](Value lo, Value hi) { walkRange(rows, walk, lo, hi); });
+    finishWalks(rows, walks);
     epilogue(rows);
   };
   if (!specialize(rows, walks, consume))

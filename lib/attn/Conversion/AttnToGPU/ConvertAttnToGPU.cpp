@@ -220,10 +220,11 @@ struct ConvertAttnToGPUPass
       if (shape.tma && requests.empty())
         return op->emitOpError("convert-attn-to-gpu: the schedule ")
                << s
-               << " asks for TMA, which only sm_90a flash programs "
-                  "of warpgroups have, over dense f16/bf16 K and V (head "
-                  "dim a multiple of 64, contiguous rows, double-buffered "
-                  "tiles of at most 256 keys)";
+               << " asks for TMA, which only sm_90a flash and block-sparse "
+                  "programs of warpgroups have, over dense f16/bf16 K and V "
+                  "(head dim a multiple of 64, contiguous rows, "
+                  "double-buffered tiles of at most 256 keys; one warpgroup "
+                  "only with producer_warps)";
       if (launch.threads > 1024 ||
           launch.sharedBytes > gpuTarget.maxSharedBytes())
         return op->emitOpError("convert-attn-to-gpu: the schedule ")

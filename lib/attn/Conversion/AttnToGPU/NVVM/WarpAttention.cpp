@@ -608,19 +608,35 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
                                                          const TileShape &shape,
                                                          Type ct,
                                                          NvidiaChip chip) {
-  // Dense K and V of attn.flash, stored in the compute type, on warpgroup
-  // programs of double-buffered tiles whose 64-column swizzle atoms the
-  // head dim fills: TMA writes exactly the tiles the wgmma descriptors read.
-  // (attn-plan asks for them in the schedule: tmaOperands in Plan.cpp.)
-  auto flash = dyn_cast<FlashOp>(op);
-  if (!shape.tma || !flash || flash.getQuantizeTo() || !chip.wgmma ||
-      ct.isF32() || shape.headDim % wgmma::kAtomCols)
+  // Dense K and V of attn.flash and attn.blocksparse, stored in the
+  // compute type, on warpgroup programs of double-buffered tiles whose
+  // 64-column swizzle atoms the head dim fills: TMA writes exactly the
+  // tiles the wgmma descriptors read. (attn-plan asks for them in the
+  // schedule: tmaOperands in Plan.cpp.)
+  OpOperand *qOperand, *kOperand, *vOperand;
+  Value qScale;
+  if (auto flash = dyn_cast<FlashOp>(op)) {
+    if (flash.getQuantizeTo())
+      return {};
+    qOperand = &flash.getQMutable();
+    kOperand = &flash.getKMutable();
+    vOperand = &flash.getVMutable();
+    qScale = flash.getQScale();
+  } else if (auto sparse = dyn_cast<BlockSparseOp>(op)) {
+    qOperand = &sparse.getQMutable();
+    kOperand = &sparse.getKMutable();
+    vOperand = &sparse.getVMutable();
+  } else {
+    return {};
+  }
+  if (!shape.tma || !chip.wgmma || ct.isF32() ||
+      shape.headDim % wgmma::kAtomCols)
     return {};
   Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
   if (!g.wgmma || g.stages != 2 || g.bn > 256)
     return {};
   SmallVector<TensorMapRequest> requests;
-  for (OpOperand *operand : {&flash.getKMutable(), &flash.getVMutable()}) {
+  for (OpOperand *operand : {kOperand, vOperand}) {
     auto type = cast<MemRefType>(operand->get().getType());
     SmallVector<int64_t> strides;
     int64_t offset;
@@ -633,14 +649,13 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
   // The producer warpgroup also loads Q as stored (no q scale): boxes of
   // [block_q, heads_per_program, 64], whose rows (token-major, heads
   // packed) are the M tile's.
-  auto qType = cast<MemRefType>(flash.getQ().getType());
+  auto qType = cast<MemRefType>(qOperand->get().getType());
   SmallVector<int64_t> qStrides;
   int64_t qOffset;
-  if (shape.producerWarps && !flash.getQScale() &&
-      qType.getElementType() == ct &&
+  if (shape.producerWarps && !qScale && qType.getElementType() == ct &&
       succeeded(qType.getStridesAndOffset(qStrides, qOffset)) &&
       qStrides[2] == 1 && shape.blockQ <= 256 && shape.pack <= 256)
-    requests.push_back({flash.getQMutable().getOperandNumber(),
+    requests.push_back({qOperand->getOperandNumber(),
                         {shape.blockQ, shape.pack, wgmma::kAtomCols}});
   return requests;
 }

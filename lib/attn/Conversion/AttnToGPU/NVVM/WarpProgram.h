@@ -299,8 +299,16 @@ private:
   /// The producer's loop over keys [lo, hi) (one elected thread);
   /// `issueQuery` runs after the first K tile is issued (or alone when the
   /// range is empty).
-  void produce(const KvWalk &walk, Value lo, Value hi,
+  /// `base` (ranged walks): the ring position of lo's tile in the
+  /// program; the query tile is then issued with the program's first tile
+  /// (producerPart issues it for a program without tiles).
+  void produce(const KvWalk &walk, Value lo, Value hi, Value base,
                llvm::function_ref<void()> issueQuery);
+  /// A one-element i32 counter in registers (an alloca of the entry
+  /// block), set to 0 here; its value as an index, and its update.
+  Value counterAlloca();
+  Value loadCounter(Value counter);
+  void storeCounter(Value v, Value counter);
   /// Tiles of [lo, hi): 0 when empty.
   Value tilesOf(Value lo, Value hi);
   /// Loads the persistent counters (ringBase, programIndex) of this
@@ -315,6 +323,16 @@ private:
   /// overlap), and with pingpong each warpgroup's MMAs issued in turn.
   void walkSpecialized(const ProgramRows &rows, const KvWalk &walk, Value lo,
                        Value hi);
+  /// walkSpecialized for one of several ranges of a walk (block-sparse):
+  /// the pipeline runs on from range to range.
+  void walkSpecializedRange(const ProgramRows &rows, const KvWalk &walk,
+                            Value lo, Value hi);
+  /// Issues the last PV of a ranged walk (see walkSpecializedRange).
+  void finishWalks(const ProgramRows &rows, ArrayRef<KvWalk> walks) override;
+  /// consumeStep with the masked and mask-free copies chosen per tile
+  /// (keys [n0, min(n0 + bn, hi)) when `scores`).
+  void specializedStep(const ProgramRows &rows, const KvWalk &walk, Value t,
+                       Value n0, Value hi, bool scores, bool values);
   /// One step of walkSpecialized: QK and softmax of tile t at n0 (when
   /// `scores`), PV of tile t - 1 (when `values`); `masked` as scores().
   void consumeStep(const ProgramRows &rows, const KvWalk &walk, Value t,
@@ -428,6 +446,10 @@ private:
   /// Warp-specialized (a producer warpgroup; see specialize()), with
   /// pingpong between the consumer warpgroups.
   bool ws = false, pingpong = false;
+  /// The walk visits several ranges (block-sparse): the consumers' tiles
+  /// walked so far and whether a PV is pending, as counterAlloca()s.
+  bool ranged = false;
+  Value walkedTiles, pendingValues;
   /// Inside the consumer warps of a specialized program (`threads` is
   /// then theirs).
   bool consumersOnly = false;

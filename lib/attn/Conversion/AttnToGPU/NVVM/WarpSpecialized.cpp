@@ -19,6 +19,10 @@
 // * Pingpong: the two consumer warpgroups issue their MMAs in turn, waiting
 //   on a named barrier that the other one arrives on once it has issued
 //   its own, so that one's softmax runs under the other's MMAs.
+// * Walks of several ranges (block-sparse CSR blocks): the producer walks
+//   the ranges too, and the ring and the consumers' pipeline run on from
+//   range to range (walkSpecializedRange, finishWalks). Programs of one
+//   consumer warpgroup (64 rows) launch at 128 registers, two per SM.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,15 +43,22 @@ using namespace mlir::attn::warp;
 namespace mlir::attn::warp {
 
 namespace {
-/// Registers per thread after the split: 128 * 24 + 256 * 240 fit the
-/// 64K of an SM (the launch gives each of the 384 threads 168).
-constexpr int32_t kEntryRegisters = 168, kProducerRegisters = 24,
-                  kConsumerRegisters = 240;
-/// Persistent kernels: the producer's loop over the programs needs more
-/// (ptxas spilled 8-12 bytes at 24 in the non-causal ones; the consumers
-/// spill nothing at 232).
-constexpr int32_t kPersistentProducerRegisters = 32,
-                  kPersistentConsumerRegisters = 232;
+/// Registers per thread at launch and after the split.
+struct RegisterSplit {
+  int32_t entry, producer, consumer;
+};
+RegisterSplit registerSplit(int64_t consumerWarps, bool persistent) {
+  // One consumer warpgroup (block-sparse programs of 64 rows): two blocks
+  // of 256 threads share an SM, 128 registers each at launch.
+  if (consumerWarps == 4)
+    return persistent ? RegisterSplit{128, 32, 224}
+                      : RegisterSplit{128, 24, 232};
+  // Two: 128 * 24 + 256 * 240 fit the 64K of an SM (the launch gives each
+  // of the 384 threads 168). Persistent kernels: the producer's loop over
+  // the programs needs more (ptxas spilled 8-12 bytes at 24 in the
+  // non-causal ones; the consumers spill nothing at 232).
+  return persistent ? RegisterSplit{168, 32, 232} : RegisterSplit{168, 24, 240};
+}
 /// Named barriers of the pingpong: warpgroup w waits on kTurnBarrier + w
 /// (barrier 0 is the block's); both warpgroups' threads count.
 constexpr int32_t kTurnBarrier = 1, kTurnThreads = 2 * 128;
@@ -61,9 +72,10 @@ void splitRoles(ImplicitLocOpBuilder &b, LoopEmitter &e, Block *entry,
                 llvm::function_ref<void()> consumer, bool persistent) {
   MLIRContext *ctx = b.getContext();
   // setmaxnreg moves registers from a known count at entry (ptxas ignores
-  // it otherwise: C7508): the 168 a thread of 384 gets.
+  // it otherwise: C7508).
+  RegisterSplit split = registerSplit(consumerWarps, persistent);
   entry->getParentOp()->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
-                                b.getI32IntegerAttr(kEntryRegisters));
+                                b.getI32IntegerAttr(split.entry));
   SmallVector<Operation *> moves;
   auto setMaxRegisters = [&](int32_t count, NVVM::SetMaxRegisterAction how) {
     moves.push_back(NVVM::SetMaxRegisterOp::create(
@@ -73,15 +85,11 @@ void splitRoles(ImplicitLocOpBuilder &b, LoopEmitter &e, Block *entry,
   e.ifThenElse(
       e.le(e.idx(consumerWarps), warp),
       [&] {
-        setMaxRegisters(persistent ? kPersistentProducerRegisters
-                                   : kProducerRegisters,
-                        NVVM::SetMaxRegisterAction::decrease);
+        setMaxRegisters(split.producer, NVVM::SetMaxRegisterAction::decrease);
         producer();
       },
       [&] {
-        setMaxRegisters(persistent ? kPersistentConsumerRegisters
-                                   : kConsumerRegisters,
-                        NVVM::SetMaxRegisterAction::increase);
+        setMaxRegisters(split.consumer, NVVM::SetMaxRegisterAction::increase);
         consumer();
       });
   for (Operation *move : moves)
@@ -302,9 +310,44 @@ void WarpAttentionBuilder::producerPart(const ProgramRows &rows,
         });
       issueQueryTile(rows);
     };
-    produce(walk, walk.lo, walk.hi, issueQuery);
-    storeCounters(tilesOf(walk.lo, walk.hi));
+    if (!walk.forEachRange) {
+      produce(walk, walk.lo, walk.hi, Value(), issueQuery);
+      storeCounters(tilesOf(walk.lo, walk.hi));
+      return;
+    }
+    // Several ranges (block-sparse CSR blocks): one ring over all their
+    // tiles, numbered on from range to range.
+    Value walked = counterAlloca();
+    walk.visitRanges(e, [&](Value lo, Value hi) {
+      Value base = loadCounter(walked);
+      produce(walk, lo, hi, base, issueQuery);
+      storeCounter(e.add(base, tilesOf(lo, hi)), walked);
+    });
+    Value tiles = loadCounter(walked);
+    e.ifThen(e.eq(tiles, e.idx(0)), issueQuery);
+    storeCounters(tiles);
   });
+}
+
+Value WarpAttentionBuilder::counterAlloca() {
+  Value c;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(entry);
+    c = memref::AllocaOp::create(b, MemRefType::get({1}, b.getI32Type()));
+  }
+  storeCounter(e.idx(0), c);
+  return c;
+}
+
+Value WarpAttentionBuilder::loadCounter(Value counter) {
+  return arith::IndexCastUIOp::create(b, b.getIndexType(),
+                                      e.load(counter, {e.idx(0)}));
+}
+
+void WarpAttentionBuilder::storeCounter(Value v, Value counter) {
+  e.store(arith::IndexCastUIOp::create(b, b.getI32Type(), v), counter,
+          {e.idx(0)});
 }
 
 void WarpAttentionBuilder::consumerPart(llvm::function_ref<void()> consume) {
@@ -316,6 +359,12 @@ void WarpAttentionBuilder::consumerPart(llvm::function_ref<void()> consume) {
         b, MemRefType::get({g.nTiles() * 2}, pairType()));
     alphaState = memref::AllocaOp::create(
         b, MemRefType::get({rowSlots()}, b.getF32Type()));
+  }
+  // Walks of several ranges: the tiles walked so far and whether a PV is
+  // pending (walkSpecializedRange).
+  if (ranged) {
+    walkedTiles = counterAlloca();
+    pendingValues = counterAlloca();
   }
   // The consumers stage Q themselves when the producer does not (under
   // its first K and V copies) and synchronize among themselves.
@@ -367,10 +416,13 @@ void WarpAttentionBuilder::issueQueryTile(const ProgramRows &rows) {
 }
 
 void WarpAttentionBuilder::produce(const KvWalk &walk, Value lo, Value hi,
+                                   Value base,
                                    llvm::function_ref<void()> issueQuery) {
   Value bn = e.idx(g.bn);
   e.forLoop(lo, hi, bn, [&](Value n0) {
     Value t = e.divU(e.sub(n0, lo), bn);
+    if (base)
+      t = e.add(base, t);
     Value r = ringOf(t);
     Value s = e.remU(r, e.idx(2));
     KvBuffers buf = kvBuffers(s);
@@ -390,7 +442,8 @@ void WarpAttentionBuilder::produce(const KvWalk &walk, Value lo, Value hi,
     e.ifThen(e.eq(t, e.idx(0)), issueQuery);
     load(buf.v, vMap, fullV(s), emptyV(s));
   });
-  e.ifThen(e.le(hi, lo), issueQuery);
+  if (!base)
+    e.ifThen(e.le(hi, lo), issueQuery);
 }
 
 void WarpAttentionBuilder::awaitTurn(Value skip) {
@@ -492,23 +545,31 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
     e.store(p, pState, {e.idx(i)});
 }
 
+void WarpAttentionBuilder::specializedStep(const ProgramRows &rows,
+                                           const KvWalk &walk, Value t,
+                                           Value n0, Value hi, bool scores,
+                                           bool values) {
+  Value nValid = scores ? e.min(e.idx(g.bn), e.sub(hi, n0)) : Value();
+  if (!scores || f.bias)
+    return consumeStep(rows, walk, t, n0, nValid, scores, values,
+                       /*masked=*/scores);
+  e.ifThenElse(
+      tileUnmasked(rows, n0, nValid),
+      [&] { consumeStep(rows, walk, t, n0, nValid, scores, values, false); },
+      [&] { consumeStep(rows, walk, t, n0, nValid, scores, values, true); });
+}
+
 void WarpAttentionBuilder::walkSpecialized(const ProgramRows &rows,
                                            const KvWalk &walk, Value lo,
                                            Value hi) {
+  if (ranged)
+    return walkSpecializedRange(rows, walk, lo, hi);
   // Steps 0 (QK(0) only), 1 .. T - 1, and T (PV(T - 1) only) over the T
   // tiles of [lo, hi). Every warpgroup computes, even one whose rows are
   // all past the tokens: the turns need both.
   Value bn = e.idx(g.bn);
-  auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
   auto step = [&](Value t, Value n0, bool scores, bool values) {
-    if (!scores || f.bias)
-      return consumeStep(rows, walk, t, n0, scores ? validAt(n0) : Value(),
-                         scores, values, /*masked=*/scores);
-    Value nValid = validAt(n0);
-    e.ifThenElse(
-        tileUnmasked(rows, n0, nValid),
-        [&] { consumeStep(rows, walk, t, n0, nValid, scores, values, false); },
-        [&] { consumeStep(rows, walk, t, n0, nValid, scores, values, true); });
+    specializedStep(rows, walk, t, n0, hi, scores, values);
   };
   e.ifThenElse(
       e.lt(lo, hi),
@@ -529,6 +590,51 @@ void WarpAttentionBuilder::walkSpecialized(const ProgramRows &rows,
           releaseQuery();
       });
   storeCounters(tilesOf(lo, hi));
+}
+
+void WarpAttentionBuilder::walkSpecializedRange(const ProgramRows &rows,
+                                                const KvWalk &walk, Value lo,
+                                                Value hi) {
+  // One range of several: the pipeline runs on across ranges (the PV of a
+  // range's last tile is issued with the next range's first QK), so the
+  // first step of a range has a pending PV unless it is the program's
+  // first; finishWalks() issues the program's last PV.
+  Value bn = e.idx(g.bn);
+  e.ifThen(e.lt(lo, hi), [&] {
+    Value base = loadCounter(walkedTiles);
+    Value pending = e.notI(e.eq(loadCounter(pendingValues), e.idx(0)));
+    pinLaneCoordinates();
+    e.ifThenElse(
+        pending, [&] { specializedStep(rows, walk, base, lo, hi, true, true); },
+        [&] { specializedStep(rows, walk, base, lo, hi, true, false); });
+    unpinLaneCoordinates();
+    e.forLoop(e.add(lo, bn), hi, bn, [&](Value n0) {
+      pinLaneCoordinates();
+      Value t = e.add(base, e.divU(e.sub(n0, lo), bn));
+      specializedStep(rows, walk, t, n0, hi, true, true);
+      unpinLaneCoordinates();
+    });
+    storeCounter(e.add(base, tilesOf(lo, hi)), walkedTiles);
+    storeCounter(e.idx(1), pendingValues);
+  });
+}
+
+void WarpAttentionBuilder::finishWalks(const ProgramRows &rows,
+                                       ArrayRef<KvWalk> walks) {
+  if (!ws || !ranged || !consumersOnly)
+    return;
+  Value tiles = loadCounter(walkedTiles);
+  e.ifThenElse(
+      e.notI(e.eq(loadCounter(pendingValues), e.idx(0))),
+      [&] {
+        specializedStep(rows, walks.front(), tiles, Value(), Value(),
+                        /*scores=*/false, /*values=*/true);
+      },
+      [&] {
+        if (persistent)
+          releaseQuery();
+      });
+  storeCounters(tiles);
 }
 
 void WarpAttentionBuilder::releaseQuery() {

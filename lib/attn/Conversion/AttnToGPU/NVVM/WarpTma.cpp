@@ -40,8 +40,10 @@ constexpr int64_t kWaitTicks = 10000000;
 
 bool WarpAttentionBuilder::setUpTma(const ProgramRows &rows,
                                     ArrayRef<KvWalk> walks) {
+  // (Walks of several ranges only with a producer, whose ring runs on
+  // across them.)
   if (maps.empty() || !g.wgmma || g.stages != 2 || walks.size() != 1 ||
-      !walks[0].denseK || walks[0].forEachRange)
+      !walks[0].denseK || (walks[0].forEachRange && !shape.producerWarps))
     return false;
   const TensorMapArg *kArg = nullptr, *vArg = nullptr, *qArg = nullptr;
   for (const TensorMapArg &m : maps) {
@@ -71,6 +73,7 @@ bool WarpAttentionBuilder::setUpTma(const ProgramRows &rows,
   vMap = UnrealizedConversionCastOp::create(b, descType(*vArg), vArg->map)
              .getResult(0);
   ws = shape.producerWarps > 0;
+  ranged = bool(walks[0].forEachRange);
   if (ws && qArg && !rows.qScale && !rows.qQuantize)
     qMap = UnrealizedConversionCastOp::create(b, descType(*qArg), qArg->map)
                .getResult(0);
