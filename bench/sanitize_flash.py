@@ -7,7 +7,8 @@ Each call is varlen (sequences of unequal lengths, the last KV tile
 partial, one of a single token) with bf16 D=128, causal and not; the
 schedules are the plan's (TMA + producer warpgroup + pingpong on sm_90a),
 its persistent form and its steps back. The second case has more programs
-than an H100 has SMs, so that each persistent block walks several. Exits
+than an H100 has SMs, so that each persistent block walks several; the
+third has 45 sequences (programs find theirs in two search rounds). Exits
 non-zero when an output differs from the reference (a sanitizer's
 instrumentation changes timing, so races show up as wrong values too).
 """
@@ -25,7 +26,11 @@ DRY = bool(os.environ.get("ATTN_MLIR_DRY_RUN"))
 SCHEDULES = [None, (128, 128, 1, 8, 1, 4, 1, 1), (128, 128, 1, 8, 1, 4, 0),
              (128, 128, 1, 8, 1, 0, 0)]
 D = 128
-CASES = [(2, (300, 517)), (8, (1000, 1500, 777, 2048, 129, 1, 640))]
+# The third: more sequences than a warp has lanes (the program's sequence
+# is found in two rounds of 32 probes).
+CASES = [(2, (300, 517)), (8, (1000, 1500, 777, 2048, 129, 1, 640)),
+         (2, tuple(int(n) for n in
+                   np.random.default_rng(7).integers(1, 300, 45)))]
 
 
 def reference(q, k, v, cu, causal, scale):

@@ -22,7 +22,13 @@
 // CHECK: memref.alloca() : memref<4xf32>
 // CHECK: gpu.dynamic_shared_memory
 // CHECK: gpu.block_id x
+// The program's sequence: the warp's lanes probe 32 cu_seqlens entries per
+// round and a ballot picks the last that starts at or before the tile.
 // CHECK: scf.while
+// CHECK: gpu.thread_id x
+// CHECK: memref.load %{{.*}} : memref<?xi32>
+// CHECK: nvvm.vote.sync ballot %{{.*}}, %{{.*}} -> i32
+// CHECK: llvm.intr.ctpop
 // Q staged with 16-byte copies (cg, zero-filled past the rows: no branch);
 // a negative scale negates the staged Q, so that the softmax can take row
 // maxima of raw dot products and fold the positive factor into exp2's FMA.

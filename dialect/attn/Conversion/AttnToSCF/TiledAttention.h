@@ -211,6 +211,11 @@ public:
   /// (element-wise work outside attention programs: merge_states).
   virtual void spread(LoopEmitter &e, Value lo, Value hi,
                       llvm::function_ref<void(Value)> body) = 0;
+  /// The largest i in [0, n) with key(i) <= x, for a non-decreasing `key`
+  /// with key(0) <= x (0 when n <= 1): where a program finds its sequence.
+  /// A binary search unless the target searches faster.
+  virtual Value searchLast(LoopEmitter &e, Value n, Value x,
+                           llvm::function_ref<Value(LoopEmitter &, Value)> key);
 };
 
 /// The CPU program: scalar loops over f32 tiles in heap buffers.

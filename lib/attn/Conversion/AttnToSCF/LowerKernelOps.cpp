@@ -6,10 +6,11 @@
 // sequences are numbered consecutively: sequence b's tiles start at
 // floor(offsets[b] / block_q) + b, so the grid extent floor(tokens /
 // block_q) + batch depends only on shapes, and a program finds its sequence
-// by binary search. The code here only says which rows a program owns and
-// where its keys come from: the paged split-x cache and the new tokens
-// (prefix prefill), the paged NHD cache and its segments (unified), a dense
-// varlen range (flash) and the CSR block list (blocksparse).
+// by a search (ProgramTarget::searchLast). The code here only says which
+// rows a program owns and where its keys come from: the paged split-x cache
+// and the new tokens (prefix prefill), the paged NHD cache and its segments
+// (unified), a dense varlen range (flash) and the CSR block list
+// (blocksparse).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,31 +39,13 @@ SeqRange seqRange(LoopEmitter &e, Value offsets, Value b) {
 /// The query tile of program `pid`: the sequence b whose tiles start at
 /// floor(offsets[b] / blockQ) + b <= pid (the largest such b), and the tile
 /// index within it. The tile may lie past the sequence's end.
-std::pair<Value, Value> locateTile(LoopEmitter &e, Value offsets, Value batch,
-                                   Value pid, int64_t blockQ) {
-  ImplicitLocOpBuilder &b = e.builder();
+std::pair<Value, Value> locateTile(LoopEmitter &e, ProgramTarget &target,
+                                   Value offsets, Value batch, Value pid,
+                                   int64_t blockQ) {
   auto firstTile = [&](LoopEmitter &e, Value seq) {
     return e.add(e.divU(e.loadIndex(offsets, {seq}), e.idx(blockQ)), seq);
   };
-  Type index = b.getIndexType();
-  // Invariant: the answer lies in [lo, hi).
-  auto loop = scf::WhileOp::create(
-      b, TypeRange{index, index}, ValueRange{e.idx(0), batch},
-      [&](OpBuilder &ob, Location loc, ValueRange args) {
-        ImplicitLocOpBuilder ib(loc, ob);
-        LoopEmitter ie(ib);
-        Value more = ie.lt(ie.add(args[0], ie.idx(1)), args[1]);
-        scf::ConditionOp::create(ib, more, args);
-      },
-      [&](OpBuilder &ob, Location loc, ValueRange args) {
-        ImplicitLocOpBuilder ib(loc, ob);
-        LoopEmitter ie(ib);
-        Value mid = ie.divU(ie.add(args[0], args[1]), ie.idx(2));
-        Value right = ie.le(firstTile(ie, mid), pid);
-        scf::YieldOp::create(ib, ValueRange{ie.select(right, mid, args[0]),
-                                            ie.select(right, args[1], mid)});
-      });
-  Value seq = loop.getResult(0);
+  Value seq = target.searchLast(e, batch, pid, firstTile);
   return {seq, e.sub(pid, firstTile(e, seq))};
 }
 
@@ -156,7 +139,7 @@ void forEachTile(LoopEmitter &e, ProgramTarget &target, Operation *op, Value q,
     ubs.push_back(x.materialize(e, op->getOperands()));
   Value batch = e.sub(memref::DimOp::create(e.builder(), offsets, 0), e.idx(1));
   target.grid(e, ubs, [&](ValueRange iv) {
-    auto [seq, tile] = locateTile(e, offsets, batch, iv[0], blockQ);
+    auto [seq, tile] = locateTile(e, target, offsets, batch, iv[0], blockQ);
     body(seq, tile, iv[1], iv[2]);
   });
 }

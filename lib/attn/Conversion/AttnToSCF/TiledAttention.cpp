@@ -423,3 +423,28 @@ void LoopProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
                                     ArrayRef<KvWalk> walks) {
   TiledAttentionBuilder(e, shape, f, o, q).emitProgram(rows, walks);
 }
+
+Value ProgramTarget::searchLast(
+    LoopEmitter &e, Value n, Value x,
+    llvm::function_ref<Value(LoopEmitter &, Value)> key) {
+  ImplicitLocOpBuilder &b = e.builder();
+  Type index = b.getIndexType();
+  // Invariant: the answer lies in [lo, hi).
+  auto loop = scf::WhileOp::create(
+      b, TypeRange{index, index}, ValueRange{e.idx(0), n},
+      [&](OpBuilder &ob, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder ib(loc, ob);
+        LoopEmitter ie(ib);
+        Value more = ie.lt(ie.add(args[0], ie.idx(1)), args[1]);
+        scf::ConditionOp::create(ib, more, args);
+      },
+      [&](OpBuilder &ob, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder ib(loc, ob);
+        LoopEmitter ie(ib);
+        Value mid = ie.divU(ie.add(args[0], args[1]), ie.idx(2));
+        Value right = ie.le(key(ie, mid), x);
+        scf::YieldOp::create(ib, ValueRange{ie.select(right, mid, args[0]),
+                                            ie.select(right, args[1], mid)});
+      });
+  return loop.getResult(0);
+}

@@ -74,6 +74,10 @@ public:
   /// launch grid is the program grid.
   void grid(LoopEmitter &e, ArrayRef<Value> ubs,
             llvm::function_ref<void(ValueRange)> body) override;
+  /// A warp-parallel search (32 probes per round).
+  Value
+  searchLast(LoopEmitter &e, Value n, Value x,
+             llvm::function_ref<Value(LoopEmitter &, Value)> key) override;
   void setPersistent(int64_t consumerWarps) {
     persistentConsumerWarps = consumerWarps;
   }

@@ -29,9 +29,11 @@
 #include "WarpProgram.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -243,6 +245,51 @@ void WarpProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
       b, e, entry, e.divU(tid, e.idx(kLanes)), persistentConsumerWarps,
       [&] { loop(PersistentKernel::Role::Producer); },
       [&] { loop(PersistentKernel::Role::Consumer); }, /*persistent=*/true);
+}
+
+Value WarpProgramTarget::searchLast(
+    LoopEmitter &e, Value n, Value x,
+    llvm::function_ref<Value(LoopEmitter &, Value)> key) {
+  // A warp's lanes probe 32 evenly spaced candidates of [lo, hi) at once,
+  // and the last that passes narrows it to one stride: ceil(log32 n)
+  // dependent loads where the binary search has log2 n (its loads were
+  // most of a short program's start: bench/results/2026-11-24-h100-ws.md).
+  // Every lane of the warp runs it (the grid's body is not divergent).
+  ImplicitLocOpBuilder &b = e.builder();
+  Type index = b.getIndexType(), i32 = b.getI32Type();
+  auto loop = scf::WhileOp::create(
+      b, TypeRange{index, index}, ValueRange{e.idx(0), n},
+      [&](OpBuilder &ob, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder ib(loc, ob);
+        LoopEmitter ie(ib);
+        Value more = ie.lt(ie.add(args[0], ie.idx(1)), args[1]);
+        scf::ConditionOp::create(ib, more, args);
+      },
+      [&](OpBuilder &ob, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder ib(loc, ob);
+        LoopEmitter ie(ib);
+        Value lo = args[0], hi = args[1];
+        Value lane = ie.remU(gpu::ThreadIdOp::create(ib, gpu::Dimension::x),
+                             ie.idx(kLanes));
+        Value stride = ie.ceilDiv(ie.sub(hi, lo), ie.idx(kLanes));
+        Value probe = ie.add(lo, ie.mul(lane, stride));
+        // (Lanes past hi read hi - 1, in bounds, and do not pass.)
+        Value last = ie.sub(hi, ie.idx(1));
+        Value passes =
+            ie.andI(ie.lt(probe, hi), ie.le(key(ie, ie.min(probe, last)), x));
+        Value ballot = NVVM::VoteSyncOp::create(
+            ib, i32, arith::ConstantIntOp::create(ib, i32, -1), passes,
+            NVVM::VoteSyncKind::ballot);
+        Value count = arith::IndexCastUIOp::create(
+            ib, index, LLVM::CtPopOp::create(ib, i32, ballot));
+        // Keys are non-decreasing: the passing lanes are a prefix (none
+        // where key(lo) > x, which only a key(0) > x allows: lo stays).
+        Value next = ie.add(
+            lo, ie.mul(ie.sub(ie.max(count, ie.idx(1)), ie.idx(1)), stride));
+        scf::YieldOp::create(
+            ib, ValueRange{next, ie.min(hi, ie.add(next, stride))});
+      });
+  return loop.getResult(0);
 }
 
 namespace mlir::attn::warp {
