@@ -64,16 +64,24 @@ inline int64_t saturatingAdd(int64_t a, int64_t b) {
 
 /// The shared part of every GPU ProgramTarget: the launch grid is exactly
 /// the op's grid (block ids), and element-wise work is spread over the
-/// block's threads.
+/// block's threads. `entry` is the kernel's entry block (where per-thread
+/// state arrays are allocated so that LLVM promotes them to registers),
+/// `shared` its dynamic shared memory (memref<?xi8, workgroup>).
 class GpuProgramTarget : public ProgramTarget {
 public:
-  explicit GpuProgramTarget(int64_t threads) : threads(threads) {}
+  GpuProgramTarget(Block *entry, Value shared, Type computeType,
+                   int64_t threads)
+      : entry(entry), shared(shared), computeType(computeType),
+        threads(threads) {}
   void grid(LoopEmitter &e, ArrayRef<Value> ubs,
             llvm::function_ref<void(ValueRange)> body) override;
   void spread(LoopEmitter &e, Value lo, Value hi,
               llvm::function_ref<void(Value)> body) override;
 
 protected:
+  Block *entry;
+  Value shared;
+  Type computeType;
   int64_t threads;
 };
 

@@ -216,6 +216,14 @@ public:
   /// A binary search unless the target searches faster.
   virtual Value searchLast(LoopEmitter &e, Value n, Value x,
                            llvm::function_ref<Value(LoopEmitter &, Value)> key);
+
+protected:
+  /// The search loop of searchLast: [lo, hi) = [0, n) holds the answer and
+  /// `narrow` returns a smaller such range until one index is left.
+  static Value searchLoop(
+      LoopEmitter &e, Value n,
+      llvm::function_ref<std::pair<Value, Value>(LoopEmitter &, Value, Value)>
+          narrow);
 };
 
 /// The CPU program: scalar loops over f32 tiles in heap buffers.

@@ -424,12 +424,12 @@ void LoopProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
   TiledAttentionBuilder(e, shape, f, o, q).emitProgram(rows, walks);
 }
 
-Value ProgramTarget::searchLast(
-    LoopEmitter &e, Value n, Value x,
-    llvm::function_ref<Value(LoopEmitter &, Value)> key) {
+Value ProgramTarget::searchLoop(
+    LoopEmitter &e, Value n,
+    llvm::function_ref<std::pair<Value, Value>(LoopEmitter &, Value, Value)>
+        narrow) {
   ImplicitLocOpBuilder &b = e.builder();
   Type index = b.getIndexType();
-  // Invariant: the answer lies in [lo, hi).
   auto loop = scf::WhileOp::create(
       b, TypeRange{index, index}, ValueRange{e.idx(0), n},
       [&](OpBuilder &ob, Location loc, ValueRange args) {
@@ -441,10 +441,18 @@ Value ProgramTarget::searchLast(
       [&](OpBuilder &ob, Location loc, ValueRange args) {
         ImplicitLocOpBuilder ib(loc, ob);
         LoopEmitter ie(ib);
-        Value mid = ie.divU(ie.add(args[0], args[1]), ie.idx(2));
-        Value right = ie.le(key(ie, mid), x);
-        scf::YieldOp::create(ib, ValueRange{ie.select(right, mid, args[0]),
-                                            ie.select(right, args[1], mid)});
+        auto [lo, hi] = narrow(ie, args[0], args[1]);
+        scf::YieldOp::create(ib, ValueRange{lo, hi});
       });
   return loop.getResult(0);
+}
+
+Value ProgramTarget::searchLast(
+    LoopEmitter &e, Value n, Value x,
+    llvm::function_ref<Value(LoopEmitter &, Value)> key) {
+  return searchLoop(e, n, [&](LoopEmitter &ie, Value lo, Value hi) {
+    Value mid = ie.divU(ie.add(lo, hi), ie.idx(2));
+    Value right = ie.le(key(ie, mid), x);
+    return std::make_pair(ie.select(right, mid, lo), ie.select(right, hi, mid));
+  });
 }

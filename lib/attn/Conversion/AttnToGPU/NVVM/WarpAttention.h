@@ -57,15 +57,11 @@ struct PersistentKernel {
 
 class WarpProgramTarget : public GpuProgramTarget {
 public:
-  /// `entry` is the kernel's entry block (where per-thread state arrays are
-  /// allocated so LLVM promotes them to registers); `shared` the kernel's
-  /// dynamic shared memory (memref<?xi8, workgroup>).
   WarpProgramTarget(Block *entry, Value shared, Type computeType,
                     int64_t threads, NvidiaChip chip, bool exactF32,
                     ArrayRef<TensorMapArg> maps = {})
-      : GpuProgramTarget(threads), entry(entry), shared(shared),
-        computeType(computeType), chip(chip), exactF32(exactF32),
-        maps(maps.begin(), maps.end()) {}
+      : GpuProgramTarget(entry, shared, computeType, threads), chip(chip),
+        exactF32(exactF32), maps(maps.begin(), maps.end()) {}
 
   /// Persistent launches (KernelLaunch::persistent): the mbarriers and
   /// counters once, then the producer and consumer warpgroups each loop
@@ -88,9 +84,6 @@ public:
                    ArrayRef<KvWalk> walks) override;
 
 private:
-  Block *entry;
-  Value shared;
-  Type computeType;
   NvidiaChip chip;
   bool exactF32; // f32 products on 3xTF32
   SmallVector<TensorMapArg> maps;

@@ -255,41 +255,28 @@ Value WarpProgramTarget::searchLast(
   // dependent loads where the binary search has log2 n (its loads were
   // most of a short program's start: bench/results/2026-11-24-h100-ws.md).
   // Every lane of the warp runs it (the grid's body is not divergent).
-  ImplicitLocOpBuilder &b = e.builder();
-  Type index = b.getIndexType(), i32 = b.getI32Type();
-  auto loop = scf::WhileOp::create(
-      b, TypeRange{index, index}, ValueRange{e.idx(0), n},
-      [&](OpBuilder &ob, Location loc, ValueRange args) {
-        ImplicitLocOpBuilder ib(loc, ob);
-        LoopEmitter ie(ib);
-        Value more = ie.lt(ie.add(args[0], ie.idx(1)), args[1]);
-        scf::ConditionOp::create(ib, more, args);
-      },
-      [&](OpBuilder &ob, Location loc, ValueRange args) {
-        ImplicitLocOpBuilder ib(loc, ob);
-        LoopEmitter ie(ib);
-        Value lo = args[0], hi = args[1];
-        Value lane = ie.remU(gpu::ThreadIdOp::create(ib, gpu::Dimension::x),
-                             ie.idx(kLanes));
-        Value stride = ie.ceilDiv(ie.sub(hi, lo), ie.idx(kLanes));
-        Value probe = ie.add(lo, ie.mul(lane, stride));
-        // (Lanes past hi read hi - 1, in bounds, and do not pass.)
-        Value last = ie.sub(hi, ie.idx(1));
-        Value passes =
-            ie.andI(ie.lt(probe, hi), ie.le(key(ie, ie.min(probe, last)), x));
-        Value ballot = NVVM::VoteSyncOp::create(
-            ib, i32, arith::ConstantIntOp::create(ib, i32, -1), passes,
-            NVVM::VoteSyncKind::ballot);
-        Value count = arith::IndexCastUIOp::create(
-            ib, index, LLVM::CtPopOp::create(ib, i32, ballot));
-        // Keys are non-decreasing: the passing lanes are a prefix (none
-        // where key(lo) > x, which only a key(0) > x allows: lo stays).
-        Value next = ie.add(
-            lo, ie.mul(ie.sub(ie.max(count, ie.idx(1)), ie.idx(1)), stride));
-        scf::YieldOp::create(
-            ib, ValueRange{next, ie.min(hi, ie.add(next, stride))});
-      });
-  return loop.getResult(0);
+  return searchLoop(e, n, [&](LoopEmitter &ie, Value lo, Value hi) {
+    ImplicitLocOpBuilder &ib = ie.builder();
+    Type i32 = ib.getI32Type();
+    Value lane =
+        ie.remU(gpu::ThreadIdOp::create(ib, gpu::Dimension::x), ie.idx(kLanes));
+    Value stride = ie.ceilDiv(ie.sub(hi, lo), ie.idx(kLanes));
+    Value probe = ie.add(lo, ie.mul(lane, stride));
+    // (Lanes past hi read hi - 1, in bounds, and do not pass.)
+    Value last = ie.sub(hi, ie.idx(1));
+    Value passes =
+        ie.andI(ie.lt(probe, hi), ie.le(key(ie, ie.min(probe, last)), x));
+    Value ballot = NVVM::VoteSyncOp::create(
+        ib, i32, arith::ConstantIntOp::create(ib, i32, -1), passes,
+        NVVM::VoteSyncKind::ballot);
+    Value count = arith::IndexCastUIOp::create(
+        ib, ib.getIndexType(), LLVM::CtPopOp::create(ib, i32, ballot));
+    // Keys are non-decreasing: the passing lanes are a prefix (none where
+    // key(lo) > x, which only a key(0) > x allows: lo stays).
+    Value next =
+        ie.add(lo, ie.mul(ie.sub(ie.max(count, ie.idx(1)), ie.idx(1)), stride));
+    return std::make_pair(next, ie.min(hi, ie.add(next, stride)));
+  });
 }
 
 namespace mlir::attn::warp {

@@ -69,17 +69,13 @@ class WaveProgramTarget : public GpuProgramTarget {
 public:
   WaveProgramTarget(Block *entry, Value shared, Type computeType,
                     int64_t threads, AmdChip chip)
-      : GpuProgramTarget(threads), entry(entry), shared(shared),
-        computeType(computeType), chip(chip) {}
+      : GpuProgramTarget(entry, shared, computeType, threads), chip(chip) {}
   void emitProgram(LoopEmitter &e, const TileShape &shape,
                    const AttentionFeatures &f, const AttentionOutput &o,
                    Value q, const ProgramRows &rows,
                    ArrayRef<KvWalk> walks) override;
 
 private:
-  Block *entry;
-  Value shared;
-  Type computeType;
   AmdChip chip;
 };
 
