@@ -1,7 +1,7 @@
 """attn_mlir GPU kernels side by side with the peers (PyTorch SDPA and the
 seed Triton kernels) on the shapes of ../shared/peers/bench_peers.py.
 
-    python bench/bench_gpu.py [dense prefix decode mixed blocksparse]
+    python bench/bench_gpu.py [dense fp8 prefix decode mixed blocksparse]
 
 Needs a CUDA GPU with torch and triton, the peers in .peers/ (a copy of
 ../shared/peers), and attn_mlir kernels (compiled here, or AOT bundles in
@@ -236,6 +236,41 @@ def prefix():
         emit(row)
 
 
+def fp8():
+    """Dense fp8 e4m3 q/k/v (scales 1, P quantized with p_scale 1/448),
+    bf16 output, through the drop-in's triton_attention beside the seed's;
+    cuDNN and FA2 at bf16 on the same shape for reference."""
+    from attn_mlir import vllm as drop_in
+    D, S_, causal = 128, 8192, False
+    H, B = 2048 // D, 16384 // S_
+    flops = 4 * B * H * S_ * S_ * D
+    q8, k8, v8 = (randn(B * S_, H, D, dtype="fp8") for _ in range(3))
+    o = randn(B * S_, H, D)
+    cu = ints(np.arange(B + 1) * S_)
+    scale = 1 / math.sqrt(D)
+    scales = (1.0, 1.0, 1.0, 1.0 / 448)
+    ours = lambda: drop_in.triton_attention(q8, k8, v8, o, cu, cu, S_, S_,
+                                            causal, scale, None,
+                                            fp8_scales=scales)
+    row = dict(kind="fp8", D=D, S=S_, B=B, H=H, causal=causal)
+    row["attn_mlir"] = flops / timed(ours) / 1e9
+    if DRY:
+        return
+    o2 = torch.empty_like(o)
+    seed = lambda: S.flash.triton_attention(q8, k8, v8, o2, cu, cu, S_, S_,
+                                            causal, scale, None, scales)
+    row["seed"] = flops / timed(seed) / 1e9
+    row["err_vs_seed"] = relerr(o, o2)
+    q, k, v = (x.to(torch.bfloat16).view(B, S_, H, D).transpose(1, 2)
+               for x in (q8, k8, v8))
+    for name, be in (("sdpa_flash_bf16", SDPBackend.FLASH_ATTENTION),
+                     ("sdpa_cudnn_bf16", SDPBackend.CUDNN_ATTENTION)):
+        with sdpa_kernel(be):
+            f = lambda: F.scaled_dot_product_attention(q, k, v)
+            row[name] = flops / timed(f) / 1e9
+    emit(row)
+
+
 def unified_call(q, kc, vc, bt, cu, su, o, scale, segments, ws):
     if not segments:
         return lambda: ops.unified(q, kc, vc, bt, cu, su, o, scale=scale)
@@ -377,6 +412,11 @@ def table():
             name = (f"prefix B={r['B']} ctx={r['ctx']} q={r['qlen']}{fp8} "
                     "(TFLOP/s)")
             ours, seed, fa2, cud = r["attn_mlir"], r["seed"], None, None
+        elif k == "fp8":
+            name = (f"dense fp8 e4m3 D={r['D']} S={r['S']} full (TFLOP/s; "
+                    "SDPA columns at bf16)")
+            ours, seed = r["attn_mlir"], r["seed"]
+            fa2, cud = r.get("sdpa_flash_bf16"), r.get("sdpa_cudnn_bf16")
         elif k == "decode":
             name = f"decode B={r['B']} ctx={r['ctx']} (GB/s)"
             ours, seed, fa2, cud = r["attn_mlir"], r["seed"], None, None
@@ -400,7 +440,8 @@ def table():
 
 
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["dense", "prefix", "decode", "mixed", "blocksparse"]
+    which = sys.argv[1:] or ["dense", "fp8", "prefix", "decode", "mixed",
+                             "blocksparse"]
     if not DRY:
         print(torch.cuda.get_device_name(), torch.__version__, triton.__version__)
     for name in which:

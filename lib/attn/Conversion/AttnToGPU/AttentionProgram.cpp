@@ -73,6 +73,16 @@ void AttentionProgram::initializeState(const ProgramRows &rows) {
 }
 
 void AttentionProgram::epilogue(const ProgramRows &rows) {
+  // 16-bit outputs without an fp8 clamp go out a pair per store (rows of
+  // 16-bit GPU operands are 16-byte aligned: the runtime checks): half the
+  // store instructions; or, where the program stages its output tile, 16
+  // bytes per store.
+  auto outType = cast<MemRefType>(o.out.getType());
+  Type outElem = outType.getElementType();
+  bool pairs = !o.segmentMax && !o.outScale &&
+               (outElem.isF16() || outElem.isBF16()) &&
+               outType.isLastDimUnitStride();
+  bool staged = pairs && beginStagedOutput();
   for (int64_t slot = 0; slot < rowSlots(); ++slot) {
     Value st = e.idx(slot);
     // Shuffles first: every lane of the warp (wave) takes part.
@@ -95,15 +105,7 @@ void AttentionProgram::epilogue(const ProgramRows &rows) {
       } else {
         factor = math.outputFactor(l, o.outScale);
       }
-      // 16-bit outputs without an fp8 clamp go out a pair per store
-      // (rows of 16-bit GPU operands are 16-byte aligned: the runtime
-      // checks): half the store instructions.
-      auto outType = cast<MemRefType>(o.out.getType());
-      Type outElem = outType.getElementType();
-      if (!o.segmentMax && !o.outScale &&
-          (outElem.isF16() || outElem.isBF16()) &&
-          outType.isLastDimUnitStride() &&
-          visitOutputPairs(slot, [&](Value d, Value v0, Value v1) {
+      if (pairs && visitOutputPairs(slot, [&](Value d, Value v0, Value v1) {
             auto half = [&](Value v) {
               return arith::TruncFOp::create(b, outElem, e.mulF(v, factor))
                   .getResult();
@@ -111,8 +113,11 @@ void AttentionProgram::epilogue(const ProgramRows &rows) {
             Value pair =
                 vector::FromElementsOp::create(b, VectorType::get({2}, outElem),
                                                ValueRange{half(v0), half(v1)});
-            vector::StoreOp::create(b, pair, o.out, ValueRange{qRow, head, d},
-                                    /*nontemporal=*/false, llvm::Align(4));
+            if (staged)
+              stageOutput(row, d, pair);
+            else
+              vector::StoreOp::create(b, pair, o.out, ValueRange{qRow, head, d},
+                                      /*nontemporal=*/false, llvm::Align(4));
           }))
         return;
       visitOutputs(slot, [&](Value d, Value v, bool partial) {
@@ -130,4 +135,6 @@ void AttentionProgram::epilogue(const ProgramRows &rows) {
       });
     });
   }
+  if (staged)
+    storeStagedOutput(rows, outElem);
 }

@@ -153,6 +153,20 @@ private:
   bool visitOutputPairs(
       int64_t slot,
       llvm::function_ref<void(Value d, Value v0, Value v1)> store) override;
+  // Warp-specialized programs of one consumer warpgroup (not persistent)
+  // gather their output rows in the query tile, which no MMA reads any
+  // more, in the tile's swizzled layout (conflict-free pair writes), and
+  // store them 16 bytes per thread: a quarter of the pair stores
+  // (WarpSpecialized.cpp).
+  bool beginStagedOutput() override;
+  /// Waits on warpgroup `group`'s own named barrier (kOutputBarrier +
+  /// group, its 128 threads).
+  void syncWarpgroup(Value group);
+  void stageOutput(Value row, Value d, Value pair) override;
+  void storeStagedOutput(const ProgramRows &rows, Type outElem) override;
+  /// The query tile as a swizzled view of 16-bit elements (the type of
+  /// vectorType's elements) for the staged output.
+  Value outputView(Type vectorType);
 
   void setUpThreads();
   /// Sets foldedFactor (see there) for linear scores.

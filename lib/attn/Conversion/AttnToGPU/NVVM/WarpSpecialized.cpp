@@ -34,6 +34,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -51,10 +52,10 @@ struct RegisterSplit {
 };
 RegisterSplit registerSplit(int64_t consumerWarps, bool persistent) {
   // One consumer warpgroup (block-sparse programs of 64 rows): two blocks
-  // of 256 threads share an SM, 128 registers each at launch.
+  // of 256 threads share an SM, 128 registers each at launch (at 24 the
+  // producer's CSR walk spilled 32 bytes).
   if (consumerWarps == 4)
-    return persistent ? RegisterSplit{128, 32, 224}
-                      : RegisterSplit{128, 24, 232};
+    return RegisterSplit{128, 32, 224};
   // Two: 128 * 24 + 256 * 240 fit the 64K of an SM (the launch gives each
   // of the 384 threads 168). Persistent kernels: the producer's loop over
   // the programs needs more (ptxas spilled 8-12 bytes at 24 in the
@@ -66,6 +67,8 @@ RegisterSplit registerSplit(int64_t consumerWarps, bool persistent) {
 constexpr int32_t kTurnBarrier = 1, kTurnThreads = 2 * 128;
 /// The consumer warpgroups' own barrier (Q staged).
 constexpr int32_t kConsumerBarrier = 3;
+/// Warpgroup w's own barrier: kOutputBarrier + w (its output tile staged).
+constexpr int32_t kOutputBarrier = 4, kWarpgroupThreads = 128;
 } // namespace
 
 void splitRoles(ImplicitLocOpBuilder &b, LoopEmitter &e, Block *entry,
@@ -669,6 +672,78 @@ void WarpAttentionBuilder::finishWalks(const ProgramRows &rows,
           releaseQuery();
       });
   storeCounters(tiles);
+}
+
+bool WarpAttentionBuilder::beginStagedOutput() {
+  // (A persistent block's producer refills the query tile as soon as the
+  // consumers released it.) Programs of one consumer warpgroup only: with
+  // two in pingpong, compute-sanitizer racecheck reported the staging
+  // stores against the consumers' last mbarrier arrive on the V buffer
+  // (results exact, cause not found; 2026-11-25 results), though it made
+  // dense S=512-2048 4-11% faster.
+  if (!ws || !consumersOnly || persistent || !qS.swizzled ||
+      shape.headDim % 8 || g.warps != 4)
+    return false;
+  // Every consumer warp is past its last MMA (which read the query tile
+  // through the async proxy) before any thread overwrites the tile.
+  syncComputeThreads();
+  wgmma::fenceProxyAsync(b);
+  return true;
+}
+
+void WarpAttentionBuilder::syncWarpgroup(Value group) {
+  // (Constant barrier ids: one branch per warpgroup.)
+  Type i32 = b.getI32Type();
+  auto sync = [&](int32_t id) {
+    NVVM::BarrierOp::create(
+        b, TypeRange{}, arith::ConstantIntOp::create(b, i32, id),
+        arith::ConstantIntOp::create(b, i32, kWarpgroupThreads),
+        NVVM::BarrierReductionAttr(), Value());
+  };
+  if (g.warps == 4)
+    return sync(kOutputBarrier);
+  e.ifThenElse(
+      e.eq(group, e.idx(0)), [&] { sync(kOutputBarrier); },
+      [&] { sync(kOutputBarrier + 1); });
+}
+
+void WarpAttentionBuilder::stageOutput(Value row, Value d, Value pair) {
+  Value chunk = e.mul(e.divU(d, e.idx(8)), e.idx(8));
+  SmallVector<Value> at = tileAt(qS, row, chunk);
+  at[1] = e.add(at[1], e.remU(d, e.idx(8)));
+  vector::StoreOp::create(b, pair, outputView(pair.getType()), at);
+}
+
+void WarpAttentionBuilder::storeStagedOutput(const ProgramRows &rows,
+                                             Type outElem) {
+  // Each warpgroup stores its own 64 rows once its threads wrote them.
+  Value group = e.divU(warp, e.idx(4));
+  syncWarpgroup(group);
+  auto chunkType = VectorType::get({8}, outElem);
+  Value view = outputView(chunkType);
+  int64_t chunks = shape.headDim / 8;
+  Value first = e.mul(group, e.idx(wgmma::kRows));
+  e.forLoop(e.remU(tid, e.idx(kWarpgroupThreads)), e.idx(wgmma::kRows * chunks),
+            e.idx(kWarpgroupThreads), [&](Value i) {
+              Value row = e.add(first, e.divU(i, e.idx(chunks)));
+              Value col = e.mul(e.remU(i, e.idx(chunks)), e.idx(8));
+              Value tok = math.tokenOf(row);
+              e.ifThen(e.lt(tok, rows.numTokens), [&] {
+                Value x = vector::LoadOp::create(b, chunkType, view,
+                                                 tileAt(qS, row, col));
+                vector::StoreOp::create(b, x, o.out,
+                                        ValueRange{e.add(rows.qTokBase, tok),
+                                                   math.headOf(rows, row), col},
+                                        /*nontemporal=*/false, llvm::Align(16));
+              });
+            });
+}
+
+Value WarpAttentionBuilder::outputView(Type vectorType) {
+  // The query tile's bytes as elements of the output type (both 16-bit).
+  Type elem = cast<VectorType>(vectorType).getElementType();
+  return view(qS.offset, g.dPad / wgmma::kAtomCols * g.mRows, wgmma::kAtomCols,
+              elem);
 }
 
 void WarpAttentionBuilder::releaseQuery() {
