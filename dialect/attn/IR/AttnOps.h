@@ -12,10 +12,6 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::attn {
-namespace detail {
-class OperandChecker;
-} // namespace detail
-
 /// Whether `type` is one of the fp8 element types the ops take (f8E4M3FN,
 /// f8E5M2): the one test every verifier and lowering uses.
 inline bool isFp8(Type type) {

@@ -261,11 +261,6 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
     AlibiForm getAlibiFormOrDefault() {
       return getAlibiForm().value_or(AlibiForm::context);
     }
-    /// Tree bias, bidirectional ranges and R-SWA.
-    ::llvm::LogicalResult verifyMasksAndBias(detail::OperandChecker &c);
-    /// Per-token-head scale caches (vLLM's kv_quant_mode 2, 3).
-    ::llvm::LogicalResult verifyTokenScales(detail::OperandChecker &c,
-                                            ::mlir::MemRefType kCache);
     /// bidirectional, causal_flags and chunk_lookback.
     ::llvm::LogicalResult verifyCausality();
     bool hasTokenScales() { return getKScaleCache() != nullptr; }

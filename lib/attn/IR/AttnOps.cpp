@@ -177,6 +177,75 @@ LogicalResult verifySchedule(Operation *op, ScheduleAttr schedule,
 int64_t groupOf(Value q, Value kv, unsigned kvHeadDim) {
   return memrefTypeOf(q).getDimSize(1) / memrefTypeOf(kv).getDimSize(kvHeadDim);
 }
+/// Per-token-head scale caches (vLLM's kv_quant_mode 2, 3).
+LogicalResult verifyTokenScales(UnifiedOp op, OperandChecker &c,
+                                MemRefType kc) {
+  static constexpr StringRef dims[] = {"num_blocks", "block_size", "kv_heads"};
+  Value kScales = op.getKScaleCache(), vScales = op.getVScaleCache();
+  if (!kScales || !vScales)
+    return c.error(kScales ? "k_scale_cache" : "v_scale_cache")
+           << "requires operand '"
+           << (kScales ? "v_scale_cache" : "k_scale_cache")
+           << "' (per-token-head scales come in pairs)";
+  if (!isFp8(kc.getElementType()) && !kc.getElementType().isSignlessInteger(8))
+    return c.error("k_cache") << "must hold i8 or fp8 values with "
+                                 "per-token-head scale caches, got "
+                              << kc.getElementType();
+  for (auto [value, name] : {std::pair{kScales, "k_scale_cache"},
+                             std::pair{vScales, "v_scale_cache"}}) {
+    MemRefType t = c.memref(value, name, dims, kF32);
+    if (!t)
+      return failure();
+    for (unsigned d = 0; d < 3; ++d)
+      if (failed(c.sameDim(kc, "k_cache", kNhdCacheDims, d, t, name, dims, d)))
+        return failure();
+  }
+  return success();
+}
+
+/// Tree bias, bidirectional ranges and R-SWA.
+LogicalResult verifyMasksAndBias(UnifiedOp op, OperandChecker &c) {
+  static constexpr StringRef qqDims[] = {"qq_rows", "qq_cols"};
+  static constexpr StringRef rangeDims[] = {"batch", "ranges", "2"};
+  auto seqs = cast<MemRefType>(op.getSequsedK().getType());
+  if (Value bias = op.getQqBias();
+      bias && !c.memref(bias, "qq_bias", qqDims, kHalfOrFloat))
+    return failure();
+  if (Value ranges = op.getMmPrefixRange()) {
+    MemRefType r = c.memref(ranges, "mm_prefix_range", rangeDims, kI32);
+    if (!r || failed(c.staticDim(r, "mm_prefix_range", rangeDims, 2, 2)) ||
+        failed(c.dimEquals(r, "mm_prefix_range", rangeDims, 2, 2,
+                           "a (start, end) pair")) ||
+        failed(c.sameDim(seqs, "seqused_k", kPerSeqDims, 0, r,
+                         "mm_prefix_range", rangeDims, 0)))
+      return failure();
+  } else if (op.getMmPrefixClampWindow()) {
+    return op.emitOpError() << "attribute 'mm_prefix_clamp_window' requires "
+                               "operand 'mm_prefix_range'";
+  }
+  Value prefixLens = op.getRswaPrefixLens();
+  if (bool(prefixLens) != bool(op.getRswaWindowAttr()))
+    return op.emitOpError()
+           << "R-SWA needs both operand 'rswa_prefix_lens' and "
+              "attribute 'rswa_window'";
+  if (!prefixLens)
+    return success();
+  MemRefType p = c.memref(prefixLens, "rswa_prefix_lens", kPerSeqDims, kI32);
+  if (!p || failed(c.sameDim(seqs, "seqused_k", kPerSeqDims, 0, p,
+                             "rswa_prefix_lens", kPerSeqDims, 0)))
+    return failure();
+  int64_t window = op.getRswaWindowAttr().getInt();
+  if (window < 1 || window > kMaxSlidingWindow)
+    return op.emitOpError() << "attribute 'rswa_window' must be in [1, "
+                            << kMaxSlidingWindow << "], got " << window;
+  // vLLM leaves these combinations undefined (docs/semantics.md 3.2).
+  if (op.getSlidingWindowAttr() || op.getMmPrefixRange())
+    return c.error("rswa_prefix_lens")
+           << "cannot be combined with "
+           << (op.getSlidingWindowAttr() ? "attribute 'sliding_window'"
+                                         : "operand 'mm_prefix_range'");
+  return success();
+}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -341,7 +410,7 @@ LogicalResult UnifiedOp::verify() {
                         << kc.getElementType();
   if (tokenScales && qFp8)
     return c.error("q") << "must not be fp8 with per-token-head scale caches";
-  if (tokenScales && failed(verifyTokenScales(c, kc)))
+  if (tokenScales && failed(verifyTokenScales(*this, c, kc)))
     return failure();
   if (!cacheFp8 && !tokenScales && failed(c.sameElem(q, "q", kc, "k_cache")))
     return failure();
@@ -383,7 +452,7 @@ LogicalResult UnifiedOp::verify() {
 
   if (failed(verifySchedule(*this, getScheduleAttr(),
                             groupOf(getQ(), getKCache(), 2))) ||
-      failed(verifyMasksAndBias(c)) || failed(verifyCausality()))
+      failed(verifyMasksAndBias(*this, c)) || failed(verifyCausality()))
     return failure();
   if (!isSplitKv()) {
     if (getSegmentMax() || getSegmentSum())
@@ -427,30 +496,6 @@ LogicalResult UnifiedOp::verify() {
   return success();
 }
 
-LogicalResult UnifiedOp::verifyTokenScales(OperandChecker &c, MemRefType kc) {
-  static constexpr StringRef dims[] = {"num_blocks", "block_size", "kv_heads"};
-  Value kScales = getKScaleCache(), vScales = getVScaleCache();
-  if (!kScales || !vScales)
-    return c.error(kScales ? "k_scale_cache" : "v_scale_cache")
-           << "requires operand '"
-           << (kScales ? "v_scale_cache" : "k_scale_cache")
-           << "' (per-token-head scales come in pairs)";
-  if (!isFp8(kc.getElementType()) && !kc.getElementType().isSignlessInteger(8))
-    return c.error("k_cache") << "must hold i8 or fp8 values with "
-                                 "per-token-head scale caches, got "
-                              << kc.getElementType();
-  for (auto [value, name] : {std::pair{kScales, "k_scale_cache"},
-                             std::pair{vScales, "v_scale_cache"}}) {
-    MemRefType t = c.memref(value, name, dims, kF32);
-    if (!t)
-      return failure();
-    for (unsigned d = 0; d < 3; ++d)
-      if (failed(c.sameDim(kc, "k_cache", kNhdCacheDims, d, t, name, dims, d)))
-        return failure();
-  }
-  return success();
-}
-
 LogicalResult UnifiedOp::verifyCausality() {
   Value flags = getCausalFlags();
   if (flags && getBidirectional())
@@ -481,48 +526,6 @@ LogicalResult UnifiedOp::verifyCausality() {
   if (getRswaPrefixLens())
     return emitOpError() << "attribute 'chunk_lookback' cannot be combined "
                             "with R-SWA";
-  return success();
-}
-
-LogicalResult UnifiedOp::verifyMasksAndBias(OperandChecker &c) {
-  static constexpr StringRef qqDims[] = {"qq_rows", "qq_cols"};
-  static constexpr StringRef rangeDims[] = {"batch", "ranges", "2"};
-  auto seqs = cast<MemRefType>(getSequsedK().getType());
-  if (Value bias = getQqBias();
-      bias && !c.memref(bias, "qq_bias", qqDims, kHalfOrFloat))
-    return failure();
-  if (Value ranges = getMmPrefixRange()) {
-    MemRefType r = c.memref(ranges, "mm_prefix_range", rangeDims, kI32);
-    if (!r || failed(c.staticDim(r, "mm_prefix_range", rangeDims, 2, 2)) ||
-        failed(c.dimEquals(r, "mm_prefix_range", rangeDims, 2, 2,
-                           "a (start, end) pair")) ||
-        failed(c.sameDim(seqs, "seqused_k", kPerSeqDims, 0, r,
-                         "mm_prefix_range", rangeDims, 0)))
-      return failure();
-  } else if (getMmPrefixClampWindow()) {
-    return emitOpError() << "attribute 'mm_prefix_clamp_window' requires "
-                            "operand 'mm_prefix_range'";
-  }
-  Value prefixLens = getRswaPrefixLens();
-  if (bool(prefixLens) != bool(getRswaWindowAttr()))
-    return emitOpError() << "R-SWA needs both operand 'rswa_prefix_lens' and "
-                            "attribute 'rswa_window'";
-  if (!prefixLens)
-    return success();
-  MemRefType p = c.memref(prefixLens, "rswa_prefix_lens", kPerSeqDims, kI32);
-  if (!p || failed(c.sameDim(seqs, "seqused_k", kPerSeqDims, 0, p,
-                             "rswa_prefix_lens", kPerSeqDims, 0)))
-    return failure();
-  int64_t window = getRswaWindowAttr().getInt();
-  if (window < 1 || window > kMaxSlidingWindow)
-    return emitOpError() << "attribute 'rswa_window' must be in [1, "
-                         << kMaxSlidingWindow << "], got " << window;
-  // vLLM leaves these combinations undefined (docs/semantics.md 3.2).
-  if (getSlidingWindowAttr() || getMmPrefixRange())
-    return c.error("rswa_prefix_lens")
-           << "cannot be combined with "
-           << (getSlidingWindowAttr() ? "attribute 'sliding_window'"
-                                      : "operand 'mm_prefix_range'");
   return success();
 }
 
