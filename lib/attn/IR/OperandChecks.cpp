@@ -9,40 +9,36 @@
 using namespace mlir;
 using namespace mlir::attn::detail;
 
+namespace {
+/// Each element-type class: its bit, whether a type is in it, its name.
+struct ElemKind {
+  unsigned bit;
+  bool (*matches)(Type);
+  StringLiteral name;
+};
+constexpr ElemKind kElemKinds[] = {
+    {kF32, [](Type t) { return t.isF32(); }, "f32"},
+    {kF16, [](Type t) { return t.isF16(); }, "f16"},
+    {kBF16, [](Type t) { return t.isBF16(); }, "bf16"},
+    {kF8E4M3, [](Type t) { return isa<Float8E4M3FNType>(t); }, "f8E4M3FN"},
+    {kF8E5M2, [](Type t) { return isa<Float8E5M2Type>(t); }, "f8E5M2"},
+    {kI32, [](Type t) { return t.isSignlessInteger(32); }, "i32"},
+    {kI8, [](Type t) { return t.isSignlessInteger(8); }, "i8"},
+};
+} // namespace
+
 unsigned mlir::attn::detail::classify(Type type) {
-  if (type.isF32())
-    return kF32;
-  if (type.isF16())
-    return kF16;
-  if (type.isBF16())
-    return kBF16;
-  if (isa<Float8E4M3FNType>(type))
-    return kF8E4M3;
-  if (isa<Float8E5M2Type>(type))
-    return kF8E5M2;
-  if (type.isSignlessInteger(32))
-    return kI32;
-  if (type.isSignlessInteger(8))
-    return kI8;
+  for (const ElemKind &c : kElemKinds)
+    if (c.matches(type))
+      return c.bit;
   return 0;
 }
 
 std::string mlir::attn::detail::describeElems(unsigned elems) {
   SmallVector<StringRef> names;
-  if (elems & kF32)
-    names.push_back("f32");
-  if (elems & kF16)
-    names.push_back("f16");
-  if (elems & kBF16)
-    names.push_back("bf16");
-  if (elems & kF8E4M3)
-    names.push_back("f8E4M3FN");
-  if (elems & kF8E5M2)
-    names.push_back("f8E5M2");
-  if (elems & kI32)
-    names.push_back("i32");
-  if (elems & kI8)
-    names.push_back("i8");
+  for (const ElemKind &c : kElemKinds)
+    if (elems & c.bit)
+      names.push_back(c.name);
   return llvm::join(names, ", ");
 }
 
