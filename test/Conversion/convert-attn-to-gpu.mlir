@@ -22,13 +22,7 @@
 // CHECK: memref.alloca() : memref<4xf32>
 // CHECK: gpu.dynamic_shared_memory
 // CHECK: gpu.block_id x
-// The program's sequence: the warp's lanes probe 32 cu_seqlens entries per
-// round and a ballot picks the last that starts at or before the tile.
 // CHECK: scf.while
-// CHECK: gpu.thread_id x
-// CHECK: memref.load %{{.*}} : memref<?xi32>
-// CHECK: nvvm.vote.sync ballot %{{.*}}, %{{.*}} -> i32
-// CHECK: llvm.intr.ctpop
 // Q staged with 16-byte copies (cg, zero-filled past the rows: no branch);
 // a negative scale negates the staged Q, so that the softmax can take row
 // maxima of raw dot products and fold the positive factor into exp2's FMA.
@@ -71,6 +65,14 @@
 // HOPPER-SAME: \22shared_bytes\22:82944,\22threads\22:384
 // HOPPER-LABEL: gpu.func @flash
 // HOPPER-SAME: known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32
+// The program's sequence (sm_90a): the warp's lanes probe 32 cu_seqlens
+// entries per round and a ballot picks the last that starts at or before
+// the tile.
+// HOPPER: scf.while
+// HOPPER: gpu.thread_id x
+// HOPPER: memref.load %{{.*}} : memref<?xi32>
+// HOPPER: nvvm.vote.sync ballot %{{.*}}, %{{.*}} -> i32
+// HOPPER: llvm.intr.ctpop
 // HOPPER: nvvm.setmaxregister  decrease 24
 // HOPPER: nvgpu.tma.async.load
 // HOPPER: nvvm.setmaxregister  increase 240

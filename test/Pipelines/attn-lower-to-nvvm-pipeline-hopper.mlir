@@ -32,6 +32,10 @@
 // CHECK: mbarrier.arrive.shared.b64
 // CHECK: ex2.approx.ftz.f32
 // CHECK: wgmma.wait_group.sync.aligned 0;
+// The epilogue: each quad trades its pairs (xor shuffles) so that each lane
+// holds 8 adjacent outputs, stored 16 bytes at a time.
+// CHECK: shfl.sync.bfly.b32
+// CHECK: st.global.v4.b32
 // CHECK-NOT: ld.local
 // CHECK-NOT: st.local
 
@@ -60,9 +64,9 @@
 // CHECK-NEXT: .param .align 64 .b8 blocksparse_heads_param_2[128],
 // CHECK: .maxntid 256, 1, 1
 // CHECK: .maxnreg 128
-// CHECK: setmaxnreg.dec.sync.aligned.u32 32;
+// CHECK: setmaxnreg.dec.sync.aligned.u32 40;
 // CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
-// CHECK: setmaxnreg.inc.sync.aligned.u32 224;
+// CHECK: setmaxnreg.inc.sync.aligned.u32 216;
 // CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // The epilogue gathers the output rows in the query tile (after a

@@ -81,6 +81,18 @@ protected:
     return false;
   }
 
+  /// Where the threads holding a row's output elements can trade them so
+  /// that each holds 8 adjacent ones (every lane of the warp takes part:
+  /// called outside any branch on the row): calls `pack(v0, v1)` for each
+  /// pair of accumulator values (d, d + 1) it holds (a vector<2> of the
+  /// output type), then `store(d, chunk)` for each vector<8> of output
+  /// elements d .. d + 7 it holds after the exchange, and returns true;
+  /// false (the default, emitting nothing) otherwise.
+  virtual bool
+  visitOutputChunks(int64_t slot, llvm::function_ref<Value(Value, Value)> pack,
+                    llvm::function_ref<void(Value d, Value chunk)> store) {
+    return false;
+  }
   /// 16-bit outputs stored in pairs (visitOutputPairs): whether this
   /// program first gathers its output tile in shared memory, pair by pair
   /// (stageOutput: row `row`, columns d and d + 1), and then stores it with

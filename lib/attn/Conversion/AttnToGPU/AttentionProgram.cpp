@@ -89,7 +89,35 @@ void AttentionProgram::epilogue(const ProgramRows &rows) {
     Value l = reduceRow(e.load(lState, {st}), /*isMax=*/false);
     Value row = slotRow(slot);
     Value tok = math.tokenOf(row);
-    e.ifThen(e.lt(tok, rows.numTokens), [&] {
+    Value valid = e.lt(tok, rows.numTokens);
+    // 16 bytes per store where the target trades pairs between lanes (every
+    // lane takes part: the factor of a row past the tokens is computed too,
+    // and never stored).
+    if (pairs && !staged) {
+      Value factor; // (made by the first pack: none where unsupported)
+      auto pack = [&](Value v0, Value v1) {
+        if (!factor)
+          factor = math.outputFactor(l, Value());
+        auto half = [&](Value v) {
+          return arith::TruncFOp::create(b, outElem, e.mulF(v, factor))
+              .getResult();
+        };
+        return vector::FromElementsOp::create(b, VectorType::get({2}, outElem),
+                                              ValueRange{half(v0), half(v1)})
+            .getResult();
+      };
+      auto store = [&](Value d, Value chunk) {
+        e.ifThen(valid, [&] {
+          vector::StoreOp::create(
+              b, chunk, o.out,
+              ValueRange{e.add(rows.qTokBase, tok), math.headOf(rows, row), d},
+              /*nontemporal=*/false, llvm::Align(16));
+        });
+      };
+      if (visitOutputChunks(slot, pack, store))
+        continue;
+    }
+    e.ifThen(valid, [&] {
       Value qRow = e.add(rows.qTokBase, tok);
       Value head = math.headOf(rows, row);
       Value factor;

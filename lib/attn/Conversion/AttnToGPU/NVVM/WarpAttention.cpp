@@ -586,6 +586,63 @@ bool WarpAttentionBuilder::visitOutputPairs(
   return true;
 }
 
+bool WarpAttentionBuilder::visitOutputChunks(
+    int64_t slot, llvm::function_ref<Value(Value, Value)> pack,
+    llvm::function_ref<void(Value d, Value chunk)> store) {
+  // Tile j's pair of this lane holds columns 8 j + 2 quadCol (+ 1). In each
+  // group of four tiles, lane q wants tile 4G + q from every lane of its
+  // quad: in round r the partner quadCol ^ r sends its pair of tile
+  // 4G + (its quadCol ^ r), which lands at position quadCol ^ r.
+  // (sm_90a, where it was measured; not where the registers are full: the
+  // exchange holds a row's pairs at once.)
+  if (shape.headDim % 32 || !chip.wgmma || g.registersFull())
+    return false;
+  int64_t m = slot / 2, h = slot % 2;
+  Type i32 = b.getI32Type();
+  auto bits = [&](Value pair) {
+    return vector::ExtractOp::create(
+               b, vector::BitCastOp::create(b, VectorType::get({1}, i32), pair),
+               ArrayRef<int64_t>{0})
+        .getResult();
+  };
+  // The element of `xs` at dynamic index `at` (0 .. 3).
+  auto pick = [&](ArrayRef<Value> xs, Value at) {
+    Value v = xs[3];
+    for (int64_t k = 2; k >= 0; --k)
+      v = e.select(e.eq(at, e.idx(k)), xs[k], v);
+    return v;
+  };
+  Type elem;
+  for (int64_t group = 0; group < shape.headDim / 32; ++group) {
+    SmallVector<Value> mine;
+    for (int64_t k = 0; k < 4; ++k) {
+      int64_t dj = 4 * group + k;
+      Value pair = pack(e.load(oAcc, {accIndex(m, dj, 2 * h)}),
+                        e.load(oAcc, {accIndex(m, dj, 2 * h + 1)}));
+      elem = cast<VectorType>(pair.getType()).getElementType();
+      mine.push_back(bits(pair));
+    }
+    // received[r]: the pair of partner quadCol ^ r (r = 0: this lane's).
+    SmallVector<Value> received{pick(mine, quadCol)};
+    for (int32_t r = 1; r < 4; ++r) {
+      Value send = pick(mine, arith::XOrIOp::create(b, quadCol, e.idx(r)));
+      received.push_back(
+          gpu::ShuffleOp::create(b, send, r, kLanes, gpu::ShuffleMode::XOR)
+              .getShuffleResult());
+    }
+    // Position p of the chunk comes from partner p = quadCol ^ r.
+    SmallVector<Value> words;
+    for (int64_t p = 0; p < 4; ++p)
+      words.push_back(
+          pick(received, arith::XOrIOp::create(b, quadCol, e.idx(p))));
+    Value chunk = vector::BitCastOp::create(
+        b, VectorType::get({8}, elem),
+        vector::FromElementsOp::create(b, VectorType::get({4}, i32), words));
+    store(e.mul(e.add(e.idx(4 * group), quadCol), e.idx(8)), chunk);
+  }
+  return true;
+}
+
 } // namespace mlir::attn::warp
 
 KernelLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct,

@@ -158,6 +158,12 @@ private:
   // more, in the tile's swizzled layout (conflict-free pair writes), and
   // store them 16 bytes per thread: a quarter of the pair stores
   // (WarpSpecialized.cpp).
+  /// Pairs traded within each quad (shuffles): the quad's four lanes hold
+  /// a row's 8-column tiles 4G .. 4G + 3 as pairs; after three xor
+  /// shuffles lane q holds all of tile 4G + q.
+  bool visitOutputChunks(
+      int64_t slot, llvm::function_ref<Value(Value, Value)> pack,
+      llvm::function_ref<void(Value d, Value chunk)> store) override;
   bool beginStagedOutput() override;
   /// Waits on warpgroup `group`'s own named barrier (kOutputBarrier +
   /// group, its 128 threads).

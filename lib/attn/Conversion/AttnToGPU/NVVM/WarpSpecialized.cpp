@@ -52,10 +52,11 @@ struct RegisterSplit {
 };
 RegisterSplit registerSplit(int64_t consumerWarps, bool persistent) {
   // One consumer warpgroup (block-sparse programs of 64 rows): two blocks
-  // of 256 threads share an SM, 128 registers each at launch (at 24 the
-  // producer's CSR walk spilled 32 bytes).
+  // of 256 threads share an SM, 128 registers each at launch. The
+  // producer walks the CSR rows: at 32 it spilled 4 bytes (D=64), at 24
+  // 32-36; the consumers' 64-row tiles need far fewer than 216.
   if (consumerWarps == 4)
-    return RegisterSplit{128, 32, 224};
+    return RegisterSplit{128, 40, 216};
   // Two: 128 * 24 + 256 * 240 fit the 64K of an SM (the launch gives each
   // of the 384 threads 168). Persistent kernels: the producer's loop over
   // the programs needs more (ptxas spilled 8-12 bytes at 24 in the
@@ -258,6 +259,10 @@ Value WarpProgramTarget::searchLast(
   // dependent loads where the binary search has log2 n (its loads were
   // most of a short program's start: bench/results/2026-11-24-h100-ws.md).
   // Every lane of the warp runs it (the grid's body is not divergent).
+  // sm_90a only, where it was measured: on sm_80/sm_89 the mma.sync
+  // programs of fp8 caches sit at 254 registers and spilled with it.
+  if (!chip.wgmma)
+    return ProgramTarget::searchLast(e, n, x, key);
   return searchLoop(e, n, [&](LoopEmitter &ie, Value lo, Value hi) {
     ImplicitLocOpBuilder &ib = ie.builder();
     Type i32 = ib.getI32Type();
@@ -679,8 +684,8 @@ bool WarpAttentionBuilder::beginStagedOutput() {
   // consumers released it.) Programs of one consumer warpgroup only: with
   // two in pingpong, compute-sanitizer racecheck reported the staging
   // stores against the consumers' last mbarrier arrive on the V buffer
-  // (results exact, cause not found; 2026-11-25 results), though it made
-  // dense S=512-2048 4-11% faster.
+  // (results exact, cause not found; 2026-11-25 results). Those store 16
+  // bytes a lane after a quad exchange instead (visitOutputChunks).
   if (!ws || !consumersOnly || persistent || !qS.swizzled ||
       shape.headDim % 8 || g.warps != 4)
     return false;
