@@ -64,19 +64,13 @@
 // CHECK-NEXT: .param .align 64 .b8 blocksparse_heads_param_2[128],
 // CHECK: .maxntid 256, 1, 1
 // CHECK: .maxnreg 128
-// CHECK: setmaxnreg.dec.sync.aligned.u32 40;
+// CHECK: setmaxnreg.dec.sync.aligned.u32 24;
 // CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
-// CHECK: setmaxnreg.inc.sync.aligned.u32 216;
+// CHECK: setmaxnreg.inc.sync.aligned.u32 232;
 // CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
-// The epilogue gathers the output rows in the query tile (after a
-// barrier of the consumers and a proxy fence: the MMAs read it through
-// the async proxy) and stores 16 bytes per thread.
-// CHECK: bar.sync 3, 128;
-// CHECK: fence.proxy.async.shared::cta;
-// CHECK: st.shared.b32
-// CHECK: bar.sync 4, 128;
-// CHECK: ld.shared.v4.b32
+// The epilogue stores 16 bytes a lane after the quad exchange.
+// CHECK: shfl.sync.bfly.b32
 // CHECK: st.global.v4.b32
 // CHECK-NOT: ld.local
 // CHECK-NOT: st.local

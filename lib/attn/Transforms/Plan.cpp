@@ -231,7 +231,7 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   // sm_90a block-sparse programs on the same pipeline: a producer
   // warpgroup loads the CSR blocks by TMA into a ring that runs on from
   // block to block. 64 rows (a layout row of one head) are one consumer
-  // warpgroup, and two blocks share an SM (40 + 216 registers per thread
+  // warpgroup, and two blocks share an SM (24 + 232 registers per thread
   // of 128 at launch); 128 rows (GQA packing under a shared layout) two,
   // in pingpong. Layout blocks of whole 64-key tiles only.
   if (auto sparse = dyn_cast<BlockSparseOp>(op);

@@ -93,14 +93,6 @@ protected:
                     llvm::function_ref<void(Value d, Value chunk)> store) {
     return false;
   }
-  /// 16-bit outputs stored in pairs (visitOutputPairs): whether this
-  /// program first gathers its output tile in shared memory, pair by pair
-  /// (stageOutput: row `row`, columns d and d + 1), and then stores it with
-  /// 16-byte stores (storeStagedOutput, after every slot); where it does,
-  /// beginStagedOutput has made that memory free. Default: no.
-  virtual bool beginStagedOutput() { return false; }
-  virtual void stageOutput(Value row, Value d, Value pair) {}
-  virtual void storeStagedOutput(const ProgramRows &rows, Type outElem) {}
 
   // --- Shared by the backends. ---
   /// Row r of the query tile: token r / pack of head headBase + r % pack,

@@ -75,14 +75,22 @@ void AttentionProgram::initializeState(const ProgramRows &rows) {
 void AttentionProgram::epilogue(const ProgramRows &rows) {
   // 16-bit outputs without an fp8 clamp go out a pair per store (rows of
   // 16-bit GPU operands are 16-byte aligned: the runtime checks): half the
-  // store instructions; or, where the program stages its output tile, 16
-  // bytes per store.
+  // store instructions; or, where the target trades pairs between lanes,
+  // 16 bytes per store.
   auto outType = cast<MemRefType>(o.out.getType());
   Type outElem = outType.getElementType();
   bool pairs = !o.segmentMax && !o.outScale &&
                (outElem.isF16() || outElem.isBF16()) &&
                outType.isLastDimUnitStride();
-  bool staged = pairs && beginStagedOutput();
+  // The pair (v0, v1) * factor in the output type.
+  auto packPair = [&](Value v0, Value v1, Value factor) {
+    auto half = [&](Value v) {
+      return arith::TruncFOp::create(b, outElem, e.mulF(v, factor)).getResult();
+    };
+    return vector::FromElementsOp::create(b, VectorType::get({2}, outElem),
+                                          ValueRange{half(v0), half(v1)})
+        .getResult();
+  };
   for (int64_t slot = 0; slot < rowSlots(); ++slot) {
     Value st = e.idx(slot);
     // Shuffles first: every lane of the warp (wave) takes part.
@@ -93,18 +101,12 @@ void AttentionProgram::epilogue(const ProgramRows &rows) {
     // 16 bytes per store where the target trades pairs between lanes (every
     // lane takes part: the factor of a row past the tokens is computed too,
     // and never stored).
-    if (pairs && !staged) {
+    if (pairs) {
       Value factor; // (made by the first pack: none where unsupported)
       auto pack = [&](Value v0, Value v1) {
         if (!factor)
           factor = math.outputFactor(l, Value());
-        auto half = [&](Value v) {
-          return arith::TruncFOp::create(b, outElem, e.mulF(v, factor))
-              .getResult();
-        };
-        return vector::FromElementsOp::create(b, VectorType::get({2}, outElem),
-                                              ValueRange{half(v0), half(v1)})
-            .getResult();
+        return packPair(v0, v1, factor);
       };
       auto store = [&](Value d, Value chunk) {
         e.ifThen(valid, [&] {
@@ -134,18 +136,9 @@ void AttentionProgram::epilogue(const ProgramRows &rows) {
         factor = math.outputFactor(l, o.outScale);
       }
       if (pairs && visitOutputPairs(slot, [&](Value d, Value v0, Value v1) {
-            auto half = [&](Value v) {
-              return arith::TruncFOp::create(b, outElem, e.mulF(v, factor))
-                  .getResult();
-            };
-            Value pair =
-                vector::FromElementsOp::create(b, VectorType::get({2}, outElem),
-                                               ValueRange{half(v0), half(v1)});
-            if (staged)
-              stageOutput(row, d, pair);
-            else
-              vector::StoreOp::create(b, pair, o.out, ValueRange{qRow, head, d},
-                                      /*nontemporal=*/false, llvm::Align(4));
+            vector::StoreOp::create(b, packPair(v0, v1, factor), o.out,
+                                    ValueRange{qRow, head, d},
+                                    /*nontemporal=*/false, llvm::Align(4));
           }))
         return;
       visitOutputs(slot, [&](Value d, Value v, bool partial) {
@@ -163,6 +156,4 @@ void AttentionProgram::epilogue(const ProgramRows &rows) {
       });
     });
   }
-  if (staged)
-    storeStagedOutput(rows, outElem);
 }

@@ -153,26 +153,12 @@ private:
   bool visitOutputPairs(
       int64_t slot,
       llvm::function_ref<void(Value d, Value v0, Value v1)> store) override;
-  // Warp-specialized programs of one consumer warpgroup (not persistent)
-  // gather their output rows in the query tile, which no MMA reads any
-  // more, in the tile's swizzled layout (conflict-free pair writes), and
-  // store them 16 bytes per thread: a quarter of the pair stores
-  // (WarpSpecialized.cpp).
   /// Pairs traded within each quad (shuffles): the quad's four lanes hold
   /// a row's 8-column tiles 4G .. 4G + 3 as pairs; after three xor
   /// shuffles lane q holds all of tile 4G + q.
   bool visitOutputChunks(
       int64_t slot, llvm::function_ref<Value(Value, Value)> pack,
       llvm::function_ref<void(Value d, Value chunk)> store) override;
-  bool beginStagedOutput() override;
-  /// Waits on warpgroup `group`'s own named barrier (kOutputBarrier +
-  /// group, its 128 threads).
-  void syncWarpgroup(Value group);
-  void stageOutput(Value row, Value d, Value pair) override;
-  void storeStagedOutput(const ProgramRows &rows, Type outElem) override;
-  /// The query tile as a swizzled view of 16-bit elements (the type of
-  /// vectorType's elements) for the staged output.
-  Value outputView(Type vectorType);
 
   void setUpThreads();
   /// Sets foldedFactor (see there) for linear scores.
@@ -324,11 +310,6 @@ private:
   /// (producerPart issues it for a program without tiles).
   void produce(const KvWalk &walk, Value lo, Value hi, Value base,
                llvm::function_ref<void()> issueQuery);
-  /// A one-element i32 counter in registers (an alloca of the entry
-  /// block), set to 0 here; its value as an index, and its update.
-  Value counterAlloca();
-  Value loadCounter(Value counter);
-  void storeCounter(Value v, Value counter);
   /// Tiles of [lo, hi): 0 when empty.
   Value tilesOf(Value lo, Value hi);
   /// Loads the persistent counters (ringBase, programIndex) of this
@@ -467,7 +448,7 @@ private:
   /// pingpong between the consumer warpgroups.
   bool ws = false, pingpong = false;
   /// The walk visits several ranges (block-sparse): the consumers' tiles
-  /// walked so far and whether a PV is pending, as counterAlloca()s.
+  /// walked so far and whether a PV is pending (i32 counters).
   bool ranged = false;
   Value walkedTiles, pendingValues;
   /// Inside the consumer warps of a specialized program (`threads` is

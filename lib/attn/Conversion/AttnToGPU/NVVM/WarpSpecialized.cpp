@@ -34,7 +34,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -52,11 +51,11 @@ struct RegisterSplit {
 };
 RegisterSplit registerSplit(int64_t consumerWarps, bool persistent) {
   // One consumer warpgroup (block-sparse programs of 64 rows): two blocks
-  // of 256 threads share an SM, 128 registers each at launch. The
-  // producer walks the CSR rows: at 32 it spilled 4 bytes (D=64), at 24
-  // 32-36; the consumers' 64-row tiles need far fewer than 216.
+  // of 256 threads share an SM, 128 registers each at launch (the
+  // persistent producer's loop takes 32, as below).
   if (consumerWarps == 4)
-    return RegisterSplit{128, 40, 216};
+    return persistent ? RegisterSplit{128, 32, 224}
+                      : RegisterSplit{128, 24, 232};
   // Two: 128 * 24 + 256 * 240 fit the 64K of an SM (the launch gives each
   // of the 384 threads 168). Persistent kernels: the producer's loop over
   // the programs needs more (ptxas spilled 8-12 bytes at 24 in the
@@ -68,8 +67,30 @@ RegisterSplit registerSplit(int64_t consumerWarps, bool persistent) {
 constexpr int32_t kTurnBarrier = 1, kTurnThreads = 2 * 128;
 /// The consumer warpgroups' own barrier (Q staged).
 constexpr int32_t kConsumerBarrier = 3;
-/// Warpgroup w's own barrier: kOutputBarrier + w (its output tile staged).
-constexpr int32_t kOutputBarrier = 4, kWarpgroupThreads = 128;
+/// A per-thread i32 counter (an alloca of the entry block, which LLVM
+/// keeps in a register), set to 0; its value as an index, and its update.
+Value newCounter(LoopEmitter &e, Block *entry) {
+  ImplicitLocOpBuilder &b = e.builder();
+  Type i32 = b.getI32Type();
+  Value c;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(entry);
+    c = memref::AllocaOp::create(b, MemRefType::get({1}, i32));
+  }
+  e.store(arith::ConstantIntOp::create(b, i32, 0), c, {e.idx(0)});
+  return c;
+}
+Value readCounter(LoopEmitter &e, Value counter) {
+  ImplicitLocOpBuilder &b = e.builder();
+  return arith::IndexCastUIOp::create(b, b.getIndexType(),
+                                      e.load(counter, {e.idx(0)}));
+}
+void writeCounter(LoopEmitter &e, Value v, Value counter) {
+  ImplicitLocOpBuilder &b = e.builder();
+  e.store(arith::IndexCastUIOp::create(b, b.getI32Type(), v), counter,
+          {e.idx(0)});
+}
 } // namespace
 
 void splitRoles(ImplicitLocOpBuilder &b, LoopEmitter &e, Block *entry,
@@ -199,18 +220,8 @@ void WarpProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
   auto to32 = [&](Value v) {
     return arith::IndexCastUIOp::create(b, i32, v).getResult();
   };
-  auto counter = [&] {
-    Value c;
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(entry);
-      c = memref::AllocaOp::create(b, MemRefType::get({1}, i32));
-    }
-    e.store(arith::ConstantIntOp::create(b, i32, 0), c, {e.idx(0)});
-    return c;
-  };
-  state.kvTiles = counter();
-  state.programs = counter();
+  state.kvTiles = newCounter(e, entry);
+  state.programs = newCounter(e, entry);
   // The block's linear id and the launch's blocks: programs first, first +
   // blocks, ... (x fastest, as the blocks of a full grid start).
   gpu::Dimension dims[] = {gpu::Dimension::x, gpu::Dimension::y,
@@ -310,26 +321,15 @@ bool WarpAttentionBuilder::specialize(const ProgramRows &rows,
 }
 
 void WarpAttentionBuilder::loadCounters() {
-  auto load = [&](Value counter) {
-    if (!persistent)
-      return e.idx(0);
-    return arith::IndexCastUIOp::create(b, b.getIndexType(),
-                                        e.load(counter, {e.idx(0)}))
-        .getResult();
-  };
-  ringBase = load(persistent ? persistent->kvTiles : Value());
-  programIndex = load(persistent ? persistent->programs : Value());
+  ringBase = persistent ? readCounter(e, persistent->kvTiles) : e.idx(0);
+  programIndex = persistent ? readCounter(e, persistent->programs) : e.idx(0);
 }
 
 void WarpAttentionBuilder::storeCounters(Value tiles) {
   if (!persistent)
     return;
-  auto store = [&](Value v, Value counter) {
-    e.store(arith::IndexCastUIOp::create(b, b.getI32Type(), v), counter,
-            {e.idx(0)});
-  };
-  store(e.add(ringBase, tiles), persistent->kvTiles);
-  store(e.add(programIndex, e.idx(1)), persistent->programs);
+  writeCounter(e, e.add(ringBase, tiles), persistent->kvTiles);
+  writeCounter(e, e.add(programIndex, e.idx(1)), persistent->programs);
 }
 
 Value WarpAttentionBuilder::tilesOf(Value lo, Value hi) {
@@ -359,37 +359,16 @@ void WarpAttentionBuilder::producerPart(const ProgramRows &rows,
     }
     // Several ranges (block-sparse CSR blocks): one ring over all their
     // tiles, numbered on from range to range.
-    Value walked = counterAlloca();
+    Value walked = newCounter(e, entry);
     walk.visitRanges(e, [&](Value lo, Value hi) {
-      Value base = loadCounter(walked);
+      Value base = readCounter(e, walked);
       produce(walk, lo, hi, base, issueQuery);
-      storeCounter(e.add(base, tilesOf(lo, hi)), walked);
+      writeCounter(e, e.add(base, tilesOf(lo, hi)), walked);
     });
-    Value tiles = loadCounter(walked);
+    Value tiles = readCounter(e, walked);
     e.ifThen(e.eq(tiles, e.idx(0)), issueQuery);
     storeCounters(tiles);
   });
-}
-
-Value WarpAttentionBuilder::counterAlloca() {
-  Value c;
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(entry);
-    c = memref::AllocaOp::create(b, MemRefType::get({1}, b.getI32Type()));
-  }
-  storeCounter(e.idx(0), c);
-  return c;
-}
-
-Value WarpAttentionBuilder::loadCounter(Value counter) {
-  return arith::IndexCastUIOp::create(b, b.getIndexType(),
-                                      e.load(counter, {e.idx(0)}));
-}
-
-void WarpAttentionBuilder::storeCounter(Value v, Value counter) {
-  e.store(arith::IndexCastUIOp::create(b, b.getI32Type(), v), counter,
-          {e.idx(0)});
 }
 
 void WarpAttentionBuilder::consumerPart(llvm::function_ref<void()> consume) {
@@ -405,8 +384,8 @@ void WarpAttentionBuilder::consumerPart(llvm::function_ref<void()> consume) {
   // Walks of several ranges: the tiles walked so far and whether a PV is
   // pending (walkSpecializedRange).
   if (ranged) {
-    walkedTiles = counterAlloca();
-    pendingValues = counterAlloca();
+    walkedTiles = newCounter(e, entry);
+    pendingValues = newCounter(e, entry);
   }
   // The consumers stage Q themselves when the producer does not (under
   // its first K and V copies) and synchronize among themselves.
@@ -643,8 +622,8 @@ void WarpAttentionBuilder::walkSpecializedRange(const ProgramRows &rows,
   // first; finishWalks() issues the program's last PV.
   Value bn = e.idx(g.bn);
   e.ifThen(e.lt(lo, hi), [&] {
-    Value base = loadCounter(walkedTiles);
-    Value pending = e.notI(e.eq(loadCounter(pendingValues), e.idx(0)));
+    Value base = readCounter(e, walkedTiles);
+    Value pending = e.notI(e.eq(readCounter(e, pendingValues), e.idx(0)));
     pinLaneCoordinates();
     e.ifThenElse(
         pending, [&] { specializedStep(rows, walk, base, lo, hi, true, true); },
@@ -656,8 +635,8 @@ void WarpAttentionBuilder::walkSpecializedRange(const ProgramRows &rows,
       specializedStep(rows, walk, t, n0, hi, true, true);
       unpinLaneCoordinates();
     });
-    storeCounter(e.add(base, tilesOf(lo, hi)), walkedTiles);
-    storeCounter(e.idx(1), pendingValues);
+    writeCounter(e, e.add(base, tilesOf(lo, hi)), walkedTiles);
+    writeCounter(e, e.idx(1), pendingValues);
   });
 }
 
@@ -665,9 +644,9 @@ void WarpAttentionBuilder::finishWalks(const ProgramRows &rows,
                                        ArrayRef<KvWalk> walks) {
   if (!ws || !ranged || !consumersOnly)
     return;
-  Value tiles = loadCounter(walkedTiles);
+  Value tiles = readCounter(e, walkedTiles);
   e.ifThenElse(
-      e.notI(e.eq(loadCounter(pendingValues), e.idx(0))),
+      e.notI(e.eq(readCounter(e, pendingValues), e.idx(0))),
       [&] {
         specializedStep(rows, walks.front(), tiles, Value(), Value(),
                         /*scores=*/false, /*values=*/true);
@@ -677,78 +656,6 @@ void WarpAttentionBuilder::finishWalks(const ProgramRows &rows,
           releaseQuery();
       });
   storeCounters(tiles);
-}
-
-bool WarpAttentionBuilder::beginStagedOutput() {
-  // (A persistent block's producer refills the query tile as soon as the
-  // consumers released it.) Programs of one consumer warpgroup only: with
-  // two in pingpong, compute-sanitizer racecheck reported the staging
-  // stores against the consumers' last mbarrier arrive on the V buffer
-  // (results exact, cause not found; 2026-11-25 results). Those store 16
-  // bytes a lane after a quad exchange instead (visitOutputChunks).
-  if (!ws || !consumersOnly || persistent || !qS.swizzled ||
-      shape.headDim % 8 || g.warps != 4)
-    return false;
-  // Every consumer warp is past its last MMA (which read the query tile
-  // through the async proxy) before any thread overwrites the tile.
-  syncComputeThreads();
-  wgmma::fenceProxyAsync(b);
-  return true;
-}
-
-void WarpAttentionBuilder::syncWarpgroup(Value group) {
-  // (Constant barrier ids: one branch per warpgroup.)
-  Type i32 = b.getI32Type();
-  auto sync = [&](int32_t id) {
-    NVVM::BarrierOp::create(
-        b, TypeRange{}, arith::ConstantIntOp::create(b, i32, id),
-        arith::ConstantIntOp::create(b, i32, kWarpgroupThreads),
-        NVVM::BarrierReductionAttr(), Value());
-  };
-  if (g.warps == 4)
-    return sync(kOutputBarrier);
-  e.ifThenElse(
-      e.eq(group, e.idx(0)), [&] { sync(kOutputBarrier); },
-      [&] { sync(kOutputBarrier + 1); });
-}
-
-void WarpAttentionBuilder::stageOutput(Value row, Value d, Value pair) {
-  Value chunk = e.mul(e.divU(d, e.idx(8)), e.idx(8));
-  SmallVector<Value> at = tileAt(qS, row, chunk);
-  at[1] = e.add(at[1], e.remU(d, e.idx(8)));
-  vector::StoreOp::create(b, pair, outputView(pair.getType()), at);
-}
-
-void WarpAttentionBuilder::storeStagedOutput(const ProgramRows &rows,
-                                             Type outElem) {
-  // Each warpgroup stores its own 64 rows once its threads wrote them.
-  Value group = e.divU(warp, e.idx(4));
-  syncWarpgroup(group);
-  auto chunkType = VectorType::get({8}, outElem);
-  Value view = outputView(chunkType);
-  int64_t chunks = shape.headDim / 8;
-  Value first = e.mul(group, e.idx(wgmma::kRows));
-  e.forLoop(e.remU(tid, e.idx(kWarpgroupThreads)), e.idx(wgmma::kRows * chunks),
-            e.idx(kWarpgroupThreads), [&](Value i) {
-              Value row = e.add(first, e.divU(i, e.idx(chunks)));
-              Value col = e.mul(e.remU(i, e.idx(chunks)), e.idx(8));
-              Value tok = math.tokenOf(row);
-              e.ifThen(e.lt(tok, rows.numTokens), [&] {
-                Value x = vector::LoadOp::create(b, chunkType, view,
-                                                 tileAt(qS, row, col));
-                vector::StoreOp::create(b, x, o.out,
-                                        ValueRange{e.add(rows.qTokBase, tok),
-                                                   math.headOf(rows, row), col},
-                                        /*nontemporal=*/false, llvm::Align(16));
-              });
-            });
-}
-
-Value WarpAttentionBuilder::outputView(Type vectorType) {
-  // The query tile's bytes as elements of the output type (both 16-bit).
-  Type elem = cast<VectorType>(vectorType).getElementType();
-  return view(qS.offset, g.dPad / wgmma::kAtomCols * g.mRows, wgmma::kAtomCols,
-              elem);
 }
 
 void WarpAttentionBuilder::releaseQuery() {
