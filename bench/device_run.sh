@@ -5,6 +5,10 @@
 # the dense kernel. Expects AOT bundles in .device/bundles and the peers in
 # .peers (carried). Usage:
 #   bench/device_run.sh [all|tests|sanitize|bench|host|profile|sass]...
+#   bench/device_run.sh grid-record | grid   (not in all)
+# (grid-record: the specializations of vLLM's full kernel-test grids, into
+# $OUT/grid_spec.jsonl for `python -m attn_mlir.aot`; grid: those grids on
+# CUDA tensors, GRID_JOBS processes, the GRID_SHARD=I/N part of it.)
 # (sass: cuobjdump -sass of the cubins carried in .device/sass, for reading
 # the generated machine code; there is no cuobjdump off the device.)
 set -uo pipefail
@@ -28,9 +32,10 @@ if want sanitize; then
     | tee "$OUT/memcheck.log" | tail -15
   echo "memcheck exit: ${PIPESTATUS[0]}"
   # The sm_90a flash and block-sparse schedules (plan, persistent, steps
-  # back) on NaN-poisoned outputs against float64, under memcheck and
-  # racecheck.
-  for tool in memcheck racecheck; do
+  # back) on NaN-poisoned outputs against float64, under memcheck,
+  # racecheck, and synccheck (the mbarrier/named-barrier protocol of the
+  # warp-specialized programs).
+  for tool in memcheck racecheck synccheck; do
     for what in flash blocksparse; do
       echo "== compute-sanitizer $tool: bench/sanitize_$what.py"
       timeout 250 "$SAN" --tool $tool python3 bench/sanitize_$what.py 2>&1 \
@@ -52,6 +57,17 @@ if want profile; then
   timeout 200 "$NCU" --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
     --section LaunchStats --section Occupancy -k regex:^kernel -c 1 \
     python3 bench/profile_dense.py ${PROFILE_ARGS:-128} 2>&1 | tee "$OUT/ncu.log" | tail -80
+fi
+if [[ " ${steps[*]} " == *" grid-record "* ]]; then
+  echo "== record vLLM's full grids"
+  timeout 560 python3 bench/run_grid.py --jobs "${GRID_JOBS:-14}" --out /tmp/gridrec \
+    --record "$OUT/grid_spec.jsonl" 2>&1 | tail -3
+fi
+if [[ " ${steps[*]} " == *" grid "* ]]; then
+  echo "== vLLM's full grids on CUDA"
+  timeout 560 python3 bench/run_grid.py --jobs "${GRID_JOBS:-14}" --out /tmp/grid \
+    --shard "${GRID_SHARD:-0/1}" 2>&1 \
+    | tee "$OUT/vllm_full_grid.log" | tail -40
 fi
 if want sass; then
   echo "== SASS"

@@ -25,6 +25,10 @@ from attn_mlir import ops  # noqa: E402
 DRY = bool(os.environ.get("ATTN_MLIR_DRY_RUN"))
 SCHEDULES = [None, (128, 128, 1, 8, 1, 4, 1, 1), (128, 128, 1, 8, 1, 4, 0),
              (128, 128, 1, 8, 1, 0, 0)]
+# SANITIZE_SCHEDULES=0,3 runs only those (indices into SCHEDULES).
+if os.environ.get("SANITIZE_SCHEDULES"):
+    SCHEDULES = [SCHEDULES[int(i)]
+                 for i in os.environ["SANITIZE_SCHEDULES"].split(",")]
 D = 128
 # The third: more sequences than a warp has lanes (the program's sequence
 # is found in two rounds of 32 probes).

@@ -517,13 +517,19 @@ class _Call:
                 f"  attn.{self.op} {' '.join(self.clauses)}{attrs}\n"
                 f"  return\n}}\n")
 
-    def run(self):
-        text = self.text()
+    @staticmethod
+    def record(text):
+        """Appends `text` to $ATTN_MLIR_RECORD when set; True when
+        ATTN_MLIR_DRY_RUN says to stop there."""
         record = os.environ.get("ATTN_MLIR_RECORD")
         if record:
             with open(record, "a") as f:
                 f.write(json.dumps({"mlir": text}) + "\n")
-        if os.environ.get("ATTN_MLIR_DRY_RUN"):
+        return bool(os.environ.get("ATTN_MLIR_DRY_RUN"))
+
+    def run(self):
+        text = self.text()
+        if self.record(text):
             return
         if self.device is not None:
             return self._run_gpu(text)

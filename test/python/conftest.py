@@ -35,6 +35,8 @@ if DEVICE == "cuda":
         if self.device is not None:  # operands already on the GPU
             return _run_as_given(self)
         text = self.text()
+        if self.record(text):   # ATTN_MLIR_RECORD / ATTN_MLIR_DRY_RUN
+            return
         copies = []
         for i, (ssa, t, kind, value) in enumerate(self.params):
             if kind == "mem":

@@ -61,6 +61,24 @@ def cases(names, full_axes, reduced, full_only=None):
     return [tuple(c) for c in reduced]
 
 
+_TEST_DEVICE = os.environ.get("ATTN_MLIR_TEST_DEVICE", "cpu")
+_DRY_RUN = bool(os.environ.get("ATTN_MLIR_DRY_RUN"))
+
+
+def matmul(a, b):
+    """np.matmul of float64 arrays. On the GPU machine
+    (ATTN_MLIR_TEST_DEVICE=cuda) the product runs as a float64 (DGEMM)
+    matmul on the GPU: the references of vLLM's full grids are hundreds of
+    GFLOP each, minutes per test on one CPU core. Still float64 throughout;
+    only the order of the sums differs."""
+    if _TEST_DEVICE == "cuda":
+        import torch
+        ta = torch.from_numpy(np.ascontiguousarray(a, np.float64)).cuda()
+        tb = torch.from_numpy(np.ascontiguousarray(b, np.float64)).cuda()
+        return torch.matmul(ta, tb).cpu().numpy()
+    return np.matmul(a, b)
+
+
 def f64(x):
     return np.asarray(x).astype(np.float64)
 
@@ -74,7 +92,11 @@ def cast(x, dtype):
 def assert_close(actual, expected, *, atol, rtol, what=""):
     """torch.testing.assert_close(actual, expected, atol=, rtol=) on float64
     copies: |actual - expected| <= atol + rtol * |expected| elementwise, and
-    a NaN anywhere fails (equal_nan=False)."""
+    a NaN anywhere fails (equal_nan=False). A dry run (ATTN_MLIR_DRY_RUN:
+    record the specializations, run nothing) has nothing to compare, and
+    goes on to the test's later calls."""
+    if _DRY_RUN:
+        return
     a, e = f64(actual), f64(expected)
     assert a.shape == e.shape, f"{what}: shape {a.shape} != {e.shape}"
     with np.errstate(invalid="ignore"):
@@ -95,6 +117,8 @@ def assert_discriminates(wrong, expected, *, atol, rtol, what):
     """A guard on the test itself: the result of a mistaken semantics
     (`wrong`, e.g. ignoring sinks or the sparsity) must fail the same check,
     else the test could not tell the two apart."""
+    if _DRY_RUN:
+        return
     with np.errstate(invalid="ignore"):
         close = np.abs(f64(wrong) - f64(expected)) <= atol + rtol * np.abs(f64(expected))
     assert not close.all(), f"the test cannot tell {what} from the reference"

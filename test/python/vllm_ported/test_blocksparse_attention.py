@@ -53,7 +53,7 @@ import pytest
 from attn_mlir import vllm
 
 from . import (BF16, FULL_GRID, assert_close, assert_discriminates, cases,
-               cast, f64, softmax_rows)
+               cast, f64, matmul, softmax_rows)
 
 NUMPY = {"half": np.float16, "bf16": BF16}
 DTYPES = ["half", "bf16"]
@@ -129,7 +129,7 @@ def attend(q, k, v, scale, visible):
     v = np.repeat(np.asarray(v, np.float32), group, axis=1)
     kk = np.ascontiguousarray(k.transpose(1, 2, 0))
     vv = np.ascontiguousarray(v.transpose(1, 0, 2))
-    s = np.matmul(qq, kk)
+    s = matmul(qq, kk)
     s *= np.float32(scale)
     np.copyto(s, np.float32(-np.inf), where=~np.broadcast_to(visible, s.shape))
     m = s.max(axis=-1, keepdims=True)
@@ -139,7 +139,7 @@ def attend(q, k, v, scale, visible):
     z = s.sum(axis=-1, keepdims=True)
     z[z == 0] = 1     # rows with no visible key stay 0
     s /= z
-    return f64(np.matmul(s, vv).transpose(1, 0, 2))
+    return f64(matmul(s, vv).transpose(1, 0, 2))
 
 
 def blocksparse_visible(crow, col, pos, lk, block_size, q_block_size):

@@ -62,7 +62,7 @@ import pytest
 from attn_mlir import vllm
 
 from . import (FP8_E4M3, FP8_E5M2, FULL_GRID, assert_close, cases, cast, f64,
-               softmax_rows)
+               matmul, softmax_rows)
 
 NUM_HEADS = [64]
 NUM_QUERIES_PER_KV = [1, 64]
@@ -190,7 +190,7 @@ def run_case(num_heads, num_queries_per_kv, head_size, dtype, kv_cache_dtype,
         q = f64(query[rows])                                     # [q, h, d]
         kk = np.repeat(keys[seq], num_queries_per_kv, axis=1)    # [k, h, d]
         vv = np.repeat(vals[seq], num_queries_per_kv, axis=1)
-        s = np.matmul(q.transpose(1, 0, 2), kk.transpose(1, 2, 0)) * scale
+        s = matmul(q.transpose(1, 0, 2), kk.transpose(1, 2, 0)) * scale
         q_pos = seq_lens[i] - query_lens[i] + np.arange(query_lens[i])[:, None]
         k_pos = np.arange(seq_lens[i])[None, :]
         visible = k_pos <= q_pos
@@ -199,7 +199,7 @@ def run_case(num_heads, num_queries_per_kv, head_size, dtype, kv_cache_dtype,
         elif sliding_window > 0:
             visible &= k_pos >= q_pos - sliding_window + 1
         p = softmax_rows(np.where(visible[None], s, -np.inf))
-        ref[rows] = np.matmul(p, vv.transpose(1, 0, 2)).transpose(1, 0, 2)
+        ref[rows] = matmul(p, vv.transpose(1, 0, 2)).transpose(1, 0, 2)
     return output, cast(ref, dtype)
 
 

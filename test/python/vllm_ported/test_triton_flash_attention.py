@@ -48,7 +48,8 @@ import pytest
 
 from attn_mlir import vllm
 
-from . import BF16, FP8_E4M3, FP8_MAX, assert_close, cases, cast, f64, softmax_rows
+from . import (BF16, FP8_E4M3, FP8_MAX, assert_close, cases, cast, f64, matmul,
+               softmax_rows)
 
 NUMPY = {"fp16": np.float16, "bf16": BF16, "fp32": np.float32}
 P_SCALE = 1.0 / FP8_MAX
@@ -97,7 +98,7 @@ def reference(q, k, v, cu_q, cu_k, sm_scale, causal, *, bias=None,
         qq = q[qs].transpose(1, 0, 2)                                  # h q d
         kk = np.repeat(k[ks], hq // hk, axis=1).transpose(1, 2, 0)     # h d k
         vv = np.repeat(v[ks], hq // hk, axis=1).transpose(1, 0, 2)     # h k d
-        s = np.matmul(qq, kk) * sm_scale
+        s = matmul(qq, kk) * sm_scale
         if causal:
             keep = np.tril(np.ones((n_q, n_k), bool), k=n_k - n_q)
             s = np.where(keep[None], s, -np.inf)
@@ -106,7 +107,7 @@ def reference(q, k, v, cu_q, cu_k, sm_scale, causal, *, bias=None,
         p = softmax_rows(s)
         if p_dtype is not None:
             p = cast(p, p_dtype)
-        out[qs] = np.matmul(p, vv).transpose(1, 0, 2)
+        out[qs] = matmul(p, vv).transpose(1, 0, 2)
     return out
 
 

@@ -51,7 +51,7 @@ import pytest
 from attn_mlir import vllm
 
 from . import (BF16, FP8_E4M3, assert_close, assert_discriminates, cases, cast,
-               f64, softmax_rows)
+               f64, matmul, softmax_rows)
 
 NUM_HEADS = [(4, 4), (8, 2), (5, 1)]
 HEAD_SIZES = [128, 256]
@@ -163,7 +163,7 @@ def ref_paged_attn(query, key_cache, value_cache, query_lens, kv_lens,
         v = f64(value_cache[blocks]).reshape(-1, num_kv_heads, head_size)[:kv_len]
         k = np.repeat(k, group, axis=1)
         v = np.repeat(v, group, axis=1)
-        attn = np.matmul(q.transpose(1, 0, 2), k.transpose(1, 2, 0))  # h q k
+        attn = matmul(q.transpose(1, 0, 2), k.transpose(1, 2, 0))  # h q k
         qpos = kv_len - query_len + np.arange(query_len)[:, None]
         kpos = np.arange(kv_len)[None, :]
         if allowed is not None:
@@ -178,7 +178,7 @@ def ref_paged_attn(query, key_cache, value_cache, query_lens, kv_lens,
         attn = np.where(visible[None], attn, -np.inf)
         extra = None if sinks is None else f64(sinks)[:, None, None]
         p = softmax_rows(attn, extra)
-        out[start:start + query_len] = np.matmul(p, v.transpose(1, 0, 2)).transpose(1, 0, 2)
+        out[start:start + query_len] = matmul(p, v.transpose(1, 0, 2)).transpose(1, 0, 2)
         start += query_len
     return out
 

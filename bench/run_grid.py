@@ -1,0 +1,114 @@
+"""Runs vLLM's full kernel-test grids (test/python/vllm_ported under
+ATTN_MLIR_FULL_GRID=1, about 2,200 tests) on the GPU machine in parallel
+pytest processes, since the float64 numpy references take 1-2 s per test.
+
+    python3 bench/run_grid.py [--jobs N] [--shard I/N] [--record SPEC.jsonl]
+                              [--out DIR]
+
+Tests are dealt round-robin to N processes (the grid's expensive cases sit
+together, so contiguous chunks would not balance). Each process keeps no
+tracebacks (`--tb=line`: pytest holds every failure's frames, which ran a
+2,200-test session out of memory). With --record, every specialization the
+grid needs is appended to SPEC.jsonl and no kernel runs (ATTN_MLIR_DRY_RUN):
+the first of the two device calls that a grid on fresh bundles takes.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = "test/python/vllm_ported"
+
+
+def collect(env):
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q",
+         "-p", "no:cacheprovider", TESTS],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
+    return [line for line in out.splitlines() if "::" in line]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    ap.add_argument("--record", help="record specializations only (dry run)")
+    ap.add_argument("--out", default=tempfile.mkdtemp(prefix="grid-"),
+                    help="folder for the per-process logs")
+    ap.add_argument("--shard", default="0/1",
+                    help="I/N: run the I-th of N equal parts of the grid "
+                         "(one part per device call)")
+    ap.add_argument("--device", default="cuda",
+                    help="ATTN_MLIR_TEST_DEVICE (cuda, or cpu)")
+    args = ap.parse_args()
+
+    env = dict(os.environ, ATTN_MLIR_FULL_GRID="1",
+               ATTN_MLIR_TEST_DEVICE=args.device, PYTHONUNBUFFERED="1",
+               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT / "python"), env.get("PYTHONPATH")) if p)
+    ids = collect(env)
+    part, parts = (int(x) for x in args.shard.split("/"))
+    ids = ids[part::parts]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"{len(ids)} tests in {args.jobs} processes; logs in {out}",
+          flush=True)
+
+    procs = []
+    start = time.time()
+    for j in range(args.jobs):
+        chunk = ids[j::args.jobs]
+        if not chunk:
+            continue
+        listing = out / f"ids_{j}.txt"
+        listing.write_text("\n".join(chunk) + "\n")
+        penv = dict(env)
+        if args.record:
+            penv.update(ATTN_MLIR_RECORD=str(out / f"spec_{j}.jsonl"),
+                        ATTN_MLIR_DRY_RUN="1")
+        log = open(out / f"pytest_{j}.log", "w")
+        procs.append((subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             "--tb=line", "-rf", *chunk],
+            cwd=ROOT, env=penv, stdout=log, stderr=subprocess.STDOUT), log))
+    for p, log in procs:
+        p.wait()
+        log.close()
+    took = time.time() - start
+
+    if args.record:
+        seen, lines = set(), []
+        for j in range(args.jobs):
+            f = out / f"spec_{j}.jsonl"
+            if f.exists():
+                for line in f.read_text().splitlines():
+                    if line not in seen:
+                        seen.add(line)
+                        lines.append(line)
+        Path(args.record).write_text("\n".join(lines) + "\n")
+        print(f"recorded {len(lines)} unique specializations into "
+              f"{args.record} in {took:.0f} s")
+        return 0
+
+    totals, failed = {}, []
+    for j in range(len(procs)):
+        text = (out / f"pytest_{j}.log").read_text()
+        tail = text.strip().splitlines()[-1] if text.strip() else ""
+        for n, word in re.findall(r"(\d+) (passed|failed|skipped|error)", tail):
+            totals[word] = totals.get(word, 0) + int(n)
+        failed += [l for l in text.splitlines() if l.startswith("FAILED")]
+    print(f"{sum(totals.values())} tests in {took:.0f} s: " +
+          ", ".join(f"{n} {w}" for w, n in sorted(totals.items())))
+    for line in failed:
+        print(line)
+    return 1 if failed or totals.get("error") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
