@@ -2,6 +2,8 @@
 # Builds (installing what is missing) and runs every test:
 #   - lit: dialect round-trips, one case per verifier rule, pass and pipeline
 #     tests, verifier fuzzing;
+#   - downstream: the package installed into a temporary prefix, and
+#     examples/downstream built against it (scripts/check_downstream.sh);
 #   - pytest: the compiled CPU kernels against float64 references through
 #     attn_mlir.vllm, and argument validation.
 # Ends with one line: "tests: N passed, N failed, N skipped".
@@ -14,6 +16,10 @@ BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 echo "== lit tests"
 /usr/lib/llvm-22/bin/lit -sv --xunit-xml-output "$BUILD_DIR/lit-results.xml" "$BUILD_DIR/test"
 lit_rc=$?
+
+echo "== downstream project against the installed package"
+"$ROOT/scripts/check_downstream.sh"
+downstream_rc=$?
 
 echo "== pytest (compiled CPU kernels vs float64 references)"
 # A private kernel cache per build tree keeps runs reproducible.
@@ -34,10 +40,11 @@ for plan in rocdl:gfx942 rocdl:gfx1100 nvvm:sm_90a; do
   plan_xmls+=("$xml")
 done
 
-python3 - "$lit_rc" "$py_rc" "$BUILD_DIR/lit-results.xml" "$BUILD_DIR/pytest-results.xml" "${plan_xmls[@]}" <<'PY'
+python3 - "$lit_rc" "$py_rc" "$downstream_rc" "$BUILD_DIR/lit-results.xml" "$BUILD_DIR/pytest-results.xml" "${plan_xmls[@]}" <<'PY'
 import os, sys, xml.etree.ElementTree as ET
-passed = failed = skipped = 0
-for path in sys.argv[3:]:
+downstream_rc = int(sys.argv[3])
+passed, failed, skipped = int(downstream_rc == 0), int(downstream_rc != 0), 0
+for path in sys.argv[4:]:
     if not os.path.exists(path):
         failed += 1
         continue
@@ -50,5 +57,5 @@ for path in sys.argv[3:]:
         failed += bad
         skipped += skip
 print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
-sys.exit(1 if failed or int(sys.argv[1]) or int(sys.argv[2]) else 0)
+sys.exit(1 if failed or int(sys.argv[1]) or int(sys.argv[2]) or downstream_rc else 0)
 PY

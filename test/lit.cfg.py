@@ -25,7 +25,7 @@ config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
-tools = ["attn-opt"]
+tools = ["attn-opt", "attn-capi-test"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 config.substitutions.append(("%python", config.python_executable))
 
@@ -42,3 +42,12 @@ if config.attn_enable_nvvm:
     config.available_features.add("nvvm-backend")
 if config.attn_enable_rocdl:
     config.available_features.add("rocdl-backend")
+
+# Stock mlir-opt from the LLVM the project was built against, and the plugin
+# it loads (test/Plugin).
+_mlir_opt = os.path.join(config.llvm_tools_dir, "mlir-opt")
+if os.path.exists(_mlir_opt):
+    config.available_features.add("stock-mlir-opt")
+    config.substitutions.append(("%stock_mlir_opt", _mlir_opt))
+config.substitutions.append(
+    ("%attn_plugin", os.path.join(config.attn_obj_root, "lib", "AttnPlugin.so")))
