@@ -49,7 +49,10 @@ def main():
 
     env = dict(os.environ, ATTN_MLIR_FULL_GRID="1",
                ATTN_MLIR_TEST_DEVICE=args.device, PYTHONUNBUFFERED="1",
-               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               # pytest cuts the "FAILED id - reason" lines to the terminal
+               # width: the grid's ids alone pass 80 columns.
+               COLUMNS="1000")
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(ROOT / "python"), env.get("PYTHONPATH")) if p)
     ids = collect(env)

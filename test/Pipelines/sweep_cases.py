@@ -2,6 +2,7 @@
 dims 24-256, bf16/f16/fp8/f32 inputs, fp8 caches, page sizes, split-KV and
 block-sparse layouts, as MLIR text (written here, not through attn_mlir, so
 that the sweeps need no Python runtime)."""
+import os
 
 
 def memref(*dims, t):
@@ -160,7 +161,16 @@ def blocksparse(D, block=64, hq=32, hk=8, t="bf16", shared=False):
             f" {{block_size = {block} : i64}}\n  return\n}}\n")
 
 
+def grid_cases():
+    """vllm_grid_kernels.mlir: kernels of vLLM's full grids, verbatim."""
+    path = os.path.join(os.path.dirname(__file__), "vllm_grid_kernels.mlir")
+    for chunk in open(path).read().split("// -----\n")[1:]:
+        name, text = chunk.split("\n", 1)
+        yield name.removeprefix("// name: "), text
+
+
 def cases():
+    yield from grid_cases()
     for D in (64, 80, 96, 128, 256):
         yield f"flash D={D} causal", flash(D)
     yield "flash D=112 f16", flash(112, t="f16", causal=False)

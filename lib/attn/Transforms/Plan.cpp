@@ -127,6 +127,11 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     int64_t blockQ = std::max<int64_t>(1, t.rows / pack);
     if (qBlockLimit)
       blockQ = std::gcd(blockQ, qBlockLimit);
+    // RDNA3 holds a bias tile in VGPRs next to S: a head of 128 spilled 106
+    // VGPRs at 64 keys on gfx1100 (f16, f32 bias); 32 fit.
+    if (auto flash = dyn_cast<FlashOp>(op);
+        flash && flash.getBias() && *family == AmdFamily::rdna3 && headDim > 64)
+      t.keys = std::min<int64_t>(t.keys, 32);
     return ScheduleAttr::get(op->getContext(), blockQ, t.keys, pack, t.waves);
   }
   int64_t rows = tiles->rows;
@@ -163,6 +168,10 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     // on sm_90a.
     if (isa<PrefixPrefillOp>(op) && headDim > 64)
       keys = 16;
+    // Quantizing f32 tiles to fp8 on the way (flash quantize_to) holds
+    // both forms: a head of 64 spilled 4 bytes at 64 keys on sm_90a.
+    if (auto flash = dyn_cast<FlashOp>(op); flash && flash.getQuantizeTo())
+      keys = std::min<int64_t>(keys, 32);
     return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, 0);
   }
   bool prefill =
@@ -198,6 +207,11 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     // (32 spilled on sm_80 and sm_89).
     if (headDim > 128 && isa<PrefixPrefillOp>(op))
       keys = 16;
+    // An additive bias tile next to S: a head of 128 spilled 16 bytes at
+    // 4 warps of 32 rows (f16, f32 bias; sm_80/sm_89); 8 warps of 16 fit.
+    if (auto flash = dyn_cast<FlashOp>(op);
+        flash && flash.getBias() && target == "nvvm" && headDim > 64)
+      warps = 8;
   }
   // The warpgroup programs walk 128-key tiles; 64 for heads over 128,
   // whose O takes twice the registers, and for heads of 64, whose MMAs are
@@ -218,6 +232,21 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   // 64 keys a head of 96 spilled there.
   if (target == "nvvm" && isa<UnifiedOp>(op) && headDim > 64 && headDim < 128)
     keys = 32;
+  // fp8 queries (unified) keep Q as fp8 and as its converted fragments:
+  // with per-(sequence, KV head) descales and a window or softcap, heads of
+  // 128 at 64 keys spilled 28-64 bytes on sm_90a, heads of 256 at 32 keys
+  // 4-16, and split-KV programs at 32 keys 4 (vLLM's full unified grid).
+  // 16-key tiles (one page of 16) spill in none of them. (On sm_89 ptxas
+  // gives 16-key programs 128 registers and spills; 64 keys fit there.)
+  if (target == "nvvm" && chip == "sm_90a" && isa<UnifiedOp>(op) &&
+      headDim > 64 &&
+      isa<Float8E4M3FNType, Float8E5M2Type>(elementType(op->getOperand(0))))
+    keys = 16;
+  // Flash tiles quantized to fp8 while staging (quantize_to) take 32 keys
+  // on the mma.sync programs: 64 spilled 20 bytes for a head of 32.
+  if (auto flash = dyn_cast<FlashOp>(op);
+      target == "nvvm" && flash && flash.getQuantizeTo() && !warpgroups)
+    keys = std::min<int64_t>(keys, 32);
   // sm_90a flash over dense K/V stored like Q (f16/bf16, contiguous rows):
   // the Hopper pipeline (AttnToGPU/NVVM/WarpSpecialized.cpp): K/V by TMA,
   // a producer warpgroup, and two consumer warpgroups in pingpong.
@@ -247,6 +276,11 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   if (warpgroups && warps == 8 && tmaOperands(op)) {
     if (headDim <= 64)
       keys = 128;
+    // An additive bias tile next to two S tiles in flight (pingpong):
+    // a head of 128 spilled 8 bytes at 128 keys (f16, f32 bias, GQA 2).
+    if (auto flash = dyn_cast<FlashOp>(op);
+        flash && flash.getBias() && headDim > 64)
+      keys = 64;
     return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps,
                              /*tma=*/true, /*producer_warps=*/4,
                              /*pingpong=*/headDim <= 128,
