@@ -8,7 +8,8 @@
 #   bench/device_run.sh grid-record | grid   (not in all)
 # (grid-record: the specializations of vLLM's full kernel-test grids, into
 # $OUT/grid_spec.jsonl for `python -m attn_mlir.aot`; grid: those grids on
-# CUDA tensors, GRID_JOBS processes, the GRID_SHARD=I/N part of it.)
+# CUDA tensors, GRID_JOBS processes (8: at 16, processes holding vLLM's
+# 1 GB caches ended without a summary), the GRID_SHARD=I/N part of it.)
 # (sass: cuobjdump -sass of the cubins carried in .device/sass, for reading
 # the generated machine code; there is no cuobjdump off the device.)
 set -uo pipefail
@@ -65,7 +66,7 @@ if [[ " ${steps[*]} " == *" grid-record "* ]]; then
 fi
 if [[ " ${steps[*]} " == *" grid "* ]]; then
   echo "== vLLM's full grids on CUDA"
-  timeout 560 python3 bench/run_grid.py --jobs "${GRID_JOBS:-14}" --out /tmp/grid \
+  timeout 560 python3 bench/run_grid.py --jobs "${GRID_JOBS:-8}" --out /tmp/grid \
     --shard "${GRID_SHARD:-0/1}" 2>&1 \
     | tee "$OUT/vllm_full_grid.log" | tail -40
 fi

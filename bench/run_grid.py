@@ -99,18 +99,23 @@ def main():
               f"{args.record} in {took:.0f} s")
         return 0
 
-    totals, failed = {}, []
-    for j in range(len(procs)):
+    totals, failed, silent = {}, [], []
+    for j, (p, _) in enumerate(procs):
         text = (out / f"pytest_{j}.log").read_text()
         tail = text.strip().splitlines()[-1] if text.strip() else ""
-        for n, word in re.findall(r"(\d+) (passed|failed|skipped|error)", tail):
+        counts = re.findall(r"(\d+) (passed|failed|skipped|error)", tail)
+        for n, word in counts:
             totals[word] = totals.get(word, 0) + int(n)
-        failed += [l for l in text.splitlines() if l.startswith("FAILED")]
+        if not counts:   # killed (memory) or crashed: say so, count nothing
+            silent.append(f"process {j}: exit status {p.returncode}, no "
+                          f"summary; its {len(ids[j::args.jobs])} tests are "
+                          f"unreported")
+        failed += [x for x in text.splitlines() if x.startswith("FAILED")]
     print(f"{sum(totals.values())} tests in {took:.0f} s: " +
           ", ".join(f"{n} {w}" for w, n in sorted(totals.items())))
-    for line in failed:
+    for line in silent + failed:
         print(line)
-    return 1 if failed or totals.get("error") else 0
+    return 1 if failed or silent or totals.get("error") else 0
 
 
 if __name__ == "__main__":

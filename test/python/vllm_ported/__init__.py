@@ -10,7 +10,9 @@ and commit it follows and what was adapted.
 
 Grids: vLLM's full grids run with ATTN_MLIR_FULL_GRID=1 (meant for the GPU
 machine: ATTN_MLIR_TEST_DEVICE=cuda ATTN_MLIR_FULL_GRID=1 pytest
-test/python/vllm_ported). By default a covering subset runs: every value of
+test/python/vllm_ported, or in parallel processes and parts per device call
+with bench/run_grid.py; there the references' matmuls run in float64 on the
+GPU, see `matmul`). By default a covering subset runs: every value of
 every axis of vLLM's grid appears in at least one case (`cases` checks this
 when the module is imported), except the few values named as full-grid-only
 at their definition, and problem sizes that make a case take minutes on the
