@@ -255,7 +255,8 @@ void emitPrefixPrefill(LoopEmitter &e, ProgramTarget &target,
             // The K cache splits D into [D / x, x] (8-element chunks stay whole
             // when x is a multiple of 8); the V cache is [D, page].
             KeyRow r{kc,     vc,     nullptr,        nullptr,
-                     kScale, vScale, split % 8 == 0, false};
+                     kScale, vScale, split % 8 == 0, false,
+                     Type()};
             r.kAt = [=, &e](Value d) {
               return SmallVector<Value>{blk, kvHead, e.divU(d, e.idx(split)),
                                         off, e.remU(d, e.idx(split))};
@@ -350,7 +351,8 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
           walk.locate = [=](LoopEmitter &e, Value key) {
             Value blk = e.loadIndex(bt, {bIdx, e.divU(key, e.idx(blockSize))});
             Value off = e.remU(key, e.idx(blockSize));
-            KeyRow r{kc, vc, nullptr, nullptr, kScale, vScale, true, true};
+            KeyRow r{kc,     vc,   nullptr, nullptr, kScale,
+                     vScale, true, true,    Type()};
             if (kScales) {
               r.kScale = e.load(kScales, {blk, off, kvHead});
               r.vScale = e.load(vScales, {blk, off, kvHead});
