@@ -61,7 +61,7 @@ if want profile; then
 fi
 if [[ " ${steps[*]} " == *" grid-record "* ]]; then
   echo "== record vLLM's full grids"
-  timeout 560 python3 bench/run_grid.py --jobs "${GRID_JOBS:-14}" --out /tmp/gridrec \
+  timeout 560 python3 bench/run_grid.py --jobs "${GRID_JOBS:-8}" --out /tmp/gridrec \
     --record "$OUT/grid_spec.jsonl" 2>&1 | tail -3
 fi
 if [[ " ${steps[*]} " == *" grid "* ]]; then

@@ -1,6 +1,7 @@
 """Runs vLLM's full kernel-test grids (test/python/vllm_ported under
 ATTN_MLIR_FULL_GRID=1, about 2,200 tests) on the GPU machine in parallel
-pytest processes, since the float64 numpy references take 1-2 s per test.
+pytest processes: building vLLM's inputs (caches of up to 32,768 blocks) and
+checking them take seconds per test on one core.
 
     python3 bench/run_grid.py [--jobs N] [--shard I/N] [--record SPEC.jsonl]
                               [--out DIR]

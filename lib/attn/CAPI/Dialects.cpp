@@ -1,6 +1,7 @@
 //===- Dialects.cpp - C API of attn-mlir ----------------------------------===//
 
 #include "attn-c/Dialects.h"
+#include "attn/Conversion/AttnToGPU/Targets.h"
 #include "attn/IR/AttnDialect.h"
 #include "attn/InitAll.h"
 #include "attn/Pipelines/Pipelines.h"
@@ -33,8 +34,8 @@ MlirLogicalResult addPipeline(MlirOpPassManager passManager,
                               MlirStringRef options,
                               MlirStringCallback errorCallback, void *userData,
                               void (*build)(OpPassManager &, const Options &)) {
-  // The GPU pipelines dispatch to the backends registered here.
-  attn::registerAllPasses();
+  // convert-attn-to-gpu dispatches to the backends registered here.
+  attn::registerAttnGpuTargets();
   Options parsed;
   std::string message;
   llvm::raw_string_ostream os(message);

@@ -210,7 +210,7 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     // An additive bias tile next to S: a head of 128 spilled 16 bytes at
     // 4 warps of 32 rows (f16, f32 bias; sm_80/sm_89); 8 warps of 16 fit.
     if (auto flash = dyn_cast<FlashOp>(op);
-        flash && flash.getBias() && target == "nvvm" && headDim > 64)
+        flash && flash.getBias() && headDim > 64)
       warps = 8;
   }
   // The warpgroup programs walk 128-key tiles; 64 for heads over 128,
