@@ -13,6 +13,13 @@
 # (sass: cuobjdump -sass of the cubins carried in .device/sass, for reading
 # the generated machine code; there is no cuobjdump off the device.)
 set -uo pipefail
+# Bundles may travel as one xz tarball (cubins compress about 6x; the carry
+# is 64 MiB): unpacked over .device/bundles when present.
+if [ -f .device/bundles.tar.xz ]; then
+  rm -rf .device/bundles && mkdir -p .device/bundles
+  tar -xJf .device/bundles.tar.xz -C .device/bundles
+  echo "bundles: $(ls .device/bundles | wc -l) unpacked from .device/bundles.tar.xz"
+fi
 export PYTHONUNBUFFERED=1 ATTN_MLIR_BUNDLES="$PWD/.device/bundles" ATTN_MLIR_CACHE=/tmp/attn_cache
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

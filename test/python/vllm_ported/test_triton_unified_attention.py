@@ -50,8 +50,8 @@ import pytest
 
 from attn_mlir import vllm
 
-from . import (BF16, FP8_E4M3, assert_close, assert_discriminates, cases, cast,
-               f64, matmul, softmax_rows)
+from . import (_DRY_RUN, BF16, FP8_E4M3, assert_close, assert_discriminates,
+               cases, cast, f64, matmul, softmax_rows)
 
 NUM_HEADS = [(4, 4), (8, 2), (5, 1)]
 HEAD_SIZES = [128, 256]
@@ -195,6 +195,8 @@ def check_split_used(seq_lens, seq_threshold_3D, segm_max):
     """vLLM splits the softmax (3D) exactly for decode-only batches of at most
     seq_threshold_3D sequences; then the caller's buffers hold the partial
     results of every query row."""
+    if _DRY_RUN:   # nothing ran
+        return
     if max(q for q, _ in seq_lens) <= 1 and len(seq_lens) <= seq_threshold_3D:
         rows = sum(q for q, _ in seq_lens)
         assert not np.isnan(segm_max[:rows, :, 0]).any(), \
@@ -520,7 +522,7 @@ def test_triton_unified_attn_mm_prefix_clamps_seq_len():
 
     ref_output = ref_paged_attn(query, key_cache, value_cache, [seq_len],
                                 [seq_len], block_tables, scale, allowed=allowed)
-    assert np.isfinite(f64(output)).all()
+    assert _DRY_RUN or np.isfinite(f64(output)).all()
     assert_close(output, cast(ref_output, BF16), atol=2e-2, rtol=2e-2,
                  what="mm_prefix_range")
 
