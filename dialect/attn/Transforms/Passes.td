@@ -26,4 +26,26 @@ def AttnPlan : Pass<"attn-plan"> {
   ];
 }
 
+def AttnRaiseSDPA : Pass<"attn-raise-sdpa"> {
+  let summary = "Raise linalg scaled dot-product attention to attn.flash";
+  let description = [{
+    Recognises attention written with upstream ops on tensors: `Q.K^T` as a
+    `linalg.batch_matmul`/`linalg.matmul` (transposing indexing maps, an
+    explicit `linalg.transpose` of K, or the equivalent `linalg.generic`),
+    an optional constant scale (`* c` or `/ c`), an optional additive bias
+    and an optional causal mask (a `linalg.generic` on `linalg.index`
+    values), `linalg.softmax` over the key dim or its decomposed
+    max/sub/exp/sum/div form, and the `P.V` contraction, with f32
+    accumulation throughout. Each match whose semantics equal
+    `attn.flash`'s is rewritten into one `attn.flash` on a single head and
+    `B` equal-length sequences; everything else is left as it is.
+    docs/raising.md lists the exact conditions.
+  }];
+  let dependentDialects = [
+    "mlir::attn::AttnDialect", "mlir::arith::ArithDialect",
+    "mlir::bufferization::BufferizationDialect",
+    "mlir::memref::MemRefDialect", "mlir::tensor::TensorDialect",
+  ];
+}
+
 #endif // ATTN_TRANSFORMS_PASSES_TD
