@@ -13,7 +13,7 @@ config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.attn_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "mutate_ops.py", "vllm_grid_kernels.mlir",
-                   "regressions"]
+                   "regressions", "Inputs"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%attn_src_root", config.attn_src_root))
@@ -49,5 +49,17 @@ _mlir_opt = os.path.join(config.llvm_tools_dir, "mlir-opt")
 if os.path.exists(_mlir_opt):
     config.available_features.add("stock-mlir-opt")
     config.substitutions.append(("%stock_mlir_opt", _mlir_opt))
+# mlir-runner and its support libraries run whole programs on the CPU
+# (test/Pipelines/attn-raise-sdpa-cpu.mlir).
+_runner = os.path.join(config.llvm_tools_dir, "mlir-runner")
+_libdir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
+if os.path.exists(_runner) and os.path.exists(
+        os.path.join(_libdir, "libmlir_c_runner_utils.so")):
+    config.available_features.add("mlir-runner")
+    config.substitutions.append(("%mlir_runner_utils",
+                                 os.path.join(_libdir, "libmlir_runner_utils.so")))
+    config.substitutions.append(("%mlir_c_runner_utils",
+                                 os.path.join(_libdir, "libmlir_c_runner_utils.so")))
+    config.substitutions.append(("%mlir_runner", _runner))
 config.substitutions.append(
     ("%attn_plugin", os.path.join(config.attn_obj_root, "lib", "AttnPlugin.so")))

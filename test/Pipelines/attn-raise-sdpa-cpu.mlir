@@ -1,0 +1,157 @@
+// End to end: the same linalg program, raised (attn.flash) and not, lowered
+// through the CPU pipeline and run on the same pseudo-random inputs; the
+// outputs must agree to f32 rounding. The transform library decomposes
+// linalg.softmax, which only the program that is not raised still has.
+// REQUIRES: mlir-runner
+// RUN: attn-opt %s --attn-raise-sdpa | FileCheck %s --check-prefix=RAISED
+// RUN: attn-opt %s --transform-preload-library=transform-library-paths=%S/Inputs/decompose-softmax.mlir --transform-interpreter --one-shot-bufferize=bufferize-function-boundaries --convert-linalg-to-loops --attn-lower-to-cpu-pipeline \
+// RUN:   | %mlir_runner -e main -entry-point-result=void -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils > %t.ref
+// RUN: attn-opt %s --attn-raise-sdpa --one-shot-bufferize=bufferize-function-boundaries --convert-linalg-to-loops --attn-lower-to-cpu-pipeline \
+// RUN:   | %mlir_runner -e main -entry-point-result=void -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils > %t.raised
+// RUN: %python %S/Inputs/compare_printed_memrefs.py %t.ref %t.raised | FileCheck %s
+
+// Both functions are raised, so the comparison is flash against linalg.
+// RAISED-LABEL: func.func @sdpa_causal(
+// RAISED: attn.flash {{.*}} {causal}
+// RAISED-LABEL: func.func @sdpa_bias(
+// RAISED: attn.flash {{.*}} bias(%{{.*}} : memref<1x1x4x6xf32>)
+// RAISED-LABEL: func.func @main(
+
+// CHECK: memref 0: 64 values agree
+// CHECK: memref 1: 64 values agree
+// CHECK: all 2 agree
+
+#id = affine_map<(b, i, j) -> (b, i, j)>
+
+func.func @sdpa_causal(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x4x6xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (b, n, k)>, affine_map<(b, m, n, k) -> (b, m, n)>] ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%z : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %c = arith.constant 0.353553385 : f32
+  %ss = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x6xf32>) outs(%e : tensor<2x4x6xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %m = arith.mulf %x, %c : f32
+    linalg.yield %m : f32
+  } -> tensor<2x4x6xf32>
+  %fill = arith.constant 0xFF800000 : f32
+  %msk = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ss : tensor<2x4x6xf32>) outs(%e : tensor<2x4x6xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %off = arith.constant 2 : index
+    %lim = arith.addi %i, %off : index
+    %hide = arith.cmpi ugt, %j, %lim : index
+    %r = arith.select %hide, %fill, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x6xf32>
+  %p = linalg.softmax dimension(2) ins(%msk : tensor<2x4x6xf32>) outs(%e : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %eo = tensor.empty() : tensor<2x4x8xf32>
+  %zo = linalg.fill ins(%c0 : f32) outs(%eo : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %out = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%zo : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %out : tensor<2x4x8xf32>
+}
+
+func.func @sdpa_bias(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>, %bias: tensor<4x6xf32>) -> tensor<2x4x8xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x4x6xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %et = tensor.empty() : tensor<2x8x6xf32>
+  %kt = linalg.transpose ins(%k : tensor<2x6x8xf32>) outs(%et : tensor<2x8x6xf32>) permutation = [0, 2, 1]
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<2x4x8xf32>, tensor<2x8x6xf32>) outs(%z : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %c = arith.constant 2.82842708 : f32
+  %ss = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x6xf32>) outs(%e : tensor<2x4x6xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %m = arith.divf %x, %c : f32
+    linalg.yield %m : f32
+  } -> tensor<2x4x6xf32>
+  %bs = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ss, %bias : tensor<2x4x6xf32>, tensor<4x6xf32>) outs(%e : tensor<2x4x6xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.addf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x6xf32>
+  %er = tensor.empty() : tensor<2x4xf32>
+  %minit = arith.constant 0xFFC00000 : f32
+  %mi = linalg.fill ins(%minit : f32) outs(%er : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %mx = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%bs : tensor<2x4x6xf32>) outs(%mi : tensor<2x4xf32>) {
+  ^bb0(%x: f32, %a: f32):
+    %r = arith.maxnumf %x, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4xf32>
+  %ex = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%bs, %mx : tensor<2x4x6xf32>, tensor<2x4xf32>) outs(%e : tensor<2x4x6xf32>) {
+  ^bb0(%x: f32, %m: f32, %o: f32):
+    %d = arith.subf %x, %m : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x6xf32>
+  %z0 = linalg.fill ins(%c0 : f32) outs(%er : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%ex : tensor<2x4x6xf32>) outs(%z0 : tensor<2x4xf32>) {
+  ^bb0(%x: f32, %a: f32):
+    %r = arith.addf %x, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ex, %sm : tensor<2x4x6xf32>, tensor<2x4xf32>) outs(%e : tensor<2x4x6xf32>) {
+  ^bb0(%x: f32, %m: f32, %o: f32):
+    %r = arith.divf %x, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x6xf32>
+  %eo = tensor.empty() : tensor<2x4x8xf32>
+  %zo = linalg.fill ins(%c0 : f32) outs(%eo : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %out = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%zo : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %out : tensor<2x4x8xf32>
+}
+
+// Deterministic pseudo-random values in (-2, 2): sin of a scrambled index.
+func.func @fill3(%t: tensor<?x?x?xf32>, %seed: f32) -> tensor<?x?x?xf32> {
+  %r = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel"]} outs(%t : tensor<?x?x?xf32>) {
+  ^bb0(%o: f32):
+    %a = linalg.index 0 : index
+    %b = linalg.index 1 : index
+    %c = linalg.index 2 : index
+    %c97 = arith.constant 97 : index
+    %c13 = arith.constant 13 : index
+    %x = arith.muli %a, %c97 : index
+    %y = arith.muli %b, %c13 : index
+    %s1 = arith.addi %x, %y : index
+    %s2 = arith.addi %s1, %c : index
+    %i = arith.index_cast %s2 : index to i64
+    %f = arith.sitofp %i : i64 to f32
+    %g = arith.mulf %f, %seed : f32
+    %h = math.sin %g : f32
+    %two = arith.constant 2.0 : f32
+    %r = arith.mulf %h, %two : f32
+    linalg.yield %r : f32
+  } -> tensor<?x?x?xf32>
+  return %r : tensor<?x?x?xf32>
+}
+
+func.func private @printMemrefF32(tensor<*xf32>)
+
+func.func @main() {
+  %s1 = arith.constant 0.731 : f32
+  %s2 = arith.constant 1.313 : f32
+  %s3 = arith.constant 2.177 : f32
+  %s4 = arith.constant 0.419 : f32
+  %eq = tensor.empty() : tensor<2x4x8xf32>
+  %ek = tensor.empty() : tensor<2x6x8xf32>
+  %eb = tensor.empty() : tensor<1x4x6xf32>
+  %dq = tensor.cast %eq : tensor<2x4x8xf32> to tensor<?x?x?xf32>
+  %dk = tensor.cast %ek : tensor<2x6x8xf32> to tensor<?x?x?xf32>
+  %db = tensor.cast %eb : tensor<1x4x6xf32> to tensor<?x?x?xf32>
+  %q0 = func.call @fill3(%dq, %s1) : (tensor<?x?x?xf32>, f32) -> tensor<?x?x?xf32>
+  %k0 = func.call @fill3(%dk, %s2) : (tensor<?x?x?xf32>, f32) -> tensor<?x?x?xf32>
+  %v0 = func.call @fill3(%dk, %s3) : (tensor<?x?x?xf32>, f32) -> tensor<?x?x?xf32>
+  %b0 = func.call @fill3(%db, %s4) : (tensor<?x?x?xf32>, f32) -> tensor<?x?x?xf32>
+  %q = tensor.cast %q0 : tensor<?x?x?xf32> to tensor<2x4x8xf32>
+  %k = tensor.cast %k0 : tensor<?x?x?xf32> to tensor<2x6x8xf32>
+  %v = tensor.cast %v0 : tensor<?x?x?xf32> to tensor<2x6x8xf32>
+  %b1 = tensor.cast %b0 : tensor<?x?x?xf32> to tensor<1x4x6xf32>
+  %bias = tensor.collapse_shape %b1 [[0, 1], [2]] : tensor<1x4x6xf32> into tensor<4x6xf32>
+  %o1 = func.call @sdpa_causal(%q, %k, %v) : (tensor<2x4x8xf32>, tensor<2x6x8xf32>, tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  %u1 = tensor.cast %o1 : tensor<2x4x8xf32> to tensor<*xf32>
+  func.call @printMemrefF32(%u1) : (tensor<*xf32>) -> ()
+  %o2 = func.call @sdpa_bias(%q, %k, %v, %bias) : (tensor<2x4x8xf32>, tensor<2x6x8xf32>, tensor<2x6x8xf32>, tensor<4x6xf32>) -> tensor<2x4x8xf32>
+  %u2 = tensor.cast %o2 : tensor<2x4x8xf32> to tensor<*xf32>
+  func.call @printMemrefF32(%u2) : (tensor<*xf32>) -> ()
+  return
+}
