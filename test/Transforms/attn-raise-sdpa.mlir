@@ -208,6 +208,27 @@ func.func @f16_bias(%q: tensor<2x4x8xf16>, %k: tensor<2x6x8xf16>, %v: tensor<2x6
   return %res : tensor<2x4x8xf16>
 }
 
+// 2-D linalg.matmul (no batch): one sequence, no scale (1.0).
+// CHECK-LABEL: func.func @matmul_2d(
+// CHECK: tensor.expand_shape %arg0 {{\[\[}}0], [1, 2]] output_shape [4, 1, 8]
+// CHECK: arith.constant dense<[0, 4]> : tensor<2xi32>
+// CHECK: arith.constant dense<[0, 6]> : tensor<2xi32>
+// CHECK: %[[SC:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: attn.flash {{.*}} scale(%[[SC]]) out(%{{.*}} : memref<4x1x8xf32>){{$}}
+// CHECK-NOT: linalg.
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1, 2]] : tensor<4x1x8xf32> into tensor<4x8xf32>
+func.func @matmul_2d(%q: tensor<4x8xf32>, %k: tensor<6x8xf32>, %v: tensor<6x8xf32>) -> tensor<4x8xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x6xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x6xf32>) -> tensor<4x6xf32>
+  %s = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] ins(%q, %k : tensor<4x8xf32>, tensor<6x8xf32>) outs(%z : tensor<4x6xf32>) -> tensor<4x6xf32>
+  %p = linalg.softmax dimension(1) ins(%s : tensor<4x6xf32>) outs(%e : tensor<4x6xf32>) -> tensor<4x6xf32>
+  %eo = tensor.empty() : tensor<4x8xf32>
+  %zo = linalg.fill ins(%c0 : f32) outs(%eo : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %out = linalg.matmul ins(%p, %v : tensor<4x6xf32>, tensor<6x8xf32>) outs(%zo : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %out : tensor<4x8xf32>
+}
+
 // Near-miss: softmax over the query dim, not the keys.
 // CHECK-LABEL: func.func @softmax_wrong_dim(
 // CHECK-NOT: attn.flash
