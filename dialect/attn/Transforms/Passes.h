@@ -1,6 +1,7 @@
 //===- Passes.h - attn transformation passes --------------------*- C++ -*-===//
 //
-// Passes that stay at the attn level (attn-plan); the lowerings out of the
+// Passes that stay at the attn level (attn-plan) or raise into it
+// (attn-raise-sdpa); the lowerings out of the
 // dialect are in attn/Conversion/Passes.h.
 //
 //===----------------------------------------------------------------------===//

@@ -793,9 +793,7 @@ struct RaiseSDPAPass : attn::impl::AttnRaiseSDPABase<RaiseSDPAPass> {
     SmallVector<Operation *> candidates;
     getOperation()->walk(
         [&](linalg::LinalgOp op) { candidates.push_back(op); });
-    // A root may be erased as part of an earlier match (it cannot: roots
-    // end chains), but a P.V contraction under a truncation is visited
-    // first; skip ops already erased.
+    // Ops of an earlier match are erased: skip them.
     DenseSet<Operation *> erased;
     for (Operation *op : candidates) {
       if (erased.contains(op))
