@@ -37,7 +37,7 @@ if DEVICE == "cuda":
         text = self.text()
         if self.record(text):   # ATTN_MLIR_RECORD / ATTN_MLIR_DRY_RUN
             return
-        copies = []
+        copies, host_params = [], list(self.params)
         for i, (ssa, t, kind, value) in enumerate(self.params):
             if kind == "mem":
                 dv, tensor = _to_device(value)
@@ -58,5 +58,32 @@ if DEVICE == "cuda":
                 continue
             back = tensor.cpu().numpy().view(host.dtype).reshape(host.shape)
             np.copyto(host, back)
+        # Give the device copies back: several processes share the GPU in
+        # bench/run_grid.py, and the caching allocator would keep each
+        # one's largest test (GBs of caches) for good.
+        self.params[:] = host_params
+        self.device = None
+        del copies
+        torch.cuda.empty_cache()
 
     ops._Call.run = _run_on_gpu
+
+
+# ATTN_MLIR_GRID_LOG=FILE: one line per finished test ("outcome id | reason"),
+# written as each test ends, so a process stopped at a time limit
+# (bench/run_grid.py --time-limit) still accounts for what it ran.
+_GRID_LOG = os.environ.get("ATTN_MLIR_GRID_LOG")
+
+
+def pytest_runtest_logreport(report):
+    if not _GRID_LOG:
+        return
+    if report.when != "call" and not (report.failed or report.skipped):
+        return
+    reason = ""
+    if report.failed:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        reason = crash.message if crash else str(report.longrepr)
+        reason = " ".join(reason.split())[:400]
+    with open(_GRID_LOG, "a") as f:
+        f.write(f"{report.outcome} {report.nodeid} | {reason}\n")
