@@ -36,10 +36,11 @@ import shutil
 import struct
 import subprocess
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
-from . import _abi, _toolchain
+from . import _abi, _log, _toolchain
 from ._abi import View
 from ._toolchain import CacheWarning, CompileError, attn_opt, cache_dir
 
@@ -82,6 +83,50 @@ def chip_for_hip_device(props):
 
 def is_amd(chip):
     return chip.startswith("gfx")
+
+
+# CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR
+_CU_CC_MAJOR, _CU_CC_MINOR = 75, 76
+
+
+def detect_devices():
+    """([(index, name, chip)], note) of the GPUs this machine's drivers
+    show, for `python -m attn_mlir info`: NVIDIA ones through the CUDA
+    driver (ctypes, neither torch nor the runtime library needed), else
+    ROCm ones through torch. Never raises: without a GPU or a driver the
+    list is empty and the note says why."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        cuda = None
+    if cuda is not None:
+        count, dev = ctypes.c_int(0), ctypes.c_int(0)
+        rc = cuda.cuInit(0) or cuda.cuDeviceGetCount(ctypes.byref(count))
+        if rc:
+            return [], f"the CUDA driver is there but reports error {rc}"
+        found = []
+        for i in range(count.value):
+            name = ctypes.create_string_buffer(256)
+            major, minor = ctypes.c_int(0), ctypes.c_int(0)
+            if (cuda.cuDeviceGet(ctypes.byref(dev), i)
+                    or cuda.cuDeviceGetName(name, len(name), dev)
+                    or cuda.cuDeviceGetAttribute(ctypes.byref(major),
+                                                 _CU_CC_MAJOR, dev)
+                    or cuda.cuDeviceGetAttribute(ctypes.byref(minor),
+                                                 _CU_CC_MINOR, dev)):
+                continue
+            found.append((i, name.value.decode(errors="replace"),
+                          chip_for_capability(major.value, minor.value)))
+        return found, None if found else "the CUDA driver sees no device"
+    try:
+        import torch
+    except ImportError:
+        return [], "no CUDA driver (libcuda.so.1), and no torch for ROCm"
+    if not (torch.version.hip and torch.cuda.is_available()):
+        return [], "no CUDA driver (libcuda.so.1), and torch sees no ROCm GPU"
+    return [(i, torch.cuda.get_device_name(i),
+             chip_for_hip_device(torch.cuda.get_device_properties(i)))
+            for i in range(torch.cuda.device_count())], None
 
 
 def parse_amdgpu_resources(isa):
@@ -472,7 +517,18 @@ def bundle_for(mlir_text, chip):
     """The bundle directory of a specialization: found (intact, and made by
     this machine's compiler if it has one), or compiled here. A damaged
     bundle is compiled again with a CacheWarning where attn-opt is, and
-    raises DamagedBundleError elsewhere."""
+    raises DamagedBundleError elsewhere. Logged (attn_mlir, INFO): callers
+    look a specialization up once per process."""
+    start = time.perf_counter()
+    bundle, outcome = _find_or_compile(mlir_text, chip)
+    _log.kernel_ready(mlir_text, chip, outcome, time.perf_counter() - start,
+                      bundle)
+    return bundle
+
+
+def _find_or_compile(mlir_text, chip):
+    """bundle_for's (bundle, how it was had: an AOT bundle or cache hit, or
+    a cache miss)."""
     key = bundle_key(mlir_text, chip)
     root = cache_dir() / "gpu"
     can_compile = _can_compile()
@@ -481,14 +537,15 @@ def bundle_for(mlir_text, chip):
         try:
             _verified(found)
             if is_current(found):
-                return found
+                return found, ("cache hit" if found == root / key
+                               else "AOT bundle hit")
         except _BadBundle as e:
             if not can_compile:
                 raise _unusable(found, e, chip) from None
             if found != root / key and not e.stale:
                 warnings.warn(f"attn_mlir: ignoring the GPU bundle {found}: "
                               f"{e}; compiling the kernel into the cache",
-                              CacheWarning, stacklevel=2)
+                              CacheWarning, stacklevel=3)
     if not can_compile:
         raise MissingKernelError(
             f"no GPU kernel for {_describe(mlir_text)} on {chip} (bundle "
@@ -510,10 +567,17 @@ def bundle_for(mlir_text, chip):
             return "another attn-opt made it", False
         return None
 
-    return _toolchain.build_locked(
+    built = []
+
+    def build(bundle):
+        built.append(True)
+        compile_bundle(mlir_text, chip, bundle)
+
+    bundle = _toolchain.build_locked(
         root / key, problem, lambda b: shutil.rmtree(b, ignore_errors=True),
-        lambda b: compile_bundle(mlir_text, chip, b), "GPU bundle",
-        "compiling it again", stacklevel=2)
+        build, "GPU bundle", "compiling it again", stacklevel=3)
+    # (Not built here: another process compiled it while this one waited.)
+    return bundle, "cache miss, compiled" if built else "cache hit"
 
 
 # --- launching ---------------------------------------------------------------

@@ -2,9 +2,11 @@
 
 attn-opt --attn-lower-to-cpu-pipeline | mlir-translate | opt -O3 | llc, then
 the system C compiler links a shared library. Libraries are cached by a hash
-of the MLIR text and of the attn-opt binary, under $ATTN_MLIR_CACHE (default
-~/.cache/attn_mlir); a file lock per entry keeps concurrent processes from
-compiling the same kernel twice or reading a half-written one.
+of the MLIR text and of the attn-opt binary, under `cache_dir()`
+($ATTN_MLIR_CACHE, else $XDG_CACHE_HOME/attn_mlir, else ~/.cache/attn_mlir;
+a private temporary directory, with a CacheWarning, where that cannot be
+written); a file lock per entry keeps concurrent processes from compiling
+the same kernel twice or reading a half-written one.
 
 A cache entry is never trusted as it is: `{key}.so` has a sidecar
 `{key}.json` with its size and sha256, both written atomically and fsynced,
@@ -21,10 +23,14 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
+import time
 import warnings
 from pathlib import Path
+
+from . import _log
 
 # attn-opt of the development checkout's build (python/attn_mlir/ -> the
 # repository root -> build/bin): the last place attn-opt is looked for, after
@@ -42,7 +48,8 @@ class CompileError(RuntimeError):
 
 class CacheWarning(UserWarning):
     """A damaged cache entry (library or GPU bundle) was discarded and is
-    being rebuilt."""
+    being rebuilt, or the cache directory could not be used and a
+    temporary one is used instead."""
 
 
 def _executable(path):
@@ -91,11 +98,82 @@ def _compiler_fingerprint():
     return _compiler_hash
 
 
+CACHE_ENV = "ATTN_MLIR_CACHE"
+
+# (ATTN_MLIR_CACHE, XDG_CACHE_HOME, HOME) -> (directory, how it was chosen):
+# resolved (and the fallback warned about) once per setting, and repeated
+# calls cost three lookups, not a mkdir.
+_cache_dirs = {}
+
+
+def cache_location():
+    """(cache directory, where it came from: "ATTN_MLIR_CACHE",
+    "XDG_CACHE_HOME", "~/.cache" or "temporary fallback")."""
+    env = os.environ
+    key = (env.get(CACHE_ENV), env.get("XDG_CACHE_HOME"), env.get("HOME"))
+    found = _cache_dirs.get(key)
+    if found is None:
+        found = _cache_dirs[key] = _choose_cache_dir(key[0], key[1])
+    return found
+
+
 def cache_dir():
-    d = Path(os.environ.get("ATTN_MLIR_CACHE",
-                            Path.home() / ".cache" / "attn_mlir"))
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    """$ATTN_MLIR_CACHE, else $XDG_CACHE_HOME/attn_mlir (an absolute
+    XDG_CACHE_HOME only, as the XDG spec says), else ~/.cache/attn_mlir;
+    where the default cannot be created or written (a read-only or missing
+    home), a private directory under the temporary directory, with one
+    CacheWarning. An ATTN_MLIR_CACHE that cannot be created is an error:
+    it was asked for."""
+    return cache_location()[0]
+
+
+def _choose_cache_dir(override, xdg):
+    if override:
+        d = Path(override)
+        d.mkdir(parents=True, exist_ok=True)
+        return d, CACHE_ENV
+    if xdg and os.path.isabs(xdg):
+        d, source = Path(xdg) / "attn_mlir", "XDG_CACHE_HOME"
+    else:
+        try:
+            d, source = Path.home() / ".cache" / "attn_mlir", "~/.cache"
+        except RuntimeError:   # no HOME and no passwd entry
+            d, source = None, "~/.cache"
+    problem = "there is no home directory" if d is None else _unusable(d)
+    if problem is None:
+        return d, source
+    fallback = _private_temp_dir()
+    warnings.warn(f"attn_mlir cache: cannot use {d or source} ({problem}); "
+                  f"caching kernels in {fallback} instead (set {CACHE_ENV} "
+                  f"to choose)", CacheWarning, stacklevel=4)
+    return fallback, "temporary fallback"
+
+
+def _unusable(d):
+    """Why directory `d` cannot hold the cache (None: it can)."""
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return f"{type(e).__name__}: {e.strerror or e}"
+    if not os.access(d, os.W_OK | os.X_OK):
+        return "it is not writable"
+    return None
+
+
+def _private_temp_dir():
+    """{tempdir}/attn_mlir-{uid}, if it is this user's own directory that
+    no one else can write (cached libraries are dlopen'd: a directory
+    another user made could hold planted ones), else a fresh mkdtemp."""
+    d = Path(tempfile.gettempdir()) / f"attn_mlir-{os.getuid()}"
+    try:
+        d.mkdir(mode=0o700, exist_ok=True)
+        st = d.lstat()
+        if (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+                and not st.st_mode & 0o022 and os.access(d, os.W_OK)):
+            return d
+    except OSError:
+        pass
+    return Path(tempfile.mkdtemp(prefix="attn_mlir-"))
 
 
 def _run(cmd, what):
@@ -274,6 +352,8 @@ def build_locked(dest, problem, discard, build, what, redo, stacklevel=1):
     (through `publish`, so a failed build leaves nothing). `stacklevel`:
     that of the warning as seen from the caller."""
     dest = Path(dest)
+    # (cache_dir() made the directory once; it may have been removed since.)
+    dest.parent.mkdir(parents=True, exist_ok=True)
     with open(dest.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         # Checked (again) under the lock: another process may have (re)built
@@ -333,8 +413,19 @@ def load_kernel(mlir_text, func_name):
     lib = _loaded.get(so)
     if lib is None:
         # Checked once per process: later calls reuse the handle.
-        cached_file(so, lambda out: _build(mlir_text, out), "kernel library")
+        start, built = time.perf_counter(), []
+
+        def build(out):
+            built.append(True)
+            _build(mlir_text, out)
+
+        cached_file(so, build, "kernel library")
         lib = _loaded[so] = ctypes.CDLL(str(so))
+        plan = ":".join(cpu_plan())
+        _log.kernel_ready(
+            mlir_text, "cpu" if plan == "cpu:" else f"cpu(plan {plan})",
+            "cache miss, compiled" if built else "cache hit, loaded",
+            time.perf_counter() - start, so)
     return getattr(lib, f"_mlir_ciface_{func_name}")
 
 

@@ -18,11 +18,12 @@ import argparse
 import json
 import shutil
 import sys
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import _gpu
+from . import _gpu, _log
 
 
 def compile_all(texts, chip, out, jobs=2):
@@ -31,9 +32,12 @@ def compile_all(texts, chip, out, jobs=2):
 
     def one(text):
         dest = out / _gpu.bundle_key(text, chip)
+        start = time.perf_counter()
         if _gpu.is_current(dest):
             problem = _gpu.bundle_problem(dest)
             if problem is None:
+                _log.kernel_ready(text, chip, "AOT bundle kept",
+                                  time.perf_counter() - start, dest)
                 return None
             warnings.warn(f"attn_mlir.aot: discarding the damaged bundle "
                           f"{dest}: {problem}; compiling it again",
@@ -42,6 +46,8 @@ def compile_all(texts, chip, out, jobs=2):
         shutil.rmtree(dest, ignore_errors=True)
         try:
             _gpu.compile_bundle(text, chip, dest)
+            _log.kernel_ready(text, chip, "AOT compiled",
+                              time.perf_counter() - start, dest)
             return None
         except Exception as e:  # reported, not fatal for the others
             return f"{_gpu._describe(text)}: {str(e).splitlines()[-1][:300]}"
