@@ -621,14 +621,16 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
             mm_prefix_range=None, mm_prefix_clamp_window=False,
             rswa_prefix_lens=None, rswa_window=None, causal=True,
             chunk_lookback=None, k_scale_cache=None, v_scale_cache=None,
-            schedule=None):
+            lse=None, schedule=None):
     """qq_bias: tree bias [rows, cols]; mm_prefix_range: bidirectional
     (start, end) ranges [batch, R, 2] i32; rswa_prefix_lens ([batch] i32) with
     rswa_window: R-SWA (docs/semantics.md 2 and 3.2). causal: True, False
     (bidirectional) or per-sequence flags [batch] (bool or int8);
     chunk_lookback (with sliding_window): chunked attention;
     k_scale_cache/v_scale_cache [num_blocks, block_size, kv_heads] f32:
-    per-token-head scales of i8 or fp8 caches (vLLM's kv_quant_mode 2, 3)."""
+    per-token-head scales of i8 or fp8 caches (vLLM's kv_quant_mode 2, 3).
+    lse: [tokens, q_heads] f32, receives each row's log-sum-exp (not in the
+    split-KV form; see flash)."""
     if num_segments is not None:
         num_segments = check_int(num_segments, "num_segments", "num_segments")
     c = _Call("unified")
@@ -676,6 +678,10 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     ov = c.mem("out", out, (1, 2, 3) if num_segments else (1, 2), output=True)
     c.mem("segment_max", segment_max, (1, 2), output=True)
     c.mem("segment_sum", segment_sum, (1, 2), output=True)
+    if lse is not None and num_segments is not None:
+        raise ValueError("lse: not valid in the split-KV form (num_segments); "
+                         "segment_max/segment_sum hold the statistics")
+    _lse_operand(c, lse, qv)
     if num_segments is None:
         _out_scale(ov, out_scale)
     elif out_scale is not None or sinks is not None:
@@ -734,6 +740,20 @@ def _token_scale_operands(c, kc, k_scales, v_scales):
             _check_finite_values(v, kw)
 
 
+def _lse_operand(c, lse, qv):
+    """The optional row log-sum-exp output: f32 [tokens, q_heads] of q."""
+    if lse is None:
+        return
+    lv = c.mem("lse", lse, (1,), output=True)
+    if lv.dtype != "f32" or lv.ndim != 2 or (
+            qv is not None and tuple(lv.shape) != tuple(qv.shape[:2])):
+        want = f"[{qv.shape[0]}, {qv.shape[1]}]" if qv is not None else \
+            "[tokens, q_heads]"
+        raise ValueError(f"lse: expected float32 {want} (one value per query "
+                         f"row and head), got {lv.dtype} "
+                         f"{list(lv.shape)}")
+
+
 def _causal_operand(c, causal):
     """unified()'s causal: a bool, or per-sequence flags [batch]."""
     if isinstance(causal, (bool, np.bool_)):
@@ -765,11 +785,14 @@ def _chunk_lookback(c, chunk_lookback, sliding_window, rswa_window):
 
 def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
           bias=None, dropout=None, fp8_scales=None, out_scale=None,
-          schedule=None):
+          lse=None, schedule=None):
     """dropout: (p, philox_seed, philox_offset); fp8_scales: (q, k, v, p).
     With fp8_scales, q, k and v that are not fp8 are quantized to fp8 (e4m3,
     or the type of those that are) as the kernel loads them, as vLLM's
-    wrapper does with torch ops before its launch."""
+    wrapper does with torch ops before its launch. lse: [total_q, q_heads]
+    f32, receives each row's log-sum-exp (natural log, -inf for a row that
+    sees no key): outputs over disjoint key ranges (context parallelism)
+    then merge exactly with merge_states(segment_lse=...)."""
     c = _Call("flash")
     qv = c.mem("q", q, (1, 2))
     check_head_dim(qv)
@@ -816,6 +839,7 @@ def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
         _p_scale_range(ps, quantize_to or vv.dtype)
     os_ = c.scale("out_scale", out_scale)
     ov = c.mem("out", out, (1, 2), output=True)
+    _lse_operand(c, lse, qv)
     _out_scale(ov, out_scale)
     _out_scale_range(os_)
     c.attr("causal", bool(causal))

@@ -597,7 +597,7 @@ func.func @merge_states_sinks_not_per_q_head(%p: memref<?x32x16x128xf32>, %m: me
 
 func.func @flash_partial_dropout(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %p: f32, %o: memref<?x16x128xf16>) {
   // expected-error @+1 {{dropout needs all of 'dropout_p', 'philox_seed' and 'philox_offset'}}
-  "attn.flash"(%q, %k, %v, %cq, %ck, %s, %p, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1>}> : (memref<?x16x128xf16>, memref<?x16x128xf16>, memref<?x16x128xf16>, memref<?xi32>, memref<?xi32>, f32, f32, memref<?x16x128xf16>) -> ()
+  "attn.flash"(%q, %k, %v, %cq, %ck, %s, %p, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> : (memref<?x16x128xf16>, memref<?x16x128xf16>, memref<?x16x128xf16>, memref<?xi32>, memref<?xi32>, f32, f32, memref<?x16x128xf16>) -> ()
   return
 }
 
@@ -696,7 +696,7 @@ func.func @prefix_prefill_required_operand_doubled(%q: memref<?x32x128xbf16>, %k
 
 func.func @unified_required_operand_empty(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
   // expected-error @+1 {{operand 'scale' requires exactly 1 value, but 'operandSegmentSizes' gives it 0}}
-  "attn.unified"(%q, %kc, %vc, %bt, %cu, %su, %s, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0>}> : (memref<?x32x128xbf16>, memref<?x16x8x128xbf16>, memref<?x16x8x128xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?xi32>, f32, memref<?x32x128xbf16>) -> ()
+  "attn.unified"(%q, %kc, %vc, %bt, %cu, %su, %s, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0>}> : (memref<?x32x128xbf16>, memref<?x16x8x128xbf16>, memref<?x16x8x128xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?xi32>, f32, memref<?x32x128xbf16>) -> ()
   return
 }
 
@@ -704,7 +704,7 @@ func.func @unified_required_operand_empty(%q: memref<?x32x128xbf16>, %kc: memref
 
 func.func @flash_required_operand_doubled(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
   // expected-error @+1 {{operand 'cu_seqlens_q' requires exactly 1 value, but 'operandSegmentSizes' gives it 2}}
-  "attn.flash"(%q, %k, %v, %cq, %ck, %s, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1>}> : (memref<?x16x128xf16>, memref<?x16x128xf16>, memref<?x16x128xf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x16x128xf16>) -> ()
+  "attn.flash"(%q, %k, %v, %cq, %ck, %s, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>}> : (memref<?x16x128xf16>, memref<?x16x128xf16>, memref<?x16x128xf16>, memref<?xi32>, memref<?xi32>, f32, memref<?x16x128xf16>) -> ()
   return
 }
 
@@ -971,5 +971,37 @@ func.func @flash_quantize_to_without_scales(%q: memref<?x16x128xbf16>, %k: memre
 func.func @flash_mixed_types_without_quantize_to(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xf8E4M3FN>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %x: memref<1xf32>, %o: memref<?x16x128xbf16>) {
   // expected-error @+1 {{operand 'k' must have the element type of 'q' ('bf16'), got 'f8E4M3FN'}}
   attn.flash q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xf8E4M3FN>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) 
+  return
+}
+
+// -----
+
+func.func @lse_must_be_f32(%q: memref<?x16x128xf16>, %k: memref<?x4x128xf16>, %v: memref<?x4x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>, %lse: memref<?x16xf16>) {
+  // expected-error @+1 {{operand 'lse' must have element type f32, got 'f16'}}
+  attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x4x128xf16>) v(%v : memref<?x4x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) lse(%lse : memref<?x16xf16>)
+  return
+}
+
+// -----
+
+func.func @lse_heads_match_q(%q: memref<?x16x128xf16>, %k: memref<?x4x128xf16>, %v: memref<?x4x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>, %lse: memref<?x4xf32>) {
+  // expected-error @+1 {{operand 'lse' dimension 1 (q_heads = 4) must match dimension 1 of 'q' (q_heads = 16)}}
+  attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x4x128xf16>) v(%v : memref<?x4x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) lse(%lse : memref<?x4xf32>)
+  return
+}
+
+// -----
+
+func.func @lse_rank_is_two(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<?x32x1xf32>, %s: f32) {
+  // expected-error @+1 {{operand 'lse' must be a rank-2 memref [tokens, q_heads], got 'memref<?x32x1xf32>'}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) lse(%lse : memref<?x32x1xf32>)
+  return
+}
+
+// -----
+
+func.func @unified_lse_not_in_split_kv(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %lse: memref<?x32xf32>, %s: f32) {
+  // expected-error @+1 {{operand 'lse' is not valid in the split-KV form; its segment statistics go to attn.merge_states}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) lse(%lse : memref<?x32xf32>) {num_segments = 4 : i64}
   return
 }

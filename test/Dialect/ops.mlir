@@ -230,3 +230,24 @@ func.func @merge_states_lse(%o_s: memref<?x?x4x64xf32>, %lse: memref<?x?x4xf32>,
   attn.merge_states partial(%o_s : memref<?x?x4x64xf32>) segment_lse(%lse : memref<?x?x4xf32>) out(%o : memref<?x?x64xbf16>)
   return
 }
+
+// CHECK-LABEL: func.func @flash_lse
+// CHECK: out(%{{.*}} : memref<?x16x128xf16>) lse(%{{.*}} : memref<?x16xf32>) {causal}
+func.func @flash_lse(%q: memref<?x16x128xf16>, %k: memref<?x4x128xf16>, %v: memref<?x4x128xf16>,
+    %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>, %lse: memref<?x16xf32>) {
+  attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x4x128xf16>) v(%v : memref<?x4x128xf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s)
+      out(%o : memref<?x16x128xf16>) lse(%lse : memref<?x16xf32>) {causal}
+  return
+}
+
+// CHECK-LABEL: func.func @unified_lse
+// CHECK: out(%{{.*}} : memref<?x32x128xbf16>) lse(%{{.*}} : memref<?x32xf32>){{$}}
+func.func @unified_lse(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>,
+    %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>,
+    %lse: memref<?x32xf32>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
+      scale(%s) out(%o : memref<?x32x128xbf16>) lse(%lse : memref<?x32xf32>)
+  return
+}

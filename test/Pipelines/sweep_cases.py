@@ -9,8 +9,9 @@ def memref(*dims, t):
     return "memref<" + "x".join(str(d) for d in dims) + "x" + t + ">"
 
 
-def flash(D, t="bf16", causal=True, hq=16, hk=16, quantize=False):
-    """quantize: t inputs quantized to fp8 e4m3 on load."""
+def flash(D, t="bf16", causal=True, hq=16, hk=16, quantize=False, lse=False):
+    """quantize: t inputs quantized to fp8 e4m3 on load; lse: also store
+    each row's log-sum-exp."""
     q, kv = memref("?", hq, D, t=t), memref("?", hk, D, t=t)
     out = memref("?", hq, D, t="bf16" if t.startswith("f8") else t)
     scales = ""
@@ -20,15 +21,19 @@ def flash(D, t="bf16", causal=True, hq=16, hk=16, quantize=False):
                 "%vs: memref<1xf32>, %ps: memref<1xf32>")
         scales = (" q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>)"
                   " v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>)")
+    lse_arg = lse_use = ""
+    if lse:
+        lse_arg = f", %lse: memref<?x{hq}xf32>"
+        lse_use = f" lse(%lse : memref<?x{hq}xf32>)"
     attrs = ", ".join((["causal"] if causal else []) +
                       (["quantize_to = f8E4M3FN"] if quantize else []))
     attrs = f" {{{attrs}}}" if attrs else ""
     return (f"func.func @kernel(%q: {q}, %k: {kv}, %v: {kv}, "
             f"%cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32{args}, "
-            f"%o: {out}) {{\n"
+            f"%o: {out}{lse_arg}) {{\n"
             f"  attn.flash q(%q : {q}) k(%k : {kv}) v(%v : {kv}) "
             f"cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>)"
-            f" scale(%s){scales} out(%o : {out})"
+            f" scale(%s){scales} out(%o : {out}){lse_use}"
             f"{attrs}\n  return\n}}\n")
 
 
@@ -53,7 +58,7 @@ def prefix(D, cache=None, hq=32, hk=8, page=16, t="bf16"):
 
 
 def unified(D, cache=None, hq=32, hk=8, page=16, segments=0, q8=False,
-            t="bf16"):
+            t="bf16", lse=False):
     cache = cache or t
     q = memref("?", hq, D, t=cache if q8 else t)
     kc = memref("?", page, hk, D, t=cache)
@@ -74,6 +79,9 @@ def unified(D, cache=None, hq=32, hk=8, page=16, segments=0, q8=False,
     else:
         o = memref("?", hq, D, t=t)
         outs, use = f"%o: {o}", f"out(%o : {o})"
+        if lse:
+            outs += f", %lse: memref<?x{hq}xf32>"
+            use += f" lse(%lse : memref<?x{hq}xf32>)"
     return (f"func.func @kernel(%q: {q}, %kc: {kc}, %vc: {kc}, "
             f"%bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, "
             f"%s: f32{args}, {outs}) {{\n"
@@ -214,3 +222,8 @@ def cases():
     yield "unified D=128 f32 split-KV", unified(128, segments=16, t="f32")
     yield "blocksparse D=64 block 64 f32", blocksparse(64, 64, t="f32")
     yield "blocksparse D=128 block 16 f32", blocksparse(128, 16, t="f32")
+    # Row log-sum-exp for context-parallel merges.
+    yield "flash D=128 causal lse", flash(128, lse=True)
+    yield "flash D=64 f32 lse", flash(64, t="f32", lse=True)
+    yield "unified D=128 lse", unified(128, lse=True)
+    yield "unified D=128 fp8 cache lse", unified(128, cache="f8E4M3FN", lse=True)

@@ -163,6 +163,12 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
     `exp` (natural) domain; empty segments write (0, -inf, 0).
     `attn.merge_states` combines them.
 
+    `lse` (`[tokens, q_heads]` f32, not in the split-KV form) receives each
+    row's log-sum-exp `log(sum_j exp(s_j))` over its visible keys (plus
+    `sinks[h]` when given), natural log; `-inf` for a row that sees no key.
+    Outputs over disjoint key ranges then merge exactly with
+    `attn.merge_states` (`segment_lse`): context parallelism.
+
     Masks beyond causal: `bidirectional` drops the causal mask (every key
     `j < N_b` is visible; a window then also bounds `kpos - qpos <
     sliding_window`); `causal_flags[b]` (i8) picks causal (non-zero) or
@@ -210,6 +216,7 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
              "[tokens, q_heads, segments, head_dim] f32">:$out,
     Attn_OptOut<"segment row max [tokens, q_heads, segments] f32">:$segment_max,
     Attn_OptOut<"segment exp-sum [tokens, q_heads, segments] f32">:$segment_sum,
+    Attn_OptOut<"row log-sum-exp [tokens, q_heads] f32">:$lse,
     OptionalAttr<I64Attr>:$sliding_window,
     OptionalAttr<I64Attr>:$num_segments,
     OptionalAttr<Attn_AlibiFormAttr>:$alibi_form,
@@ -243,6 +250,7 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
     `out` `(` $out `:` type($out) `)`
     (`segment_max` `(` $segment_max^ `:` type($segment_max) `)`)?
     (`segment_sum` `(` $segment_sum^ `:` type($segment_sum) `)`)?
+    (`lse` `(` $lse^ `:` type($lse) `)`)?
     attr-dict
   }];
   let hasVerifier = 1;
@@ -296,6 +304,11 @@ def Attn_FlashOp : Attn_Op<"flash", [AttrSizedOperandSegments,
     rounding to `x`'s own type, `s` its scale), and the op proceeds as if it
     had been given the quantized tensor.
 
+    `lse` (`[total_q, q_heads]` f32) receives each row's log-sum-exp
+    `log(sum_j exp(s_j))` over its visible keys (before dropout), natural
+    log; `-inf` for a row that sees no key. Outputs over disjoint key
+    ranges then merge exactly with `attn.merge_states` (`segment_lse`).
+
     Layouts: `q`, `out`: `[total_q, q_heads, head_dim]`; `k`, `v`:
     `[total_k, kv_heads, head_dim]`; `cu_seqlens_q/k`: `[batch+1]` i32;
     `bias`: `[1 or batch, q_heads, max_seqlen_q, max_seqlen_k]`.
@@ -324,6 +337,7 @@ def Attn_FlashOp : Attn_Op<"flash", [AttrSizedOperandSegments,
     Attn_OptIn<"fp8 probability scale [1] f32">:$p_scale,
     Attn_OptIn<"fp8 output scale [1] f32">:$out_scale,
     Attn_Out<"output [total_q, q_heads, head_dim]">:$out,
+    Attn_OptOut<"row log-sum-exp [total_q, q_heads] f32">:$lse,
     UnitAttr:$causal,
     OptionalAttr<TypeAttr>:$quantize_to,
     OptionalAttr<Attn_ScheduleAttr>:$schedule
@@ -343,6 +357,7 @@ def Attn_FlashOp : Attn_Op<"flash", [AttrSizedOperandSegments,
     (`p_scale` `(` $p_scale^ `:` type($p_scale) `)`)?
     (`out_scale` `(` $out_scale^ `:` type($out_scale) `)`)?
     `out` `(` $out `:` type($out) `)`
+    (`lse` `(` $lse^ `:` type($lse) `)`)?
     attr-dict
   }];
   let hasVerifier = 1;

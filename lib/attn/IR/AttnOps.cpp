@@ -38,6 +38,7 @@ constexpr StringRef kPartialDims[] = {"tokens", "heads", "segments",
                                       "head_dim"};
 constexpr StringRef kStatsDims[] = {"tokens", "heads", "segments"};
 constexpr StringRef kMergedDims[] = {"tokens", "heads", "head_dim"};
+constexpr StringRef kLseDims[] = {"tokens", "q_heads"};
 constexpr StringRef kBiasDims[] = {"batch", "q_heads", "max_seqlen_q",
                                    "max_seqlen_k"};
 constexpr StringRef kCrowDims[] = {"layout_heads", "rows+1"};
@@ -137,6 +138,19 @@ LogicalResult verifyOutput(OperandChecker &c, Value out, MemRefType q,
     return failure();
   return verifyOutScale(c, outScale, outFp8);
 }
+/// The optional row log-sum-exp: f32 [tokens, q_heads] of the query.
+LogicalResult verifyLse(OperandChecker &c, Value lse, MemRefType q) {
+  if (!lse)
+    return success();
+  MemRefType l = c.memref(lse, "lse", kLseDims, kF32);
+  if (!l)
+    return failure();
+  for (unsigned d = 0; d < 2; ++d)
+    if (failed(c.sameDim(q, "q", kQDims, d, l, "lse", kLseDims, d)))
+      return failure();
+  return success();
+}
+
 /// Dense varlen q/k/v ([tokens, heads, D], one element type, GQA heads) and
 /// their two offset arrays (flash, blocksparse).
 LogicalResult verifyVarlenQkv(OperandChecker &c, Value qv, Value kv, Value vv,
@@ -386,7 +400,8 @@ LogicalResult UnifiedOp::verify() {
                                     "out_scale?",
                                     "out",
                                     "segment_max?",
-                                    "segment_sum?"})))
+                                    "segment_sum?",
+                                    "lse?"})))
     return failure();
   OperandChecker c(*this);
   // Per-token-head scale caches also admit i8 caches (kv_quant_mode 2).
@@ -458,8 +473,13 @@ LogicalResult UnifiedOp::verify() {
     if (getSegmentMax() || getSegmentSum())
       return c.error(getSegmentMax() ? "segment_max" : "segment_sum")
              << "is only valid with the 'num_segments' attribute (split-KV)";
+    if (failed(verifyLse(c, getLse(), q)))
+      return failure();
     return verifyOutput(c, getOut(), q, "q", kQDims, getOutScale());
   }
+  if (getLse())
+    return c.error("lse") << "is not valid in the split-KV form; its "
+                             "segment statistics go to attn.merge_states";
 
   // Split-KV form: partial accumulators and statistics, all f32.
   int64_t segments = getNumSegmentsAttr().getInt();
@@ -544,7 +564,7 @@ LogicalResult FlashOp::verify() {
           *this, getProperties().operandSegmentSizes,
           {"q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "scale", "bias?",
            "dropout_p?", "philox_seed?", "philox_offset?", "q_scale?",
-           "k_scale?", "v_scale?", "p_scale?", "out_scale?", "out"})))
+           "k_scale?", "v_scale?", "p_scale?", "out_scale?", "out", "lse?"})))
     return failure();
   OperandChecker c(*this);
   TypeAttr quantizeTo = getQuantizeToAttr();
@@ -598,6 +618,8 @@ LogicalResult FlashOp::verify() {
       failed(verifyFp8Scale(c, getPScale(), "p_scale", fp8, "v")) ||
       failed(
           verifySchedule(*this, getScheduleAttr(), groupOf(getQ(), getK(), 1))))
+    return failure();
+  if (failed(verifyLse(c, getLse(), q)))
     return failure();
   // Quantized on load, the output follows the rules of an fp8 query.
   return verifyOutput(

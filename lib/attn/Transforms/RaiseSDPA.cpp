@@ -771,7 +771,7 @@ void rewrite(Sdpa &m) {
   Value out = memref::AllocOp::create(b, loc, outType);
   FlashOp::create(b, loc, q, k, v, cuQ, cuK, scale, bias, Value(), Value(),
                   Value(), Value(), Value(), Value(), Value(), Value(), out,
-                  m.causal, TypeAttr(), ScheduleAttr());
+                  /*lse=*/Value(), m.causal, TypeAttr(), ScheduleAttr());
   Value packed = bufferization::ToTensorOp::create(
       b, loc, memref::getTensorTypeFromMemRefType(outType), out,
       /*restrict=*/true, /*writable=*/true);

@@ -130,6 +130,8 @@ public:
   virtual int64_t maxSharedBytes() const = 0;
   /// exp2 through the hardware instruction (no device library).
   virtual Value exp2(ImplicitLocOpBuilder &b, Value x) const = 0;
+  /// log2 through the hardware instruction (log2(0) = -inf).
+  virtual Value log2(ImplicitLocOpBuilder &b, Value x) const = 0;
   /// sqrt, correctly rounded, without a device library.
   virtual Value sqrt(ImplicitLocOpBuilder &b, Value x) const = 0;
   /// The operands of kernel op `op` (with tile shape `shape`) that its

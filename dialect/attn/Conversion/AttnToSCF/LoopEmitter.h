@@ -61,6 +61,7 @@ public:
   Value minF(Value x, Value y);
   Value cmpF(arith::CmpFPredicate pred, Value x, Value y);
   Value exp2(Value x);
+  Value log2(Value x);
   Value tanh(Value x);
   Value sqrt(Value x);
 
@@ -71,6 +72,9 @@ public:
   }
   void setSqrt(std::function<Value(ImplicitLocOpBuilder &, Value)> fn) {
     sqrtFn = std::move(fn);
+  }
+  void setLog2(std::function<Value(ImplicitLocOpBuilder &, Value)> fn) {
+    log2Fn = std::move(fn);
   }
 
   // Control flow. Bodies run with the insertion point inside the region.
@@ -130,7 +134,7 @@ public:
 
 private:
   ImplicitLocOpBuilder &b;
-  std::function<Value(ImplicitLocOpBuilder &, Value)> exp2Fn, sqrtFn;
+  std::function<Value(ImplicitLocOpBuilder &, Value)> exp2Fn, sqrtFn, log2Fn;
 };
 
 } // namespace mlir::attn

@@ -69,6 +69,7 @@ struct AttentionOutput {
   Value out;                    // [tokens, q_heads, D] or split [.., S, D]
   Value outScale;               // fp8 out
   Value segmentMax, segmentSum; // split-KV form
+  Value lse;                    // row log-sum-exp [tokens, q_heads] f32
 };
 
 /// Run-time description of one program's rows. Row r of the M tile is token

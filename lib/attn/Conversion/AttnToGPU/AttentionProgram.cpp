@@ -98,6 +98,13 @@ void AttentionProgram::epilogue(const ProgramRows &rows) {
     Value row = slotRow(slot);
     Value tok = math.tokenOf(row);
     Value valid = e.lt(tok, rows.numTokens);
+    if (o.lse) // the row's log-sum-exp, natural log; -inf for an empty row
+      e.ifThen(e.andI(valid, isRowLeader()), [&] {
+        Value lse =
+            e.mulF(e.addF(e.load(mState, {st}), e.log2(l)), e.f32(kLn2));
+        e.store(lse, o.lse,
+                {e.add(rows.qTokBase, tok), math.headOf(rows, row)});
+      });
     // 16 bytes per store where the target trades pairs between lanes (every
     // lane takes part: the factor of a row past the tokens is computed too,
     // and never stored).

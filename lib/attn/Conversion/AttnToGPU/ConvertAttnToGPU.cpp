@@ -283,6 +283,9 @@ struct ConvertAttnToGPUPass
     e.setExp2([&](ImplicitLocOpBuilder &ib, Value x) {
       return gpuTarget.exp2(ib, x);
     });
+    e.setLog2([&](ImplicitLocOpBuilder &ib, Value x) {
+      return gpuTarget.log2(ib, x);
+    });
     std::unique_ptr<ProgramTarget> programs =
         gpuTarget.programs(entry, shared, computeType, launch, maps);
     if (failed(emitAttnOp(e, *programs, clone)))

@@ -88,6 +88,9 @@ Value LoopEmitter::cmpF(arith::CmpFPredicate pred, Value x, Value y) {
 Value LoopEmitter::exp2(Value x) {
   return exp2Fn ? exp2Fn(b, x) : math::Exp2Op::create(b, x).getResult();
 }
+Value LoopEmitter::log2(Value x) {
+  return log2Fn ? log2Fn(b, x) : math::Log2Op::create(b, x).getResult();
+}
 Value LoopEmitter::sqrt(Value x) {
   return sqrtFn ? sqrtFn(b, x) : math::SqrtOp::create(b, x).getResult();
 }

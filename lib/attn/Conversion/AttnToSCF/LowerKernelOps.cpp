@@ -305,7 +305,7 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
     f.chunkSize = *f.window / (*f.chunkLookback + 1);
   }
   AttentionOutput out{op.getOut(), op.getOutScale(), op.getSegmentMax(),
-                      op.getSegmentSum()};
+                      op.getSegmentSum(), op.getLse()};
   Value qScaleOnce = scalarScaleOrNull(e, op.getQDescale());
   Value kScaleOnce = scalarScaleOrNull(e, op.getKDescale());
   Value vScaleOnce = scalarScaleOrNull(e, op.getVDescale());
@@ -389,7 +389,7 @@ void emitFlash(LoopEmitter &e, ProgramTarget &target, FlashOp op) {
     f.pScale = e.loadScalar(op.getPScale());
     f.pQuantType = quantize ? quantize : elemOf(op.getV());
   }
-  AttentionOutput out{op.getOut(), op.getOutScale(), {}, {}};
+  AttentionOutput out{op.getOut(), op.getOutScale(), {}, {}, op.getLse()};
   emitDenseVarlen(
       e, target, op, shape, group, f, out, op.getQ(), op.getK(), op.getV(),
       op.getCuSeqlensQ(), op.getCuSeqlensK(), scaleOrNull(e, op.getQScale()),

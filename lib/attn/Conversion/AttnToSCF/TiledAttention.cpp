@@ -397,6 +397,9 @@ void TiledAttentionBuilder::epilogue(const ProgramRows &rows) {
         });
         return;
       }
+      if (o.lse) // back in the natural-log domain; -inf for an empty row
+        e.store(e.mulF(e.addF(e.load(rowMax, {m}), e.log2(l)), e.f32(kLn2)),
+                o.lse, {qRow, head});
       Value inv = math.outputFactor(l, o.outScale);
       e.forLoop(0, shape.headDim, [&](Value dd) {
         e.storeOutput(e.mulF(e.load(acc, {m, dd}), inv), o.out,

@@ -766,6 +766,13 @@ public:
                ValueRange{x})
         .getResult(0);
   }
+  Value log2(ImplicitLocOpBuilder &b, Value x) const override {
+    // lg2.approx: one MUFU instruction; lg2(+0) = -inf.
+    return LLVM::CallIntrinsicOp::create(
+               b, b.getF32Type(), b.getStringAttr("llvm.nvvm.lg2.approx.f"),
+               ValueRange{x})
+        .getResult(0);
+  }
   Value sqrt(ImplicitLocOpBuilder &b, Value x) const override {
     return LLVM::CallIntrinsicOp::create(b, b.getF32Type(),
                                          b.getStringAttr("llvm.nvvm.sqrt.rn.f"),

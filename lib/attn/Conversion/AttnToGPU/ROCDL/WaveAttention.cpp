@@ -234,6 +234,11 @@ public:
     // v_exp_f32 (llvm.amdgcn.exp2): no device library; exp2(-inf) = 0.
     return ROCDL::ROCDLExp2::create(b, b.getF32Type(), x);
   }
+  Value log2(ImplicitLocOpBuilder &b, Value x) const override {
+    // v_log_f32 (llvm.amdgcn.log): log2 without a device library; log2(0)
+    // = -inf.
+    return ROCDL::ROCDLLog::create(b, b.getF32Type(), x);
+  }
   Value sqrt(ImplicitLocOpBuilder &b, Value x) const override {
     // llvm.sqrt.f32: v_sqrt_f32 with the backend's correction, no ocml.
     return LLVM::SqrtOp::create(b, x);
