@@ -172,6 +172,12 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     // both forms: a head of 64 spilled 4 bytes at 64 keys on sm_90a.
     if (auto flash = dyn_cast<FlashOp>(op); flash && flash.getQuantizeTo())
       keys = std::min<int64_t>(keys, 32);
+    // Row log-sum-exps keep each row's max and sum to the end: a head of 64
+    // spilled 4 bytes at 64 keys on sm_90a.
+    auto flash = dyn_cast<FlashOp>(op);
+    auto unified = dyn_cast<UnifiedOp>(op);
+    if ((flash && flash.getLse()) || (unified && unified.getLse()))
+      keys = std::min<int64_t>(keys, 32);
     return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, 0);
   }
   bool prefill =

@@ -98,13 +98,19 @@ void AttentionProgram::epilogue(const ProgramRows &rows) {
     Value row = slotRow(slot);
     Value tok = math.tokenOf(row);
     Value valid = e.lt(tok, rows.numTokens);
-    if (o.lse) // the row's log-sum-exp, natural log; -inf for an empty row
-      e.ifThen(e.andI(valid, isRowLeader()), [&] {
-        Value lse =
-            e.mulF(e.addF(e.load(mState, {st}), e.log2(l)), e.f32(kLn2));
-        e.store(lse, o.lse,
-                {e.add(rows.qTokBase, tok), math.headOf(rows, row)});
-      });
+    // The row's log-sum-exp (natural log; -inf for an empty row), stored
+    // after the outputs so that the accumulators are dead by then (before
+    // them, f32 D=64 on sm_90a spilled).
+    Value lse;
+    if (o.lse)
+      lse = e.mulF(e.addF(e.load(mState, {st}), e.log2(l)), e.f32(kLn2));
+    auto storeLse = [&] {
+      if (o.lse)
+        e.ifThen(e.andI(valid, isRowLeader()), [&] {
+          e.store(lse, o.lse,
+                  {e.add(rows.qTokBase, tok), math.headOf(rows, row)});
+        });
+    };
     // 16 bytes per store where the target trades pairs between lanes (every
     // lane takes part: the factor of a row past the tokens is computed too,
     // and never stored).
@@ -123,8 +129,10 @@ void AttentionProgram::epilogue(const ProgramRows &rows) {
               /*nontemporal=*/false, llvm::Align(16));
         });
       };
-      if (visitOutputChunks(slot, pack, store))
+      if (visitOutputChunks(slot, pack, store)) {
+        storeLse();
         continue;
+      }
     }
     e.ifThen(valid, [&] {
       Value qRow = e.add(rows.qTokBase, tok);
@@ -162,5 +170,6 @@ void AttentionProgram::epilogue(const ProgramRows &rows) {
           store();
       });
     });
+    storeLse();
   }
 }
