@@ -1,9 +1,10 @@
 //===- RaiseSDPA.cpp - attn-raise-sdpa: linalg attention to attn.flash ----===//
 //
 // Recognises scaled dot-product attention written with upstream linalg ops on
-// tensors and rewrites it into attn.flash when the two compute the same
-// function (docs/raising.md states the conditions). The matcher walks back
-// from the P.V contraction; every check that fails leaves the IR untouched.
+// tensors or on buffers and rewrites it into attn.flash when the two compute
+// the same function (docs/raising.md states the conditions). The matcher
+// walks back from the P.V contraction; every check that fails leaves the IR
+// untouched.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,23 +31,127 @@ using namespace mlir::attn;
 
 namespace {
 
-/// What the matcher found; ops are erased after the rewrite when dead.
-struct Sdpa {
-  Value q, k, v;
-  Value bias;          // [B, S, Sk] or [S, Sk] (broadcast over the batch)
-  double scale = 1.0;  // score multiplier
-  bool causal = false; // bottom-right, as attn.flash defines it
-  Operation *root = nullptr;
-  SmallVector<Operation *> ops; // matched ops, producers last
-  int64_t rank = 0;             // 3: [B, S, D]; 2: [S, D]
-  bool scaleSeen = false;       // the last step matched was the scale
-};
 
 bool isF32(Value v) { return getElementTypeOrSelf(v.getType()).isF32(); }
 
 bool hasUses(Value v, unsigned n) {
   return static_cast<unsigned>(std::distance(v.use_begin(), v.use_end())) == n;
 }
+
+/// How values flow between the matched ops. Tensors: through SSA results.
+/// Buffers: through memrefs that one linalg op writes (a DPS init) and later
+/// ops read (DPS inputs); every intermediate buffer must be a local
+/// allocation touched by nothing but the matched ops and deallocations, so
+/// that the matched ops alone decide its contents.
+struct Flow {
+  bool buffers = false;
+
+  /// `op` works on the form being matched, writing one value.
+  bool semantics(linalg::LinalgOp op) const {
+    if (!op)
+      return false;
+    return buffers ? op.hasPureBufferSemantics() && op->getNumResults() == 0
+                   : op.hasPureTensorSemantics() && op->getNumResults() == 1;
+  }
+
+  /// The value `op` computes: its result, or the buffer it writes.
+  Value result(Operation *op) const {
+    if (!buffers)
+      return op->getResult(0);
+    return cast<DestinationStyleOpInterface>(op).getDpsInits()[0];
+  }
+
+  static bool isInit(Operation *user, Value v) {
+    auto dps = dyn_cast<DestinationStyleOpInterface>(user);
+    return dps && llvm::is_contained(dps.getDpsInits(), v);
+  }
+
+  /// Buffers: whether `v` is a local allocation whose users are linalg
+  /// ops (and deallocations) that write it at most twice (a linalg.fill, then
+  /// one other op) before every read.
+  static bool isLocalBuffer(Value v) {
+    if (!v.getDefiningOp<memref::AllocOp>() &&
+        !v.getDefiningOp<memref::AllocaOp>())
+      return false;
+    Operation *writer = nullptr, *fill = nullptr;
+    for (Operation *user : v.getUsers()) {
+      if (isa<memref::DeallocOp>(user))
+        continue;
+      if (!isa<DestinationStyleOpInterface>(user) ||
+          user->getBlock() != v.getParentBlock())
+        return false;
+      if (!isInit(user, v))
+        continue;
+      auto dps = cast<DestinationStyleOpInterface>(user);
+      // Read and written by one op: not a dataflow edge.
+      if (llvm::any_of(dps.getDpsInputs(), [&](Value in) { return in == v; }))
+        return false;
+      if (isa<linalg::FillOp>(user) && !fill)
+        fill = user;
+      else if (!writer)
+        writer = user;
+      else
+        return false;
+    }
+    if (!writer || (fill && !fill->isBeforeInBlock(writer)))
+      return false;
+    for (Operation *user : v.getUsers())
+      if (!isa<memref::DeallocOp>(user) && !isInit(user, v) &&
+          !writer->isBeforeInBlock(user))
+        return false;
+    return true;
+  }
+
+  /// The op that computes `v`: its defining op, or the one op (besides a
+  /// linalg.fill) that writes the local buffer `v`.
+  Operation *producer(Value v) const {
+    if (!buffers)
+      return v.getDefiningOp();
+    if (!isa<MemRefType>(v.getType()) || !isLocalBuffer(v))
+      return nullptr;
+    for (Operation *user : v.getUsers())
+      if (isInit(user, v) && !isa<linalg::FillOp>(user))
+        return user;
+    return nullptr;
+  }
+  template <typename OpTy> OpTy producer(Value v) const {
+    return dyn_cast_or_null<OpTy>(producer(v));
+  }
+
+  /// `v` is read by exactly `n` ops (tensors: has n uses).
+  bool readers(Value v, unsigned n) const {
+    if (!buffers)
+      return hasUses(v, n);
+    if (!isLocalBuffer(v))
+      return false;
+    unsigned reads = 0;
+    for (Operation *user : v.getUsers())
+      if (!isa<memref::DeallocOp>(user) && !isInit(user, v))
+        ++reads;
+    return reads == n;
+  }
+
+  /// The linalg.fill that sets `init` before `op` writes it (buffers), or
+  /// that produced the tensor `init`; null if there is none.
+  linalg::FillOp fillOf(Value init, Operation *op) const {
+    if (!buffers)
+      return init.getDefiningOp<linalg::FillOp>();
+    // The last fill of the buffer before `op`, with nothing writing it in
+    // between (the region check in rewrite() rules out other writers).
+    linalg::FillOp last;
+    for (Operation *user : init.getUsers())
+      if (auto fill = dyn_cast<linalg::FillOp>(user);
+          fill && fill->getBlock() == op->getBlock() &&
+          fill->isBeforeInBlock(op) && (!last || last->isBeforeInBlock(fill)))
+        last = fill;
+    return last;
+  }
+
+  /// The value every element of `op`'s init holds before `op` runs: a
+  /// filled constant (buffers: the fill is appended to `fills`).
+  std::optional<APFloat> initValue(Operation *op,
+                                   SmallVectorImpl<Operation *> &fills) const;
+};
 
 /// The float constant `v` is (a scalar, or a splat tensor).
 std::optional<APFloat> floatConstant(Value v) {
@@ -67,6 +172,18 @@ std::optional<APFloat> fillValue(Value init) {
   return floatConstant(init);
 }
 
+std::optional<APFloat>
+Flow::initValue(Operation *op, SmallVectorImpl<Operation *> &fills) const {
+  Value init = cast<DestinationStyleOpInterface>(op).getDpsInits()[0];
+  if (!buffers)
+    return fillValue(init);
+  linalg::FillOp fill = fillOf(init, op);
+  if (!fill)
+    return std::nullopt;
+  fills.push_back(fill);
+  return floatConstant(fill.getInputs()[0]);
+}
+
 /// A block argument of the payload, seen through an extension to f32.
 BlockArgument argThroughExt(Value v) {
   if (auto ext = v.getDefiningOp<arith::ExtFOp>())
@@ -82,9 +199,8 @@ Value yielded(linalg::LinalgOp op) {
 /// A linalg op computing one tensor elementwise over `rank` parallel loops:
 /// its output map is the identity and the payload ignores the output's old
 /// value.
-bool isElementwise(linalg::LinalgOp op, int64_t rank) {
-  if (!op || !op.hasPureTensorSemantics() || op->getNumResults() != 1 ||
-      op.getNumLoops() != static_cast<unsigned>(rank) ||
+bool isElementwise(const Flow &f, linalg::LinalgOp op, int64_t rank) {
+  if (!f.semantics(op) || op.getNumLoops() != static_cast<unsigned>(rank) ||
       op.getNumParallelLoops() != op.getNumLoops() || op.getNumDpsInits() != 1)
     return false;
   OpOperand *init = op.getDpsInitOperand(0);
@@ -95,9 +211,9 @@ bool isElementwise(linalg::LinalgOp op, int64_t rank) {
 
 /// A reduction over the last of `rank` loops into a tensor of rank - 1,
 /// reading `input` whole; returns the payload's combining op.
-Operation *lastDimReduction(linalg::LinalgOp op, int64_t rank, Value input) {
-  if (!op || !op.hasPureTensorSemantics() || op->getNumResults() != 1 ||
-      op.getNumLoops() != static_cast<unsigned>(rank) ||
+Operation *lastDimReduction(const Flow &f, linalg::LinalgOp op, int64_t rank,
+                            Value input) {
+  if (!f.semantics(op) || op.getNumLoops() != static_cast<unsigned>(rank) ||
       op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
       op.getDpsInputOperand(0)->get() != input)
     return nullptr;
@@ -142,12 +258,14 @@ Broadcast broadcastOf(AffineMap map, int64_t rank) {
 /// A contraction `out[b, m, n] = sum_r lhs[...] * rhs[...]` over f32 (inputs
 /// possibly extended to it) into a zero-filled f32 init. `transposedRhs`
 /// selects rhs[b, n, r] (Q.K^T) over rhs[b, r, n] (P.V). Batch dims are
-/// absent when rank is 2. Loops may come in any order.
-bool isContraction(linalg::LinalgOp op, int64_t rank, bool transposedRhs) {
-  if (!op || !op.hasPureTensorSemantics() || op->getNumResults() != 1 ||
-      op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+/// absent when rank is 2. Loops may come in any order. The zero fill of a
+/// buffer init is appended to `fills`.
+bool isContraction(const Flow &f, linalg::LinalgOp op, int64_t rank,
+                   bool transposedRhs, SmallVectorImpl<Operation *> &fills) {
+  if (!f.semantics(op) || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 ||
       op.getNumLoops() != static_cast<unsigned>(rank + 1) ||
-      op.getNumReductionLoops() != 1 || !isF32(op->getResult(0)))
+      op.getNumReductionLoops() != 1 || !isF32(f.result(op)))
     return false;
   // The loop roles, read off the output map and the one reduction loop.
   AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
@@ -202,8 +320,12 @@ bool isContraction(linalg::LinalgOp op, int64_t rank, bool transposedRhs) {
     if (!t.isF32() && !t.isF16() && !t.isBF16())
       return false;
   }
-  std::optional<APFloat> init = fillValue(op.getDpsInits()[0]);
-  return init && init->isZero();
+  SmallVector<Operation *> fill;
+  std::optional<APFloat> init = f.initValue(op, fill);
+  if (!init || !init->isZero())
+    return false;
+  fills.append(fill);
+  return true;
 }
 
 /// A linear form ci * i + cj * j + c of the query row i and key column j.
@@ -350,32 +472,49 @@ bool isCausalSelect(arith::SelectOp sel, Value x, int64_t rowDim,
   return off && negated != hideWhenTrue && *off == cols - rows;
 }
 
+/// What the matcher found; ops are erased after the rewrite when dead.
+struct Sdpa {
+  Value q, k, v;
+  Value bias;          // [B, S, Sk] or [S, Sk] (broadcast over the batch)
+  double scale = 1.0;  // score multiplier
+  bool causal = false; // bottom-right, as attn.flash defines it
+  Operation *root = nullptr;
+  SmallVector<Operation *> ops; // matched ops, producers last
+  int64_t rank = 0;             // 3: [B, S, D]; 2: [S, D]
+  bool scaleSeen = false;       // the last step matched was the scale
+  Flow flow;                    // tensors or buffers
+  Value result;                 // what the root computes (its out buffer)
+};
+
 class Matcher {
 public:
-  explicit Matcher(Sdpa &m) : m(m) {}
+  explicit Matcher(Sdpa &m) : m(m), f(m.flow) {}
 
   /// Matches a P.V contraction (or the truncation of one) as the root.
   bool matchRoot(Operation *op) {
     auto lin = dyn_cast<linalg::LinalgOp>(op);
     if (!lin)
       return false;
+    m.flow.buffers = lin.hasPureBufferSemantics() && lin.getNumDpsInits() == 1;
     // The truncation of the f32 result to the input type, when present.
     linalg::LinalgOp pv = lin;
     linalg::LinalgOp trunc;
-    if (isElementwise(lin, 3) || isElementwise(lin, 2)) {
+    if (isElementwise(f, lin, 3) || isElementwise(f, lin, 2)) {
       if (lin.getNumDpsInputs() != 1)
         return false;
       auto t = yielded(lin).getDefiningOp<arith::TruncFOp>();
       if (!t || t.getIn() != lin.getBlock()->getArgument(0))
         return false;
       trunc = lin;
-      pv = lin.getDpsInputs()[0].getDefiningOp<linalg::LinalgOp>();
-      if (!pv || !hasUses(pv->getResult(0), 1))
+      pv = f.producer<linalg::LinalgOp>(lin.getDpsInputs()[0]);
+      if (!pv || !f.readers(f.result(pv), 1))
         return false;
     }
-    m.rank = cast<ShapedType>(pv->getResult(0).getType()).getRank();
+    if (!f.semantics(pv))
+      return false;
+    m.rank = cast<ShapedType>(f.result(pv).getType()).getRank();
     if ((m.rank != 2 && m.rank != 3) ||
-        !isContraction(pv, m.rank, /*transposedRhs=*/false))
+        !isContraction(f, pv, m.rank, /*transposedRhs=*/false, m.ops))
       return false;
     m.ops.push_back(op);
     if (trunc)
@@ -383,16 +522,16 @@ public:
     m.root = op;
     m.v = pv.getDpsInputs()[1];
     Value p = pv.getDpsInputs()[0];
-    if (!hasUses(p, 1))
+    if (!f.readers(p, 1))
       return false;
     // P rounded to V's type before the product (as GPU flash kernels do).
-    if (auto r = p.getDefiningOp<linalg::LinalgOp>();
-        r && isElementwise(r, m.rank) && r.getNumDpsInputs() == 1) {
+    if (auto r = f.producer<linalg::LinalgOp>(p);
+        r && isElementwise(f, r, m.rank) && r.getNumDpsInputs() == 1) {
       auto t = yielded(r).getDefiningOp<arith::TruncFOp>();
       if (t && t.getIn() == r.getBlock()->getArgument(0)) {
         m.ops.push_back(r);
         p = r.getDpsInputs()[0];
-        if (!hasUses(p, 1) || !isF32(p))
+        if (!f.readers(p, 1) || !isF32(p))
           return false;
       }
     }
@@ -401,24 +540,26 @@ public:
     Value x = matchSoftmax(p);
     if (!x || !matchScores(x, /*sawScale=*/false))
       return false;
-    return checkTypes(trunc ? trunc->getResult(0) : pv->getResult(0));
+    m.result = f.result(trunc ? trunc : pv);
+    return checkTypes(m.result);
   }
 
 private:
   Sdpa &m;
+  const Flow &f;
 
   /// softmax over the last dim of `x` producing `p`; returns x.
   Value matchSoftmax(Value p) {
-    if (auto sm = p.getDefiningOp<linalg::SoftmaxOp>()) {
+    if (auto sm = f.producer<linalg::SoftmaxOp>(p)) {
       if (sm.getDimension() != static_cast<uint64_t>(m.rank - 1) ||
           !isF32(sm.getInput()))
         return {};
       m.ops.push_back(sm);
-      return hasUses(sm.getInput(), 1) ? sm.getInput() : Value();
+      return f.readers(sm.getInput(), 1) ? sm.getInput() : Value();
     }
     // Decomposed: p = e / sum(e), e = exp(x - max(x)) (one or two ops).
-    auto div = p.getDefiningOp<linalg::LinalgOp>();
-    if (!isElementwise(div, m.rank) || div.getNumDpsInputs() != 2)
+    auto div = f.producer<linalg::LinalgOp>(p);
+    if (!isElementwise(f, div, m.rank) || div.getNumDpsInputs() != 2)
       return {};
     auto d = yielded(div).getDefiningOp<arith::DivFOp>();
     Block *body = div.getBlock();
@@ -427,23 +568,23 @@ private:
         !div.getMatchingIndexingMap(div.getDpsInputOperand(0)).isIdentity())
       return {};
     Value e = div.getDpsInputs()[0], sum = div.getDpsInputs()[1];
-    auto sumOp = sum.getDefiningOp<linalg::LinalgOp>();
-    Operation *add = lastDimReduction(sumOp, m.rank, e);
-    if (!add || !isa<arith::AddFOp>(add) || !hasUses(sum, 1) ||
-        !hasUses(e, 2) || !isF32(e))
+    auto sumOp = f.producer<linalg::LinalgOp>(sum);
+    Operation *add = lastDimReduction(f, sumOp, m.rank, e);
+    if (!add || !isa<arith::AddFOp>(add) || !f.readers(sum, 1) ||
+        !f.readers(e, 2) || !isF32(e))
       return {};
     // The denominator broadcasts along the reduced dim.
     if (div.getMatchingIndexingMap(div.getDpsInputOperand(1)) !=
         sumOp.getMatchingIndexingMap(sumOp.getDpsInitOperand(0)))
       return {};
-    std::optional<APFloat> zero = fillValue(sumOp.getDpsInits()[0]);
+    std::optional<APFloat> zero = f.initValue(sumOp, m.ops);
     if (!zero || !zero->isZero())
       return {};
     m.ops.append({div, sumOp});
 
     // e = exp(x - max), fused or as sub then exp.
-    auto expOp = e.getDefiningOp<linalg::LinalgOp>();
-    if (!isElementwise(expOp, m.rank))
+    auto expOp = f.producer<linalg::LinalgOp>(e);
+    if (!isElementwise(f, expOp, m.rank))
       return {};
     m.ops.push_back(expOp);
     auto exp = yielded(expOp).getDefiningOp<math::ExpOp>();
@@ -454,8 +595,8 @@ private:
       if (exp.getOperand() != expOp.getBlock()->getArgument(0))
         return {};
       Value diff = expOp.getDpsInputs()[0];
-      subOp = diff.getDefiningOp<linalg::LinalgOp>();
-      if (!hasUses(diff, 1) || !isElementwise(subOp, m.rank) ||
+      subOp = f.producer<linalg::LinalgOp>(diff);
+      if (!f.readers(diff, 1) || !isElementwise(f, subOp, m.rank) ||
           subOp.getNumDpsInputs() != 2)
         return {};
       m.ops.push_back(subOp);
@@ -468,9 +609,9 @@ private:
         return {};
     }
     Value x = subOp.getDpsInputs()[0], max = subOp.getDpsInputs()[1];
-    auto maxOp = max.getDefiningOp<linalg::LinalgOp>();
-    Operation *mx = lastDimReduction(maxOp, m.rank, x);
-    if (!mx || !hasUses(max, 1) || !hasUses(x, 2) || !isF32(x) ||
+    auto maxOp = f.producer<linalg::LinalgOp>(max);
+    Operation *mx = lastDimReduction(f, maxOp, m.rank, x);
+    if (!mx || !f.readers(max, 1) || !f.readers(x, 2) || !isF32(x) ||
         !subOp.getMatchingIndexingMap(subOp.getDpsInputOperand(0))
              .isIdentity() ||
         subOp.getMatchingIndexingMap(subOp.getDpsInputOperand(1)) !=
@@ -478,7 +619,7 @@ private:
       return {};
     // The max's start value must not change the max of a row that has a
     // visible score: -inf (or the lowest value), or NaN under maxnumf.
-    std::optional<APFloat> init = fillValue(maxOp.getDpsInits()[0]);
+    std::optional<APFloat> init = f.initValue(maxOp, m.ops);
     if (!init || !(isa<arith::MaxNumFOp>(mx) || isa<arith::MaximumFOp>(mx)))
       return {};
     bool neutral =
@@ -501,21 +642,21 @@ private:
   /// The scores before softmax: Q.K^T, optionally scaled (first), then
   /// with an additive bias and/or a causal mask, in either order.
   bool matchScores(Value x, bool sawScale) {
-    auto op = x.getDefiningOp<linalg::LinalgOp>();
+    auto op = f.producer<linalg::LinalgOp>(x);
     if (!op)
       return false;
-    if (isContraction(op, m.rank, /*transposedRhs=*/true)) {
+    if (isContraction(f, op, m.rank, /*transposedRhs=*/true, m.ops)) {
       m.ops.push_back(op);
       m.q = op.getDpsInputs()[0];
       m.k = op.getDpsInputs()[1];
       return true;
     }
     // Q.(K^T) with an explicit transpose of K.
-    if (isContraction(op, m.rank, /*transposedRhs=*/false)) {
-      auto tr = op.getDpsInputs()[1].getDefiningOp<linalg::TransposeOp>();
+    if (isContraction(f, op, m.rank, /*transposedRhs=*/false, m.ops)) {
+      auto tr = f.producer<linalg::TransposeOp>(op.getDpsInputs()[1]);
       SmallVector<int64_t> perm = m.rank == 3 ? SmallVector<int64_t>{0, 2, 1}
                                               : SmallVector<int64_t>{1, 0};
-      if (!tr || !hasUses(tr->getResult(0), 1) ||
+      if (!tr || !f.readers(f.result(tr), 1) ||
           tr.getPermutation() != ArrayRef<int64_t>(perm))
         return false;
       m.ops.append({op, tr});
@@ -523,7 +664,7 @@ private:
       m.k = tr.getInput();
       return true;
     }
-    if (sawScale || !isElementwise(op, m.rank) || !isF32(x))
+    if (sawScale || !isElementwise(f, op, m.rank) || !isF32(x))
       return false;
     auto shape = cast<ShapedType>(x.getType()).getShape();
     int64_t rows = shape[m.rank - 2], cols = shape[m.rank - 1];
@@ -536,7 +677,8 @@ private:
 
     // Which input carries the scores: try each that is read elementwise.
     for (OpOperand *in : op.getDpsInputOperands()) {
-      if (!op.getMatchingIndexingMap(in).isIdentity() || !hasUses(in->get(), 1))
+      if (!op.getMatchingIndexingMap(in).isIdentity() ||
+          !f.readers(in->get(), 1))
         continue;
       Value arg = body->getArgument(in->getOperandNumber());
       Sdpa saved = m;
@@ -643,9 +785,9 @@ private:
   /// A tensor built by a linalg op from indices alone: 0 where key j of row
   /// i is visible, a hiding fill where j > i + (cols - rows).
   bool matchIndexMask(Value b, int64_t rows, int64_t cols) {
-    auto gen = b.getDefiningOp<linalg::GenericOp>();
+    auto gen = f.producer<linalg::GenericOp>(b);
     if (!gen || gen.getNumDpsInputs() != 0 || gen.getNumDpsInits() != 1 ||
-        gen->getNumResults() != 1 || !hasUses(b, 1))
+        !f.semantics(gen) || !f.readers(b, 1))
       return false;
     int64_t r = gen.getNumLoops();
     if (r < 2 || gen.getNumParallelLoops() != gen.getNumLoops() ||
@@ -672,17 +814,26 @@ private:
 
   /// Element types and shapes attn.flash takes: q, k, v of one type T (f32,
   /// f16, bf16) with static shapes, D equal for all three, and a result of
-  /// type T.
+  /// type T. Buffers: identity layouts (reshaped without copies), and an out
+  /// buffer that is none of the inputs.
   bool checkTypes(Value result) {
-    auto qt = cast<RankedTensorType>(m.q.getType());
-    auto kt = cast<RankedTensorType>(m.k.getType());
-    auto vt = cast<RankedTensorType>(m.v.getType());
-    auto rt = cast<RankedTensorType>(result.getType());
+    auto qt = cast<ShapedType>(m.q.getType());
+    auto kt = cast<ShapedType>(m.k.getType());
+    auto vt = cast<ShapedType>(m.v.getType());
+    auto rt = cast<ShapedType>(result.getType());
+    if (f.buffers) {
+      for (Value x : {m.q, m.k, m.v, result, m.bias})
+        if (x && !cast<MemRefType>(x.getType()).getLayout().isIdentity())
+          return false;
+      if (llvm::is_contained({m.q, m.k, m.v, m.bias}, result))
+        return false;
+    }
     Type t = qt.getElementType();
     if (!(t.isF32() || t.isF16() || t.isBF16()) || kt.getElementType() != t ||
         vt.getElementType() != t || rt.getElementType() != t)
       return false;
-    if (!qt.hasStaticShape() || !kt.hasStaticShape() || !vt.hasStaticShape())
+    if (!qt.hasStaticShape() || !kt.hasStaticShape() || !vt.hasStaticShape() ||
+        !rt.hasStaticShape())
       return false;
     int64_t r = m.rank;
     auto q = qt.getShape(), k = kt.getShape(), v = vt.getShape();
@@ -693,7 +844,7 @@ private:
     if (m.causal && q[r - 2] > k[r - 2])
       return false;
     if (m.bias) {
-      auto bt = cast<RankedTensorType>(m.bias.getType());
+      auto bt = cast<ShapedType>(m.bias.getType());
       if (bt.getShape().take_back(2) != ArrayRef<int64_t>{q[r - 2], k[r - 2]})
         return false;
     }
@@ -727,25 +878,114 @@ Value toBuffer(OpBuilder &b, Location loc, Value t) {
                                            /*read_only=*/true);
 }
 
+/// The buffer form of toTokensHeadsDim: views of an identity-layout memref.
+Value bufferToTokensHeadsDim(OpBuilder &b, Location loc, Value t,
+                             int64_t rank) {
+  auto type = cast<MemRefType>(t.getType());
+  ArrayRef<int64_t> s = type.getShape();
+  Value rows = t;
+  if (rank == 3)
+    rows = memref::CollapseShapeOp::create(
+        b, loc, t, SmallVector<ReassociationIndices>{{0, 1}, {2}});
+  int64_t tokens = rank == 3 ? s[0] * s[1] : s[0];
+  auto packed = MemRefType::get({tokens, 1, s.back()}, type.getElementType());
+  return memref::ExpandShapeOp::create(
+      b, loc, packed, rows, SmallVector<ReassociationIndices>{{0}, {1, 2}});
+}
+
+/// Buffers: whether replacing the matched ops by one attn.flash at the root
+/// keeps the program's meaning. Every op from the first matched one to the
+/// root is matched, free of memory effects, or allocates or frees a local
+/// buffer of the match; every intermediate buffer is used by matched ops
+/// and deallocations only. Then nothing else reads or writes q, k, v, the
+/// bias or out while the matched ops run, and flash reads its inputs at
+/// the root as the original read them earlier.
+bool isSelfContained(const Sdpa &m) {
+  Block *block = m.root->getBlock();
+  DenseSet<Operation *> matched(m.ops.begin(), m.ops.end());
+  DenseSet<Value> locals;
+  Operation *first = m.root;
+  for (Operation *op : m.ops) {
+    if (op->getBlock() != block)
+      return false;
+    if (op->isBeforeInBlock(first))
+      first = op;
+    for (Value init : cast<DestinationStyleOpInterface>(op).getDpsInits())
+      if (init != m.result)
+        locals.insert(init);
+  }
+  for (Value local : locals) {
+    if (!Flow::isLocalBuffer(local) && !local.getDefiningOp<memref::AllocOp>())
+      return false;
+    for (Operation *user : local.getUsers())
+      if (!matched.contains(user) && !isa<memref::DeallocOp>(user))
+        return false;
+  }
+  for (Operation *op = first; op != m.root; op = op->getNextNode()) {
+    if (matched.contains(op) || isMemoryEffectFree(op))
+      continue;
+    if (isa<memref::AllocOp, memref::AllocaOp>(op))
+      continue; // a fresh buffer aliases nothing
+    if (auto dealloc = dyn_cast<memref::DeallocOp>(op);
+        dealloc && locals.contains(dealloc.getMemref()))
+      continue;
+    return false;
+  }
+  return true;
+}
+
+/// Buffers: the matched ops go, and with them the local buffers they
+/// communicated through (their allocations and deallocations).
+void eraseMatchedBuffers(Sdpa &m) {
+  SetVector<Value> locals;
+  for (Operation *op : m.ops)
+    for (Value init : cast<DestinationStyleOpInterface>(op).getDpsInits())
+      if (init != m.result)
+        locals.insert(init);
+  SetVector<Operation *> ops(m.ops.begin(), m.ops.end());
+  for (Operation *op : ops)
+    op->erase();
+  for (Value local : locals) {
+    for (Operation *user : llvm::make_early_inc_range(local.getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        user->erase();
+    if (local.use_empty())
+      local.getDefiningOp()->erase();
+  }
+}
+
 void rewrite(Sdpa &m) {
   Operation *root = m.root;
   OpBuilder b(root);
   Location loc = root->getLoc();
-  auto qt = cast<RankedTensorType>(m.q.getType());
-  auto kt = cast<RankedTensorType>(m.k.getType());
-  auto rt = cast<RankedTensorType>(root->getResult(0).getType());
+  bool buffers = m.flow.buffers;
+  auto qt = cast<ShapedType>(m.q.getType());
+  auto kt = cast<ShapedType>(m.k.getType());
+  auto rt = cast<ShapedType>(m.result.getType());
   int64_t r = m.rank;
   int64_t batch = r == 3 ? qt.getDimSize(0) : 1;
   int64_t lq = qt.getDimSize(r - 2), lk = kt.getDimSize(r - 2);
 
-  Value q = toBuffer(b, loc, toTokensHeadsDim(b, loc, m.q, r));
-  Value k = toBuffer(b, loc, toTokensHeadsDim(b, loc, m.k, r));
-  Value v = toBuffer(b, loc, toTokensHeadsDim(b, loc, m.v, r));
+  auto operand = [&](Value t) {
+    return buffers ? bufferToTokensHeadsDim(b, loc, t, r)
+                   : toBuffer(b, loc, toTokensHeadsDim(b, loc, t, r));
+  };
+  Value q = operand(m.q), k = operand(m.k), v = operand(m.v);
   // Equal-length sequences: offsets 0, L, 2L, ...
   auto offsets = [&](int64_t len) {
     SmallVector<int32_t> cu;
     for (int64_t i = 0; i <= batch; ++i)
       cu.push_back(static_cast<int32_t>(i * len));
+    if (buffers) {
+      // A stack array: the program may not be bufferized again.
+      auto type = MemRefType::get({batch + 1}, b.getI32Type());
+      Value buf = memref::AllocaOp::create(b, loc, type);
+      for (int64_t i = 0; i <= batch; ++i)
+        memref::StoreOp::create(
+            b, loc, arith::ConstantIntOp::create(b, loc, cu[i], 32), buf,
+            ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
+      return buf;
+    }
     auto type = RankedTensorType::get({batch + 1}, b.getI32Type());
     Value cst = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(type, ArrayRef<int32_t>(cu)));
@@ -756,22 +996,34 @@ void rewrite(Sdpa &m) {
       b, loc, b.getF32FloatAttr(static_cast<float>(m.scale)));
   Value bias;
   if (m.bias) {
-    auto bt = cast<RankedTensorType>(m.bias.getType());
+    auto bt = cast<ShapedType>(m.bias.getType());
     bool perBatch = bt.getRank() == 3;
-    auto expanded = RankedTensorType::get(
-        {perBatch ? bt.getDimSize(0) : 1, 1, lq, lk}, bt.getElementType());
+    SmallVector<int64_t> expanded = {perBatch ? bt.getDimSize(0) : 1, 1, lq,
+                                     lk};
     SmallVector<ReassociationIndices> re =
         perBatch ? SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}}
                  : SmallVector<ReassociationIndices>{{0, 1, 2}, {3}};
-    bias = toBuffer(
-        b, loc, tensor::ExpandShapeOp::create(b, loc, expanded, m.bias, re));
+    if (buffers)
+      bias = memref::ExpandShapeOp::create(
+          b, loc, MemRefType::get(expanded, bt.getElementType()), m.bias, re);
+    else
+      bias = toBuffer(b, loc,
+                      tensor::ExpandShapeOp::create(
+                          b, loc,
+                          RankedTensorType::get(expanded, bt.getElementType()),
+                          m.bias, re));
   }
   auto outType = MemRefType::get({batch * lq, 1, rt.getShape().back()},
                                  rt.getElementType());
-  Value out = memref::AllocOp::create(b, loc, outType);
+  Value out = buffers ? bufferToTokensHeadsDim(b, loc, m.result, r)
+                      : memref::AllocOp::create(b, loc, outType).getResult();
   FlashOp::create(b, loc, q, k, v, cuQ, cuK, scale, bias, Value(), Value(),
                   Value(), Value(), Value(), Value(), Value(), Value(), out,
                   /*lse=*/Value(), m.causal, TypeAttr(), ScheduleAttr());
+  if (buffers) {
+    eraseMatchedBuffers(m);
+    return;
+  }
   Value packed = bufferization::ToTensorOp::create(
       b, loc, memref::getTensorTypeFromMemRefType(outType), out,
       /*restrict=*/true, /*writable=*/true);
@@ -780,7 +1032,8 @@ void rewrite(Sdpa &m) {
   Value result = rows;
   if (r == 3)
     result = tensor::ExpandShapeOp::create(
-        b, loc, rt, rows, SmallVector<ReassociationIndices>{{0, 1}, {2}});
+        b, loc, cast<RankedTensorType>(rt), rows,
+        SmallVector<ReassociationIndices>{{0, 1}, {2}});
   root->getResult(0).replaceAllUsesWith(result);
   // The matched ops are dead now; erase them consumers first.
   for (Operation *op : m.ops)
@@ -799,7 +1052,7 @@ struct RaiseSDPAPass : attn::impl::AttnRaiseSDPABase<RaiseSDPAPass> {
       if (erased.contains(op))
         continue;
       Sdpa m;
-      if (!Matcher(m).matchRoot(op))
+      if (!Matcher(m).matchRoot(op) || (m.flow.buffers && !isSelfContained(m)))
         continue;
       for (Operation *o : m.ops)
         erased.insert(o);
