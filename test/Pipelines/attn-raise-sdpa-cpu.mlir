@@ -15,11 +15,15 @@
 // RAISED: attn.flash {{.*}} {causal}
 // RAISED-LABEL: func.func @sdpa_bias(
 // RAISED: attn.flash {{.*}} bias(%{{.*}} : memref<1x1x4x6xf32>)
+// RAISED-LABEL: func.func @sdpa_heads(
+// RAISED: scf.for
+// RAISED: attn.flash {{.*}} bias(%{{.*}} : memref<1x2x4x6xf32>) out(%{{.*}} : memref<4x2x8xf32, strided<[8, 32, 1], offset: ?>>) {causal}
 // RAISED-LABEL: func.func @main(
 
 // CHECK: memref 0: 64 values agree
 // CHECK: memref 1: 64 values agree
-// CHECK: all 2 agree
+// CHECK: memref 2: 128 values agree
+// CHECK: all 3 agree
 
 #id = affine_map<(b, i, j) -> (b, i, j)>
 
@@ -101,6 +105,47 @@ func.func @sdpa_bias(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x
   return %out : tensor<2x4x8xf32>
 }
 
+// [B, H, S, D] = [2, 2, 4, 8], Sk = 6: contractions as linalg.generic over
+// five loops, a per-head bias shared by the batch, causal, softmax over the
+// last dim.
+func.func @sdpa_heads(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x6x8xf32>, %v: tensor<2x2x6x8xf32>, %bias: tensor<2x4x6xf32>) -> tensor<2x2x4x8xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x2x4x6xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<2x2x4x6xf32>) -> tensor<2x2x4x6xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, r) -> (b, h, m, r)>, affine_map<(b, h, m, n, r) -> (b, h, n, r)>, affine_map<(b, h, m, n, r) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x2x4x8xf32>, tensor<2x2x6x8xf32>) outs(%z : tensor<2x2x4x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %pr = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %pr : f32
+    linalg.yield %sum : f32
+  } -> tensor<2x2x4x6xf32>
+  %sb = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %bias : tensor<2x2x4x6xf32>, tensor<2x4x6xf32>) outs(%e : tensor<2x2x4x6xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.addf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x4x6xf32>
+  %ninf = arith.constant 0xFF800000 : f32
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sb : tensor<2x2x4x6xf32>) outs(%e : tensor<2x2x4x6xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %c2 = arith.constant 2 : index
+    %lim = arith.addi %i, %c2 : index
+    %hide = arith.cmpi sgt, %j, %lim : index
+    %r = arith.select %hide, %ninf, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x4x6xf32>
+  %p = linalg.softmax dimension(3) ins(%sm : tensor<2x2x4x6xf32>) outs(%e : tensor<2x2x4x6xf32>) -> tensor<2x2x4x6xf32>
+  %eo = tensor.empty() : tensor<2x2x4x8xf32>
+  %zo = linalg.fill ins(%c0 : f32) outs(%eo : tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  %out = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, r) -> (b, h, m, r)>, affine_map<(b, h, m, n, r) -> (b, h, r, n)>, affine_map<(b, h, m, n, r) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x2x4x6xf32>, tensor<2x2x6x8xf32>) outs(%zo : tensor<2x2x4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %pr = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %pr : f32
+    linalg.yield %sum : f32
+  } -> tensor<2x2x4x8xf32>
+  return %out : tensor<2x2x4x8xf32>
+}
+
 // Deterministic pseudo-random values in (-2, 2): sin of a scrambled index.
 func.func @fill3(%t: tensor<?x?x?xf32>, %seed: f32) -> tensor<?x?x?xf32> {
   %r = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel"]} outs(%t : tensor<?x?x?xf32>) {
@@ -153,5 +198,25 @@ func.func @main() {
   %o2 = func.call @sdpa_bias(%q, %k, %v, %bias) : (tensor<2x4x8xf32>, tensor<2x6x8xf32>, tensor<2x6x8xf32>, tensor<4x6xf32>) -> tensor<2x4x8xf32>
   %u2 = tensor.cast %o2 : tensor<2x4x8xf32> to tensor<*xf32>
   func.call @printMemrefF32(%u2) : (tensor<*xf32>) -> ()
+  %eq4 = tensor.empty() : tensor<4x4x8xf32>
+  %ek4 = tensor.empty() : tensor<4x6x8xf32>
+  %eb4 = tensor.empty() : tensor<2x4x6xf32>
+  %dq4 = tensor.cast %eq4 : tensor<4x4x8xf32> to tensor<?x?x?xf32>
+  %dk4 = tensor.cast %ek4 : tensor<4x6x8xf32> to tensor<?x?x?xf32>
+  %db4 = tensor.cast %eb4 : tensor<2x4x6xf32> to tensor<?x?x?xf32>
+  %q40 = func.call @fill3(%dq4, %s1) : (tensor<?x?x?xf32>, f32) -> tensor<?x?x?xf32>
+  %k40 = func.call @fill3(%dk4, %s2) : (tensor<?x?x?xf32>, f32) -> tensor<?x?x?xf32>
+  %v40 = func.call @fill3(%dk4, %s3) : (tensor<?x?x?xf32>, f32) -> tensor<?x?x?xf32>
+  %b40 = func.call @fill3(%db4, %s4) : (tensor<?x?x?xf32>, f32) -> tensor<?x?x?xf32>
+  %q41 = tensor.cast %q40 : tensor<?x?x?xf32> to tensor<4x4x8xf32>
+  %k41 = tensor.cast %k40 : tensor<?x?x?xf32> to tensor<4x6x8xf32>
+  %v41 = tensor.cast %v40 : tensor<?x?x?xf32> to tensor<4x6x8xf32>
+  %bias4 = tensor.cast %b40 : tensor<?x?x?xf32> to tensor<2x4x6xf32>
+  %q4 = tensor.expand_shape %q41 [[0, 1], [2], [3]] output_shape [2, 2, 4, 8] : tensor<4x4x8xf32> into tensor<2x2x4x8xf32>
+  %k4 = tensor.expand_shape %k41 [[0, 1], [2], [3]] output_shape [2, 2, 6, 8] : tensor<4x6x8xf32> into tensor<2x2x6x8xf32>
+  %v4 = tensor.expand_shape %v41 [[0, 1], [2], [3]] output_shape [2, 2, 6, 8] : tensor<4x6x8xf32> into tensor<2x2x6x8xf32>
+  %o3 = func.call @sdpa_heads(%q4, %k4, %v4, %bias4) : (tensor<2x2x4x8xf32>, tensor<2x2x6x8xf32>, tensor<2x2x6x8xf32>, tensor<2x4x6xf32>) -> tensor<2x2x4x8xf32>
+  %u3 = tensor.cast %o3 : tensor<2x2x4x8xf32> to tensor<*xf32>
+  func.call @printMemrefF32(%u3) : (tensor<*xf32>) -> ()
   return
 }

@@ -169,3 +169,50 @@ func.func @out_accumulates(%q: memref<2x4x8xf32>, %k: memref<2x6x8xf32>, %v: mem
   memref.dealloc %p : memref<2x4x6xf32>
   return
 }
+
+// [B, H, S, D] buffers, contractions as linalg.generic: per batch entry, a
+// flash on [S, H, D] views of the arguments (subview, then transpose).
+// CHECK-LABEL: func.func @heads_buffers_causal(
+// CHECK-SAME: %[[Q:[^:]*]]: memref<2x2x4x8xf32>, %{{[^:]*}}: memref<2x2x6x8xf32>, %{{[^:]*}}: memref<2x2x6x8xf32>, %[[OUT:[^:]*]]: memref<2x2x4x8xf32>)
+// CHECK-NOT: memref.alloc()
+// CHECK: scf.for %[[B:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[QS:.*]] = memref.subview %[[Q]][%[[B]], 0, 0, 0] [1, 2, 4, 8] [1, 1, 1, 1]
+// CHECK: %[[QT:.*]] = memref.transpose %[[QS]] (d0, d1, d2) -> (d1, d0, d2)
+// CHECK: %[[OS:.*]] = memref.subview %[[OUT]][%[[B]], 0, 0, 0]
+// CHECK: %[[OT:.*]] = memref.transpose %[[OS]]
+// CHECK: attn.flash q(%[[QT]] : memref<4x2x8xf32, strided<[8, 32, 1], offset: ?>>) {{.*}} out(%[[OT]] : {{.*}}) {causal}
+// CHECK-NOT: linalg.
+// CHECK: return
+func.func @heads_buffers_causal(%q: memref<2x2x4x8xf32>, %k: memref<2x2x6x8xf32>, %v: memref<2x2x6x8xf32>, %out: memref<2x2x4x8xf32>) {
+  %c0 = arith.constant 0.0 : f32
+  %s = memref.alloc() : memref<2x2x4x6xf32>
+  linalg.fill ins(%c0 : f32) outs(%s : memref<2x2x4x6xf32>)
+  linalg.generic {indexing_maps = [affine_map<(b, h, m, n, r) -> (b, h, m, r)>, affine_map<(b, h, m, n, r) -> (b, h, n, r)>, affine_map<(b, h, m, n, r) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : memref<2x2x4x8xf32>, memref<2x2x6x8xf32>) outs(%s : memref<2x2x4x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %pr = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %pr : f32
+    linalg.yield %sum : f32
+  }
+  %ninf = arith.constant 0xFF800000 : f32
+  %sm = memref.alloc() : memref<2x2x4x6xf32>
+  linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : memref<2x2x4x6xf32>) outs(%sm : memref<2x2x4x6xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %c2 = arith.constant 2 : index
+    %lim = arith.addi %i, %c2 : index
+    %hide = arith.cmpi sgt, %j, %lim : index
+    %r = arith.select %hide, %ninf, %x : f32
+    linalg.yield %r : f32
+  }
+  %p = memref.alloc() : memref<2x2x4x6xf32>
+  linalg.softmax dimension(3) ins(%sm : memref<2x2x4x6xf32>) outs(%p : memref<2x2x4x6xf32>)
+  linalg.fill ins(%c0 : f32) outs(%out : memref<2x2x4x8xf32>)
+  linalg.generic {indexing_maps = [affine_map<(b, h, m, n, r) -> (b, h, m, r)>, affine_map<(b, h, m, n, r) -> (b, h, r, n)>, affine_map<(b, h, m, n, r) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : memref<2x2x4x6xf32>, memref<2x2x6x8xf32>) outs(%out : memref<2x2x4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %pr = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %pr : f32
+    linalg.yield %sum : f32
+  }
+  return
+}

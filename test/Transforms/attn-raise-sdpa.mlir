@@ -567,3 +567,145 @@ func.func @max_not_neutral(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: ten
   %out = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%zo : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %out : tensor<2x4x8xf32>
 }
+
+// [B, H, S, D] = [2, 2, 4, 8]: contractions as linalg.generic over five
+// loops, a per-head bias shared by the batch ([H, S, Sk]), causal. One flash
+// per batch entry on [S, H, D] views (subview + transpose).
+// CHECK-LABEL: func.func @heads_causal_bias(
+// CHECK: %[[Q:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<2x2x4x8xf32> to memref<2x2x4x8xf32>
+// CHECK: %[[O:.*]] = memref.alloc() : memref<2x2x4x8xf32>
+// CHECK: %[[CQ:.*]] = arith.constant dense<[0, 4]> : tensor<2xi32>
+// CHECK: %[[CK:.*]] = arith.constant dense<[0, 6]> : tensor<2xi32>
+// CHECK: %[[BIAS:.*]] = memref.expand_shape %{{.*}} {{\[\[}}0, 1], [2], [3]] output_shape [1, 2, 4, 6]
+// CHECK: scf.for %[[B:.*]] =
+// CHECK: %[[QS:.*]] = memref.subview %[[Q]][%[[B]], 0, 0, 0] [1, 2, 4, 8] [1, 1, 1, 1] : memref<2x2x4x8xf32> to memref<2x4x8xf32, strided<[32, 8, 1], offset: ?>>
+// CHECK: %[[QT:.*]] = memref.transpose %[[QS]] (d0, d1, d2) -> (d1, d0, d2) : {{.*}} to memref<4x2x8xf32, strided<[8, 32, 1], offset: ?>>
+// CHECK: attn.flash q(%[[QT]] : {{.*}} bias(%[[BIAS]] : memref<1x2x4x6xf32>) out(%{{.*}} : memref<4x2x8xf32, strided<[8, 32, 1], offset: ?>>) {causal}
+// CHECK: %[[R:.*]] = bufferization.to_tensor %[[O]] restrict writable
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: linalg.softmax
+// CHECK: return %[[R]]
+func.func @heads_causal_bias(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x6x8xf32>, %v: tensor<2x2x6x8xf32>, %bias: tensor<2x4x6xf32>) -> tensor<2x2x4x8xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x2x4x6xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<2x2x4x6xf32>) -> tensor<2x2x4x6xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, r) -> (b, h, m, r)>, affine_map<(b, h, m, n, r) -> (b, h, n, r)>, affine_map<(b, h, m, n, r) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x2x4x8xf32>, tensor<2x2x6x8xf32>) outs(%z : tensor<2x2x4x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %pr = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %pr : f32
+    linalg.yield %sum : f32
+  } -> tensor<2x2x4x6xf32>
+  %sb = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %bias : tensor<2x2x4x6xf32>, tensor<2x4x6xf32>) outs(%e : tensor<2x2x4x6xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.addf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x4x6xf32>
+  %ninf = arith.constant 0xFF800000 : f32
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sb : tensor<2x2x4x6xf32>) outs(%e : tensor<2x2x4x6xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %c2 = arith.constant 2 : index
+    %lim = arith.addi %i, %c2 : index
+    %hide = arith.cmpi sgt, %j, %lim : index
+    %r = arith.select %hide, %ninf, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x4x6xf32>
+  %p = linalg.softmax dimension(3) ins(%sm : tensor<2x2x4x6xf32>) outs(%e : tensor<2x2x4x6xf32>) -> tensor<2x2x4x6xf32>
+  %eo = tensor.empty() : tensor<2x2x4x8xf32>
+  %zo = linalg.fill ins(%c0 : f32) outs(%eo : tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  %out = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, r) -> (b, h, m, r)>, affine_map<(b, h, m, n, r) -> (b, h, r, n)>, affine_map<(b, h, m, n, r) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x2x4x6xf32>, tensor<2x2x6x8xf32>) outs(%zo : tensor<2x2x4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %pr = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %pr : f32
+    linalg.yield %sum : f32
+  } -> tensor<2x2x4x8xf32>
+  return %out : tensor<2x2x4x8xf32>
+}
+
+// One K/V for all heads (K [B, Sk, D] read by every head): attn.flash needs
+// K with the head dim of Q's heads or a divisor laid out per head; not
+// matched.
+// CHECK-LABEL: func.func @heads_shared_kv(
+// CHECK-NOT: attn.flash
+// CHECK: linalg.softmax
+func.func @heads_shared_kv(%q: tensor<2x2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x2x6x8xf32>, %bias: tensor<2x4x6xf32>) -> tensor<2x2x4x8xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x2x4x6xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<2x2x4x6xf32>) -> tensor<2x2x4x6xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, r) -> (b, h, m, r)>, affine_map<(b, h, m, n, r) -> (b, n, r)>, affine_map<(b, h, m, n, r) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x2x4x8xf32>, tensor<2x6x8xf32>) outs(%z : tensor<2x2x4x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %pr = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %pr : f32
+    linalg.yield %sum : f32
+  } -> tensor<2x2x4x6xf32>
+  %sb = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %bias : tensor<2x2x4x6xf32>, tensor<2x4x6xf32>) outs(%e : tensor<2x2x4x6xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.addf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x4x6xf32>
+  %ninf = arith.constant 0xFF800000 : f32
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sb : tensor<2x2x4x6xf32>) outs(%e : tensor<2x2x4x6xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %c2 = arith.constant 2 : index
+    %lim = arith.addi %i, %c2 : index
+    %hide = arith.cmpi sgt, %j, %lim : index
+    %r = arith.select %hide, %ninf, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x4x6xf32>
+  %p = linalg.softmax dimension(3) ins(%sm : tensor<2x2x4x6xf32>) outs(%e : tensor<2x2x4x6xf32>) -> tensor<2x2x4x6xf32>
+  %eo = tensor.empty() : tensor<2x2x4x8xf32>
+  %zo = linalg.fill ins(%c0 : f32) outs(%eo : tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  %out = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, r) -> (b, h, m, r)>, affine_map<(b, h, m, n, r) -> (b, h, r, n)>, affine_map<(b, h, m, n, r) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x2x4x6xf32>, tensor<2x2x6x8xf32>) outs(%zo : tensor<2x2x4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %pr = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %pr : f32
+    linalg.yield %sum : f32
+  } -> tensor<2x2x4x8xf32>
+  return %out : tensor<2x2x4x8xf32>
+}
+
+// A bias [S, Sk] broadcast over batch and heads: flash's bias has a head
+// dim; not matched.
+// CHECK-LABEL: func.func @heads_bias_over_heads(
+// CHECK-NOT: attn.flash
+// CHECK: linalg.softmax
+func.func @heads_bias_over_heads(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x6x8xf32>, %v: tensor<2x2x6x8xf32>, %bias: tensor<4x6xf32>) -> tensor<2x2x4x8xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x2x4x6xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<2x2x4x6xf32>) -> tensor<2x2x4x6xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, r) -> (b, h, m, r)>, affine_map<(b, h, m, n, r) -> (b, h, n, r)>, affine_map<(b, h, m, n, r) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x2x4x8xf32>, tensor<2x2x6x8xf32>) outs(%z : tensor<2x2x4x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %pr = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %pr : f32
+    linalg.yield %sum : f32
+  } -> tensor<2x2x4x6xf32>
+  %sb = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %bias : tensor<2x2x4x6xf32>, tensor<4x6xf32>) outs(%e : tensor<2x2x4x6xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.addf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x4x6xf32>
+  %ninf = arith.constant 0xFF800000 : f32
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sb : tensor<2x2x4x6xf32>) outs(%e : tensor<2x2x4x6xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %c2 = arith.constant 2 : index
+    %lim = arith.addi %i, %c2 : index
+    %hide = arith.cmpi sgt, %j, %lim : index
+    %r = arith.select %hide, %ninf, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x4x6xf32>
+  %p = linalg.softmax dimension(3) ins(%sm : tensor<2x2x4x6xf32>) outs(%e : tensor<2x2x4x6xf32>) -> tensor<2x2x4x6xf32>
+  %eo = tensor.empty() : tensor<2x2x4x8xf32>
+  %zo = linalg.fill ins(%c0 : f32) outs(%eo : tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  %out = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, r) -> (b, h, m, r)>, affine_map<(b, h, m, n, r) -> (b, h, r, n)>, affine_map<(b, h, m, n, r) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x2x4x6xf32>, tensor<2x2x6x8xf32>) outs(%zo : tensor<2x2x4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %pr = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %pr : f32
+    linalg.yield %sum : f32
+  } -> tensor<2x2x4x8xf32>
+  return %out : tensor<2x2x4x8xf32>
+}

@@ -29,7 +29,8 @@ def AttnPlan : Pass<"attn-plan"> {
 def AttnRaiseSDPA : Pass<"attn-raise-sdpa"> {
   let summary = "Raise linalg scaled dot-product attention to attn.flash";
   let description = [{
-    Recognises attention written with upstream ops on tensors: `Q.K^T` as a
+    Recognises attention written with upstream ops on tensors or buffers
+    (`[B, S, D]`, `[S, D]` or `[B, H, S, D]`): `Q.K^T` as a
     `linalg.batch_matmul`/`linalg.matmul` (transposing indexing maps, an
     explicit `linalg.transpose` of K, or the equivalent `linalg.generic`),
     an optional constant scale (`* c` or `/ c`), an optional additive bias
@@ -37,14 +38,18 @@ def AttnRaiseSDPA : Pass<"attn-raise-sdpa"> {
     values), `linalg.softmax` over the key dim or its decomposed
     max/sub/exp/sum/div form, and the `P.V` contraction, with f32
     accumulation throughout. Each match whose semantics equal
-    `attn.flash`'s is rewritten into one `attn.flash` on a single head and
-    `B` equal-length sequences; everything else is left as it is.
+    `attn.flash`'s is rewritten into `attn.flash` (3-D: one op on a single
+    head and `B` equal-length sequences; 4-D: one op per batch entry on
+    strided `[S, H, D]` views); on buffers, only when the intermediates are
+    local allocations and nothing else touches memory between the matched
+    ops. Everything else is left as it is.
     docs/raising.md lists the exact conditions.
   }];
   let dependentDialects = [
     "mlir::attn::AttnDialect", "mlir::arith::ArithDialect",
     "mlir::bufferization::BufferizationDialect",
-    "mlir::memref::MemRefDialect", "mlir::tensor::TensorDialect",
+    "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect",
   ];
 }
 

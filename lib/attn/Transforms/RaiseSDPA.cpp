@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
@@ -30,7 +31,6 @@ using namespace mlir;
 using namespace mlir::attn;
 
 namespace {
-
 
 bool isF32(Value v) { return getElementTypeOrSelf(v.getType()).isF32(); }
 
@@ -241,16 +241,17 @@ Operation *lastDimReduction(const Flow &f, linalg::LinalgOp op, int64_t rank,
 }
 
 /// The map of operand `operand` of an op with `rank` loops, as a row/column
-/// broadcast: the identity, or (for rank 3) the map dropping the batch.
+/// broadcast: the identity, or (for rank 3 and 4) the map dropping the
+/// leading batch dim.
 enum class Broadcast { none, batch, other };
 Broadcast broadcastOf(AffineMap map, int64_t rank) {
   if (map.isIdentity())
     return Broadcast::none;
   MLIRContext *ctx = map.getContext();
-  if (rank == 3 &&
-      map ==
-          AffineMap::get(
-              3, 0, {getAffineDimExpr(1, ctx), getAffineDimExpr(2, ctx)}, ctx))
+  SmallVector<AffineExpr> kept;
+  for (int64_t d = 1; d < rank; ++d)
+    kept.push_back(getAffineDimExpr(d, ctx));
+  if (rank >= 3 && map == AffineMap::get(rank, 0, kept, ctx))
     return Broadcast::batch;
   return Broadcast::other;
 }
@@ -282,8 +283,8 @@ bool isContraction(const Flow &f, linalg::LinalgOp op, int64_t rank,
   AffineExpr r = getAffineDimExpr(red, ctx);
   AffineExpr n = o[rank - 1], m = o[rank - 2];
   SmallVector<AffineExpr> lhs, rhs;
-  if (rank == 3)
-    lhs.push_back(o[0]), rhs.push_back(o[0]);
+  for (int64_t d = 0; d + 2 < rank; ++d) // batch (and head) dims
+    lhs.push_back(o[d]), rhs.push_back(o[d]);
   lhs.append({m, r});
   if (transposedRhs)
     rhs.append({n, r});
@@ -480,7 +481,7 @@ struct Sdpa {
   bool causal = false; // bottom-right, as attn.flash defines it
   Operation *root = nullptr;
   SmallVector<Operation *> ops; // matched ops, producers last
-  int64_t rank = 0;             // 3: [B, S, D]; 2: [S, D]
+  int64_t rank = 0;             // 4: [B, H, S, D]; 3: [B, S, D]; 2: [S, D]
   bool scaleSeen = false;       // the last step matched was the scale
   Flow flow;                    // tensors or buffers
   Value result;                 // what the root computes (its out buffer)
@@ -499,7 +500,8 @@ public:
     // The truncation of the f32 result to the input type, when present.
     linalg::LinalgOp pv = lin;
     linalg::LinalgOp trunc;
-    if (isElementwise(f, lin, 3) || isElementwise(f, lin, 2)) {
+    if (isElementwise(f, lin, 4) || isElementwise(f, lin, 3) ||
+        isElementwise(f, lin, 2)) {
       if (lin.getNumDpsInputs() != 1)
         return false;
       auto t = yielded(lin).getDefiningOp<arith::TruncFOp>();
@@ -513,7 +515,7 @@ public:
     if (!f.semantics(pv))
       return false;
     m.rank = cast<ShapedType>(f.result(pv).getType()).getRank();
-    if ((m.rank != 2 && m.rank != 3) ||
+    if (m.rank < 2 || m.rank > 4 ||
         !isContraction(f, pv, m.rank, /*transposedRhs=*/false, m.ops))
       return false;
     m.ops.push_back(op);
@@ -654,8 +656,9 @@ private:
     // Q.(K^T) with an explicit transpose of K.
     if (isContraction(f, op, m.rank, /*transposedRhs=*/false, m.ops)) {
       auto tr = f.producer<linalg::TransposeOp>(op.getDpsInputs()[1]);
-      SmallVector<int64_t> perm = m.rank == 3 ? SmallVector<int64_t>{0, 2, 1}
-                                              : SmallVector<int64_t>{1, 0};
+      SmallVector<int64_t> perm =
+          llvm::to_vector(llvm::seq<int64_t>(0, m.rank));
+      std::swap(perm[m.rank - 2], perm[m.rank - 1]);
       if (!tr || !f.readers(f.result(tr), 1) ||
           tr.getPermutation() != ArrayRef<int64_t>(perm))
         return false;
@@ -954,7 +957,122 @@ void eraseMatchedBuffers(Sdpa &m) {
   }
 }
 
+/// Offsets of `batch` sequences of `len` rows each: 0, L, 2L, ...
+Value sequenceOffsets(OpBuilder &b, Location loc, int64_t batch, int64_t len,
+                      bool buffers) {
+  SmallVector<int32_t> cu;
+  for (int64_t i = 0; i <= batch; ++i)
+    cu.push_back(static_cast<int32_t>(i * len));
+  if (buffers) {
+    // A stack array: the program may not be bufferized again.
+    auto type = MemRefType::get({batch + 1}, b.getI32Type());
+    Value buf = memref::AllocaOp::create(b, loc, type);
+    for (int64_t i = 0; i <= batch; ++i)
+      memref::StoreOp::create(
+          b, loc, arith::ConstantIntOp::create(b, loc, cu[i], 32), buf,
+          ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
+    return buf;
+  }
+  auto type = RankedTensorType::get({batch + 1}, b.getI32Type());
+  Value cst = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, ArrayRef<int32_t>(cu)));
+  return toBuffer(b, loc, cst);
+}
+
+/// [B, H, S, D]: one attn.flash per batch entry, in an scf.for, on
+/// [S, H, D] views of q[b], k[b], v[b] and out[b] (a rank-reducing subview,
+/// then memref.transpose: strided layouts, no copies): H heads of one
+/// sequence each.
+void rewriteHeads(Sdpa &m) {
+  Operation *root = m.root;
+  OpBuilder b(root);
+  Location loc = root->getLoc();
+  bool buffers = m.flow.buffers;
+  auto qt = cast<ShapedType>(m.q.getType());
+  auto kt = cast<ShapedType>(m.k.getType());
+  auto rt = cast<ShapedType>(m.result.getType());
+  int64_t batch = qt.getDimSize(0), lq = qt.getDimSize(2),
+          lk = kt.getDimSize(2);
+  auto asBuffer = [&](Value t) { return buffers ? t : toBuffer(b, loc, t); };
+  Value q = asBuffer(m.q), k = asBuffer(m.k), v = asBuffer(m.v);
+  auto outType = MemRefType::get(rt.getShape(), rt.getElementType());
+  Value out =
+      buffers ? m.result : memref::AllocOp::create(b, loc, outType).getResult();
+  Value cuQ = sequenceOffsets(b, loc, 1, lq, buffers);
+  Value cuK = sequenceOffsets(b, loc, 1, lk, buffers);
+  Value scale = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(static_cast<float>(m.scale)));
+  // A bias without the batch dim ([H, S, Sk]) is flash's [1, H, S, Sk].
+  Value bias = m.bias ? asBuffer(m.bias) : Value();
+  bool biasPerBatch = bias && cast<ShapedType>(bias.getType()).getRank() == 4;
+  if (bias && !biasPerBatch) {
+    auto bt = cast<MemRefType>(bias.getType());
+    SmallVector<int64_t> shape = {1};
+    llvm::append_range(shape, bt.getShape());
+    bias = memref::ExpandShapeOp::create(
+        b, loc, MemRefType::get(shape, bt.getElementType()), bias,
+        SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
+  }
+
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value count = arith::ConstantIndexOp::create(b, loc, batch);
+  auto loop = scf::ForOp::create(b, loc, zero, count, one);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value iv = loop.getInductionVar();
+    // Entry iv of a [B, ...] buffer, keeping (`keep`) or dropping the dim.
+    auto entry = [&](Value t, bool keep) {
+      auto type = cast<MemRefType>(t.getType());
+      ArrayRef<int64_t> s = type.getShape();
+      SmallVector<OpFoldResult> offsets(s.size(), b.getIndexAttr(0));
+      offsets[0] = iv;
+      SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)};
+      for (int64_t d : s.drop_front())
+        sizes.push_back(b.getIndexAttr(d));
+      SmallVector<OpFoldResult> strides(s.size(), b.getIndexAttr(1));
+      SmallVector<int64_t> shape(s.begin(), s.end());
+      if (!keep)
+        shape.erase(shape.begin());
+      else
+        shape[0] = 1;
+      auto viewType = memref::SubViewOp::inferRankReducedResultType(
+          shape, type, offsets, sizes, strides);
+      return memref::SubViewOp::create(b, loc, viewType, t, offsets, sizes,
+                                       strides)
+          .getResult();
+    };
+    // [H, L, D] -> [L, H, D].
+    auto heads = [&](Value t) {
+      AffineMap perm = AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0, 2},
+                                                    b.getContext());
+      return memref::TransposeOp::create(b, loc, entry(t, false),
+                                         AffineMapAttr::get(perm))
+          .getResult();
+    };
+    Value biasView = biasPerBatch ? entry(bias, true) : bias;
+    FlashOp::create(b, loc, heads(q), heads(k), heads(v), cuQ, cuK, scale,
+                    biasView, Value(), Value(), Value(), Value(), Value(),
+                    Value(), Value(), Value(), heads(out), /*lse=*/Value(),
+                    m.causal, TypeAttr(), ScheduleAttr());
+  }
+  if (buffers) {
+    eraseMatchedBuffers(m);
+    return;
+  }
+  Value result = bufferization::ToTensorOp::create(
+      b, loc, cast<RankedTensorType>(rt), out, /*restrict=*/true,
+      /*writable=*/true);
+  root->getResult(0).replaceAllUsesWith(result);
+  for (Operation *op : m.ops)
+    if (op->use_empty())
+      op->erase();
+}
+
 void rewrite(Sdpa &m) {
+  if (m.rank == 4)
+    return rewriteHeads(m);
   Operation *root = m.root;
   OpBuilder b(root);
   Location loc = root->getLoc();
@@ -971,27 +1089,8 @@ void rewrite(Sdpa &m) {
                    : toBuffer(b, loc, toTokensHeadsDim(b, loc, t, r));
   };
   Value q = operand(m.q), k = operand(m.k), v = operand(m.v);
-  // Equal-length sequences: offsets 0, L, 2L, ...
-  auto offsets = [&](int64_t len) {
-    SmallVector<int32_t> cu;
-    for (int64_t i = 0; i <= batch; ++i)
-      cu.push_back(static_cast<int32_t>(i * len));
-    if (buffers) {
-      // A stack array: the program may not be bufferized again.
-      auto type = MemRefType::get({batch + 1}, b.getI32Type());
-      Value buf = memref::AllocaOp::create(b, loc, type);
-      for (int64_t i = 0; i <= batch; ++i)
-        memref::StoreOp::create(
-            b, loc, arith::ConstantIntOp::create(b, loc, cu[i], 32), buf,
-            ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
-      return buf;
-    }
-    auto type = RankedTensorType::get({batch + 1}, b.getI32Type());
-    Value cst = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, ArrayRef<int32_t>(cu)));
-    return toBuffer(b, loc, cst);
-  };
-  Value cuQ = offsets(lq), cuK = offsets(lk);
+  Value cuQ = sequenceOffsets(b, loc, batch, lq, buffers);
+  Value cuK = sequenceOffsets(b, loc, batch, lk, buffers);
   Value scale = arith::ConstantOp::create(
       b, loc, b.getF32FloatAttr(static_cast<float>(m.scale)));
   Value bias;
