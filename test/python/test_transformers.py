@@ -11,6 +11,7 @@ a GPU) bf16 on the GPU.
 """
 
 import copy
+import inspect
 import os
 import types
 
@@ -61,6 +62,9 @@ COMMON = dict(vocab_size=128, hidden_size=64, intermediate_size=128,
               max_position_embeddings=128, initializer_range=0.2,
               pad_token_id=0, bos_token_id=1, eos_token_id=None)
 PROMPT, LENS, NEW_TOKENS = 12, (12, 7, 10), 32
+# The models' cache argument (past_key_values before its rename).
+CACHE_KW = "cache" if "cache" in inspect.signature(
+    LlamaForCausalLM.forward).parameters else "past_key_values"
 WINDOW = 6   # shorter than the prompts: the window bites in prefill and decode
 
 
@@ -186,10 +190,11 @@ def test_several_new_tokens_over_cache(name):
     logits = []
     with torch.no_grad():
         for m in (model, ref):
-            cache = DynamicCache(config=m.config)
-            m(ids[:, :cut], attention_mask=mask[:, :cut], cache=cache)
+            cache = {CACHE_KW: DynamicCache(config=m.config)}
+            m(ids[:, :cut], attention_mask=mask[:, :cut], **cache)
+            assert cache[CACHE_KW].get_seq_length() == cut
             logits.append(m(ids[:, cut:], attention_mask=mask,
-                            cache=cache).logits)
+                            **cache).logits)
     close(logits[0], logits[1], f"{name} 3 tokens over the cache")
 
 
