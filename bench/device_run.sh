@@ -63,7 +63,7 @@ if want profile; then
   echo "== ncu (dense D=128 S=8192)"
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   timeout 200 "$NCU" --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
-    --section LaunchStats --section Occupancy -k regex:^kernel -c 1 \
+    --section LaunchStats --section Occupancy -k regex:^attn_ -c 1 \
     python3 bench/profile_dense.py ${PROFILE_ARGS:-128} 2>&1 | tee "$OUT/ncu.log" | tail -80
 fi
 if [[ " ${steps[*]} " == *" grid-record "* ]]; then

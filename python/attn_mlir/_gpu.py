@@ -1,6 +1,6 @@
 """GPU kernels: bundles, ahead-of-time preparation, and launches.
 
-A specialization (the MLIR text of one `func.func @kernel` with an attn op,
+A specialization (the MLIR text of one `func.func @attn_...` with an attn op,
 as `attn_mlir.ops` builds it) becomes a *bundle* for a chip: a directory
 holding `manifest.json` (kernels, parameter ABI, grid formulas, threads,
 shared memory, the ptxas resource report, the source MLIR) and the binary
@@ -175,7 +175,7 @@ def bundle_key(mlir_text, chip):
 
 def _describe(mlir_text):
     m = re.search(r"attn\.(\w+)", mlir_text)
-    sig = re.search(r"func\.func @kernel\((.*?)\)\s*\{", mlir_text, re.S)
+    sig = re.search(r"func\.func @\w+\((.*?)\)\s*\{", mlir_text, re.S)
     return (f"attn.{m.group(1) if m else '?'} with signature "
             f"({sig.group(1) if sig else '?'})")
 

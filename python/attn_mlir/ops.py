@@ -27,6 +27,7 @@ import ctypes
 import json
 import math
 import numbers
+import re
 import os
 import warnings
 
@@ -381,7 +382,8 @@ _GPU_KERNELS = {}
 
 
 class _Call:
-    """Builds `func.func @kernel(...) { attn.<op> ... }` and runs it."""
+    """Builds `func.func @attn_<op>_...(...) { attn.<op> ... }` and runs it.
+    The function's name is the kernel's symbol (kernel_name())."""
 
     def __init__(self, op):
         self.op = op
@@ -510,10 +512,57 @@ class _Call:
         if value is not None and value is not False:
             self.attrs.append(name if value is True else f"{name} = {value}")
 
+    def kernel_name(self):
+        """The kernel's symbol, named for what it computes so that profilers
+        (nsys, ncu, perf) tell specializations apart:
+        attn_<op>_<q type>_d<head dim>_h<q heads>[_gqa<G>][_kv<cache type>]
+        then the features that select another program (causal, split<S>,
+        window, softcap, alibi, sinks, bias, lse, ...)."""
+        types = {ssa[1:]: t for ssa, t, kind, _ in self.params
+                 if kind == "mem"}
+
+        def dims(name):
+            m = re.match(r"memref<([^,>]*)", types.get(name, ""))
+            return m.group(1).split("x") if m else []
+
+        parts = ["attn", self.op]
+        q = dims("q") or dims("partial") or dims("out")
+        if q:
+            parts += [q[-1].lower(), f"d{q[-2]}"]
+            heads = q[1] if len(q) > 2 else None
+            if heads and heads != "?":
+                parts.append(f"h{heads}")
+            kv = dims("k") or dims("k_cache")
+            kv_heads = None
+            if "k_cache" in types and self.op == "unified":
+                kv_heads = kv[2] if len(kv) > 2 else None
+            elif kv:
+                kv_heads = kv[1] if len(kv) > 1 else None
+            if heads and kv_heads and kv_heads not in ("?", heads):
+                parts.append(f"gqa{int(heads) // int(kv_heads)}")
+            if kv and kv[-1] != q[-1]:
+                parts.append(f"kv{kv[-1].lower()}")
+        attrs = " ".join(self.attrs)
+        for word, tag in (("causal", "causal"), ("num_segments", "split"),
+                          ("sliding_window", "window"), ("dropout", "dropout"),
+                          ("quantize_to", "q8")):
+            if word in attrs:
+                m = re.search(word + r" = (\d+)", attrs)
+                parts.append(tag + (m.group(1) if m and tag == "split"
+                                    else ""))
+        operands = {ssa[1:] for ssa, _, _, _ in self.params}
+        for operand, tag in (("softcap", "softcap"), ("alibi_slopes", "alibi"),
+                             ("sinks", "sinks"), ("bias", "bias"),
+                             ("qq_bias", "tree"), ("lse", "lse"),
+                             ("segment_lse", "lse")):
+            if operand in operands:
+                parts.append(tag)
+        return re.sub(r"[^A-Za-z0-9_]", "", "_".join(parts))
+
     def text(self):
         sig = ", ".join(f"{ssa}: {t}" for ssa, t, _, _ in self.params)
         attrs = (" {" + ", ".join(self.attrs) + "}") if self.attrs else ""
-        return (f"func.func @kernel({sig}) {{\n"
+        return (f"func.func @{self.kernel_name()}({sig}) {{\n"
                 f"  attn.{self.op} {' '.join(self.clauses)}{attrs}\n"
                 f"  return\n}}\n")
 
@@ -533,7 +582,7 @@ class _Call:
             return
         if self.device is not None:
             return self._run_gpu(text)
-        fn = load_kernel(text, "kernel")
+        fn = load_kernel(text, self.kernel_name())
         fn.restype = None
         args, keep = [], []
         for _, _, kind, value in self.params:

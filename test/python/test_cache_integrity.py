@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # The specialization ops.merge_states builds for `merge_args` (checked by
 # test_merge_text): the cheapest kernel to compile, on the CPU and for GPUs.
-MERGE_TEXT = """\
-func.func @kernel(%partial: memref<?x2x?x16xf32>, %segment_lse: memref<?x2x?xf32>, %out: memref<?x2x16xf32>) {
+MERGE_NAME = "attn_merge_states_f32_d16_h2_lse"  # the kernel's symbol
+MERGE_TEXT = "func.func @" + MERGE_NAME + """\
+(%partial: memref<?x2x?x16xf32>, %segment_lse: memref<?x2x?xf32>, %out: memref<?x2x16xf32>) {
   attn.merge_states partial(%partial : memref<?x2x?x16xf32>) segment_lse(%segment_lse : memref<?x2x?xf32>) out(%out : memref<?x2x16xf32>)
   return
 }
@@ -196,10 +197,10 @@ def test_library_checked_once_per_process(cache, tmp_path, monkeypatch):
     real = _toolchain.file_digest
     monkeypatch.setattr(_toolchain, "file_digest",
                         lambda p: hashed.append(p) or real(p))
-    _toolchain.load_kernel(MERGE_TEXT, "kernel")
+    _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     assert hashed == [so]
     for _ in range(3):
-        _toolchain.load_kernel(MERGE_TEXT, "kernel")
+        _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     assert hashed == [so]
 
 

@@ -4,6 +4,7 @@ of ATTN_MLIR_* variables in docs/configuration.md."""
 
 import fcntl
 import hashlib
+import json
 import logging
 import os
 import re
@@ -21,7 +22,8 @@ import pytest
 import attn_mlir
 from attn_mlir import CacheWarning, _gpu, _log, _toolchain, ops
 from attn_mlir import __main__ as cli
-from test_cache_integrity import MERGE_TEXT, merge_args, nvvm  # noqa: F401
+from test_cache_integrity import (MERGE_NAME, MERGE_TEXT, merge_args,  # noqa: F401
+                                  nvvm)
 
 ROOT = Path(__file__).resolve().parents[2]
 SIG = hashlib.sha256(MERGE_TEXT.encode()).hexdigest()[:12]
@@ -74,7 +76,7 @@ def test_version_matches_pyproject():
 # --- the log -----------------------------------------------------------------
 
 def test_one_line_per_compile_none_per_call(cache, info_log):
-    _toolchain.load_kernel(MERGE_TEXT, "kernel")
+    _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     (so,) = cache.glob("*.so")
     assert lines(info_log) == [lines(info_log)[0]]
     line = lines(info_log)[0]
@@ -83,19 +85,19 @@ def test_one_line_per_compile_none_per_call(cache, info_log):
         rf"\d+\.\d{{3}} s \({re.escape(str(so))}\)", line), line
     assert info_log.records[0].levelno == logging.INFO
     for _ in range(3):   # the handle is reused: nothing more is logged
-        _toolchain.load_kernel(MERGE_TEXT, "kernel")
+        _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     assert len(lines(info_log)) == 1
 
 
 def test_cache_hit_is_logged_once_per_process(cache, info_log, monkeypatch):
-    _toolchain.load_kernel(MERGE_TEXT, "kernel")
+    _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     monkeypatch.setattr(_toolchain, "_loaded", {})   # as a new process
     built = []
     real = _toolchain._build
     monkeypatch.setattr(_toolchain, "_build",
                         lambda *a: built.append(a) or real(*a))
     for _ in range(3):
-        _toolchain.load_kernel(MERGE_TEXT, "kernel")
+        _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     assert not built
     assert len(lines(info_log)) == 2
     assert "cache miss, compiled" in lines(info_log)[0]
@@ -105,7 +107,7 @@ def test_cache_hit_is_logged_once_per_process(cache, info_log, monkeypatch):
 
 def test_cpu_plan_is_named(cache, info_log, monkeypatch):
     monkeypatch.setenv("ATTN_MLIR_CPU_PLAN", "nvvm:sm_90a")
-    _toolchain.load_kernel(MERGE_TEXT, "kernel")
+    _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     assert "chip=cpu(plan nvvm:sm_90a): cache miss" in lines(info_log)[0]
 
 
@@ -130,7 +132,7 @@ def test_nothing_is_formatted_when_disabled(cache, monkeypatch):
     _log.logger.setLevel(logging.NOTSET)
     try:
         assert not _log.logger.isEnabledFor(logging.INFO)
-        _toolchain.load_kernel(MERGE_TEXT, "kernel")
+        _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     finally:
         _log.logger.setLevel(level)
     assert len(list(cache.glob("*.so"))) == 1
@@ -268,7 +270,7 @@ def test_detect_devices_without_a_driver(monkeypatch):
 
 def populate(cache_path):
     """A compiled kernel, a (stand-in) bundle and a file not attn_mlir's."""
-    _toolchain.load_kernel(MERGE_TEXT, "kernel")
+    _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     fake_bundle(cache_path / "gpu")
     (cache_path / "gpu" / f"{'ab' * 12}.lock").touch()
     (cache_path / "notes.txt").write_text("mine")
@@ -303,11 +305,11 @@ def test_cache_clear_leaves_entries_being_built(cache):
 
 
 def test_cleared_kernel_is_compiled_again(cache, info_log, monkeypatch):
-    _toolchain.load_kernel(MERGE_TEXT, "kernel")
+    _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     cli.clear_cache(cache)
     assert not list(cache.iterdir())
     monkeypatch.setattr(_toolchain, "_loaded", {})
-    _toolchain.load_kernel(MERGE_TEXT, "kernel")
+    _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     assert ["cache miss" in line for line in lines(info_log)] == [True, True]
 
 
@@ -342,7 +344,7 @@ def test_xdg_cache_home(home, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert resolve_quietly() == (tmp_path / "xdg" / "attn_mlir",
                                  "XDG_CACHE_HOME")
-    _toolchain.load_kernel(MERGE_TEXT, "kernel")
+    _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     assert len(list((tmp_path / "xdg" / "attn_mlir").glob("*.so"))) == 1
     assert not (home / ".cache").exists()
 
@@ -377,7 +379,7 @@ def check_falls_back(tmp_path, unusable):
     assert resolve_quietly() == (d, source)
     with warnings.catch_warnings():
         warnings.simplefilter("error", CacheWarning)
-        _toolchain.load_kernel(MERGE_TEXT, "kernel")
+        _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     assert len(list(d.glob("*.so"))) == 1
 
 
@@ -438,7 +440,7 @@ def test_cache_dir_removed_while_running(cache):
     # directory is removed behind its back.
     assert _toolchain.cache_dir() == cache
     shutil.rmtree(cache)
-    _toolchain.load_kernel(MERGE_TEXT, "kernel")
+    _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     assert len(list(cache.glob("*.so"))) == 1
 
 
@@ -458,3 +460,37 @@ def test_every_variable_is_documented():
     assert sorted(documented - used) == []
     for page in ("README.md", "docs/runtime.md"):
         assert "configuration.md" in (ROOT / page).read_text(), page
+
+
+# --- kernel symbols ---------------------------------------------------------
+
+
+def test_kernel_symbols_name_the_specialization(tmp_path, monkeypatch):
+    """Each specialization's function, and so its kernel symbol, says what it
+    computes (nsys/ncu list kernels by it), not `kernel`."""
+    rec = tmp_path / "rec.jsonl"
+    monkeypatch.setenv("ATTN_MLIR_RECORD", str(rec))
+    monkeypatch.setenv("ATTN_MLIR_DRY_RUN", "1")
+    from ml_dtypes import bfloat16
+    q = np.zeros((6, 8, 128), bfloat16)
+    kv = np.zeros((6, 2, 128), bfloat16)
+    cu = np.array([0, 6], np.int32)
+    ops.flash(q, kv, kv, cu, cu, np.zeros_like(q), scale=0.1, causal=True,
+              lse=np.zeros((6, 8), np.float32))
+    kc = np.zeros((4, 16, 2, 64), np.float16)
+    ops.unified(np.zeros((3, 8, 64), np.float16), kc, kc,
+                np.zeros((1, 4), np.int32), np.array([0, 3], np.int32),
+                np.array([40], np.int32), np.zeros((3, 8, 64), np.float16),
+                scale=0.1, sliding_window=16, softcap=30.0)
+    names = [re.search(r"func\.func @(\w+)\(", json.loads(line)["mlir"])[1]
+             for line in rec.read_text().splitlines()]
+    assert names == ["attn_flash_bf16_d128_h8_gqa4_causal_lse",
+                     "attn_unified_f16_d64_h8_gqa4_window_softcap"]
+
+
+def test_gpu_kernel_carries_the_symbol(nvvm, tmp_path):
+    """The NVIDIA bundle's entry point is the specialization's name."""
+    bundle = _gpu.compile_bundle(MERGE_TEXT, "sm_80", tmp_path / "b")
+    ptx = "".join(p.read_text() for p in bundle.glob("*.ptx"))
+    assert f".entry {MERGE_NAME}(" in ptx
+    assert ".entry kernel(" not in ptx
