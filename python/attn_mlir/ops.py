@@ -616,9 +616,23 @@ class _Call:
                                        backend)
             _GPU_KERNELS[(text, dev.index)] = kernels
         stream = _current_stream(torch, dev)
-        for kernel in kernels:
-            args = [self.params[p["arg"]][3] for p in kernel.record["params"]]
-            _gpu.launch(kernel, args, stream, backend)
+        nvtx = _nvtx_enabled()
+        if nvtx:
+            torch.cuda.nvtx.range_push(self.kernel_name())
+        try:
+            for kernel in kernels:
+                args = [self.params[p["arg"]][3]
+                        for p in kernel.record["params"]]
+                _gpu.launch(kernel, args, stream, backend)
+        finally:
+            if nvtx:
+                torch.cuda.nvtx.range_pop()
+
+
+def _nvtx_enabled():
+    """ATTN_MLIR_NVTX=1: each GPU call is an NVTX range named for its kernel
+    (nsys shows the op's host-side span beside the kernel)."""
+    return os.environ.get("ATTN_MLIR_NVTX", "") not in ("", "0")
 
 
 def prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,

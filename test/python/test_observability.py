@@ -22,8 +22,8 @@ import pytest
 import attn_mlir
 from attn_mlir import CacheWarning, _gpu, _log, _toolchain, ops
 from attn_mlir import __main__ as cli
-from test_cache_integrity import (MERGE_NAME, MERGE_TEXT, merge_args,  # noqa: F401
-                                  nvvm)
+from test_cache_integrity import (  # noqa: F401 (nvvm: a fixture)
+    MERGE_NAME, MERGE_TEXT, merge_args, nvvm)
 
 ROOT = Path(__file__).resolve().parents[2]
 SIG = hashlib.sha256(MERGE_TEXT.encode()).hexdigest()[:12]
@@ -488,9 +488,43 @@ def test_kernel_symbols_name_the_specialization(tmp_path, monkeypatch):
                      "attn_unified_f16_d64_h8_gqa4_window_softcap"]
 
 
-def test_gpu_kernel_carries_the_symbol(nvvm, tmp_path):
+def test_gpu_kernel_carries_the_symbol(nvvm, tmp_path):  # noqa: F811
     """The NVIDIA bundle's entry point is the specialization's name."""
     bundle = _gpu.compile_bundle(MERGE_TEXT, "sm_80", tmp_path / "b")
     ptx = "".join(p.read_text() for p in bundle.glob("*.ptx"))
     assert f".entry {MERGE_NAME}(" in ptx
     assert ".entry kernel(" not in ptx
+
+
+@pytest.mark.parametrize("setting", ["1", "0"])
+def test_nvtx_range_around_gpu_launches(monkeypatch, setting):
+    """ATTN_MLIR_NVTX=1 wraps a GPU call's launches in an NVTX range named
+    for its kernel; unset or 0, no range. (The launch is faked: this runs
+    without a GPU.)"""
+    torch = pytest.importorskip("torch")
+    events = []
+    monkeypatch.setenv("ATTN_MLIR_NVTX", setting)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_push",
+                        lambda name: events.append(("push", name)))
+    monkeypatch.setattr(torch.cuda.nvtx, "range_pop",
+                        lambda: events.append(("pop",)))
+    monkeypatch.setattr(ops, "_current_stream", lambda torch, dev: 0)
+    monkeypatch.setattr(_gpu, "launch",
+                        lambda kernel, args, stream, backend:
+                        events.append(("launch",)))
+    c = ops._Call("flash")
+    c.params = [("%q", "memref<?x8x128xbf16>", "mem", None),
+                ("%k", "memref<?x2x128xbf16>", "mem", None)]
+    c.attrs = ["causal"]
+    c.device = torch.device("cuda", 0)
+    text = c.text()
+
+    class Kernel:
+        record = {"params": []}
+    monkeypatch.setitem(ops._GPU_KERNELS, (text, 0), [Kernel(), Kernel()])
+    c._run_gpu(text)
+    name = "attn_flash_bf16_d128_h8_gqa4_causal"
+    if setting == "1":
+        assert events == [("push", name), ("launch",), ("launch",), ("pop",)]
+    else:
+        assert events == [("launch",), ("launch",)]
