@@ -7,6 +7,11 @@
     # 3. on the GPU machine
     ATTN_MLIR_BUNDLES=bundles/ python my_script.py
 
+Or, instead of recording, from a model's attention configuration (a JSON
+object of attn_mlir.precompile.AttentionConfig fields, or a list of them):
+every kernel attn_mlir.vllm.unified_attention can call for it:
+    python -m attn_mlir.aot --chip sm_90a --model model.json --out bundles/
+
 Specializations that have no kernel for the chip (f32 queries on NVVM, say)
 are reported and skipped; the exit status is 1 if any failed. Bundles
 already in --out are kept if this attn-opt made them and they match their
@@ -64,12 +69,23 @@ def main(argv=None):
     ap.add_argument("--chip", required=True,
                     help="e.g. sm_80, sm_89, sm_90a (NVVM) or gfx90a, gfx942, "
                          "gfx1100 (ROCDL)")
-    ap.add_argument("--record", required=True, nargs="+",
+    ap.add_argument("--record", nargs="+", default=[],
                     help="JSON-lines files written under ATTN_MLIR_RECORD")
+    ap.add_argument("--model", nargs="+", default=[],
+                    help="JSON files of attention configurations "
+                         "(attn_mlir.precompile.AttentionConfig fields)")
     ap.add_argument("--out", required=True, help="bundle directory")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     args = ap.parse_args(argv)
+    if not args.record and not args.model:
+        ap.error("give --record and/or --model")
     texts = []
+    from . import precompile
+    for model in args.model:
+        configs = json.loads(Path(model).read_text())
+        for cfg in configs if isinstance(configs, list) else [configs]:
+            texts += precompile.specializations(
+                precompile.AttentionConfig.from_dict(cfg))
     for rec in args.record:
         for line in Path(rec).read_text().splitlines():
             if line.strip():

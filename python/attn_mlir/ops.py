@@ -26,9 +26,10 @@ are `attn_mlir.vllm`'s to check.
 import ctypes
 import json
 import math
+import contextvars
 import numbers
-import re
 import os
+import re
 import warnings
 
 import numpy as np
@@ -380,6 +381,25 @@ _VIEW_INFO = {}
 # dictionary lookup, not a bundle search.
 _GPU_KERNELS = {}
 
+# The list collect_specializations() gathers into (per thread / task).
+_COLLECTING = contextvars.ContextVar("attn_mlir_collecting", default=None)
+
+
+class collect_specializations:
+    """`with collect_specializations() as texts:` op calls inside are checked
+    and their specializations (MLIR text) appended to `texts`, once each;
+    nothing compiles or runs (a dry run that needs no environment
+    variable, for attn_mlir.precompile)."""
+
+    def __enter__(self):
+        self.texts = []
+        self._token = _COLLECTING.set(self.texts)
+        return self.texts
+
+    def __exit__(self, *exc):
+        _COLLECTING.reset(self._token)
+        return False
+
 
 class _Call:
     """Builds `func.func @attn_<op>_...(...) { attn.<op> ... }` and runs it.
@@ -526,7 +546,7 @@ class _Call:
             return m.group(1).split("x") if m else []
 
         parts = ["attn", self.op]
-        q = dims("q") or dims("partial") or dims("out")
+        q = dims("q") or dims("out") or dims("partial")
         if q:
             parts += [q[-1].lower(), f"d{q[-2]}"]
             heads = q[1] if len(q) > 2 else None
@@ -569,7 +589,13 @@ class _Call:
     @staticmethod
     def record(text):
         """Appends `text` to $ATTN_MLIR_RECORD when set; True when
-        ATTN_MLIR_DRY_RUN says to stop there."""
+        ATTN_MLIR_DRY_RUN says to stop there. Inside collect_specializations()
+        the text goes to its list instead, and the call stops."""
+        collected = _COLLECTING.get()
+        if collected is not None:
+            if text not in collected:
+                collected.append(text)
+            return True
         record = os.environ.get("ATTN_MLIR_RECORD")
         if record:
             with open(record, "a") as f:

@@ -1,0 +1,100 @@
+"""attn_mlir.precompile: every kernel a model's attention needs, compiled
+before serving, so that serving never compiles after warm-up."""
+import json
+import re
+
+import numpy as np
+import pytest
+from ml_dtypes import bfloat16
+
+from attn_mlir import _toolchain, aot, ops, precompile, vllm
+from attn_mlir.precompile import AttentionConfig
+from test_cache_integrity import nvvm  # noqa: F401 (a fixture)
+
+
+def names(texts):
+    return [re.search(r"func\.func @(\w+)\(", t)[1] for t in texts]
+
+
+def test_specializations_of_a_config():
+    cfg = AttentionConfig(num_q_heads=8, num_kv_heads=2, head_dim=64)
+    got = names(precompile.specializations(cfg))
+    # One pass, the split-KV kernels of 2-16 segments, one merge (its
+    # segment count is a dynamic dim).
+    assert got[0] == "attn_unified_bf16_d64_h8_gqa4"
+    assert sorted(n for n in got if "split" in n) == sorted(
+        f"attn_unified_bf16_d64_h8_gqa4_split{s}" for s in range(2, 17))
+    assert [n for n in got if "merge" in n] == ["attn_merge_states_bf16_d64_h8"]
+    assert len(got) == 17
+    one = AttentionConfig(8, 2, 64, split_kv=False, kv_cache_dtype="fp8",
+                          sliding_window=32, softcap=20.0, sinks=True)
+    assert names(precompile.specializations(one)) == [
+        "attn_unified_bf16_d64_h8_gqa4_kvf8e4m3fn_window_softcap_sinks"]
+
+
+def test_collecting_runs_nothing():
+    """Inside collect_specializations nothing is written (a dry run)."""
+    q = np.full((4, 2, 32), 7, bfloat16)
+    out = np.full_like(q, 3)
+    cu = np.array([0, 4], np.int32)
+    with ops.collect_specializations() as texts:
+        ops.flash(q, q, q, cu, cu, out, scale=0.1)
+    assert len(texts) == 1 and (out == 3).all()
+
+
+def test_serving_never_compiles_after_precompile(monkeypatch, tmp_path):
+    """After precompile(chip="cpu"), prefill, short decode and split-KV
+    decode calls of that config find every kernel in the cache."""
+    monkeypatch.setenv("ATTN_MLIR_CACHE", str(tmp_path))
+    _toolchain._loaded.clear()
+    cfg = AttentionConfig(num_q_heads=4, num_kv_heads=2, head_dim=32,
+                          dtype="float32", block_size=16)
+    assert precompile.precompile([cfg], chip="cpu") == 17
+    _toolchain._loaded.clear()  # a new process: only the disk cache
+
+    def no_build(*a):
+        raise AssertionError("compiled after precompile")
+    monkeypatch.setattr(_toolchain, "_build", no_build)
+    rng = np.random.default_rng(0)
+    for batch, per_seq, context in ((2, 5, 40), (3, 1, 33), (2, 1, 2000)):
+        pages = -(-context // 16)
+        q = rng.standard_normal((batch * per_seq, 4, 32)).astype(np.float32)
+        cache = rng.standard_normal((batch * pages, 16, 2, 32)).astype(
+            np.float32)
+        out = np.full_like(q, np.nan)
+        vllm.unified_attention(
+            q, cache, cache, out,
+            np.arange(0, batch * per_seq + 1, per_seq, dtype=np.int32),
+            per_seq, np.full(batch, context, np.int32), context, 0.17, True,
+            None, np.arange(batch * pages, dtype=np.int32).reshape(batch, -1),
+            None, None, None, None)
+        assert np.isfinite(out).all()
+
+
+def test_bad_configs_name_the_field():
+    with pytest.raises(ValueError, match="unknown field.*heads"):
+        AttentionConfig.from_dict({"num_q_heads": 8, "num_kv_heads": 2,
+                                   "head_dim": 64, "heads": 3})
+    with pytest.raises(ValueError, match="dtype: 'float64'"):
+        precompile.specializations(AttentionConfig(8, 2, 64, dtype="float64"))
+    with pytest.raises(ValueError, match="kv_cache_dtype: 'fp8_x'"):
+        precompile.specializations(
+            AttentionConfig(8, 2, 64, kv_cache_dtype="fp8_x"))
+    with pytest.raises(ValueError, match="k: 3 KV heads must divide"):
+        precompile.specializations(AttentionConfig(8, 3, 64))
+    with pytest.raises(ValueError, match="out: AOT bundles are for GPU"):
+        precompile.precompile([AttentionConfig(8, 2, 64)], out="x")
+
+
+def test_aot_from_a_model_description(nvvm, tmp_path):  # noqa: F811
+    """python -m attn_mlir.aot --model: bundles for every kernel of the
+    configuration, without recording a run."""
+    model = tmp_path / "model.json"
+    model.write_text(json.dumps([{"num_q_heads": 8, "num_kv_heads": 2,
+                                  "head_dim": 64, "split_kv": False}]))
+    assert aot.main(["--chip", "sm_80", "--model", str(model), "--out",
+                     str(tmp_path / "b")]) == 0
+    bundles = [p for p in (tmp_path / "b").iterdir() if p.is_dir()]
+    assert len(bundles) == 1
+    manifest = json.loads((bundles[0] / "manifest.json").read_text())
+    assert "@attn_unified_bf16_d64_h8_gqa4(" in manifest["mlir"]
