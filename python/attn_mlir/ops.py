@@ -563,14 +563,16 @@ class _Call:
             if kv and kv[-1] != q[-1]:
                 parts.append(f"kv{kv[-1].lower()}")
         attrs = " ".join(self.attrs)
-        for word, tag in (("causal", "causal"), ("num_segments", "split"),
+        operands = {ssa[1:] for ssa, _, _, _ in self.params}
+        if self.op == "unified" and "segment_max" in operands:
+            operands.add("split")  # split-KV: split<S>, or split (run time)
+        for word, tag in (("causal", "causal"), ("split", "split"),
                           ("sliding_window", "window"), ("dropout", "dropout"),
                           ("quantize_to", "q8")):
-            if word in attrs:
-                m = re.search(word + r" = (\d+)", attrs)
+            if word in attrs or word in operands:
+                m = re.search(r"num_segments = (\d+)", attrs)
                 parts.append(tag + (m.group(1) if m and tag == "split"
                                     else ""))
-        operands = {ssa[1:] for ssa, _, _, _ in self.params}
         for operand, tag in (("softcap", "softcap"), ("alibi_slopes", "alibi"),
                              ("sinks", "sinks"), ("bias", "bias"),
                              ("qq_bias", "tree"), ("lse", "lse"),
@@ -764,14 +766,29 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
         _token_scale_operands(c, kc, k_scale_cache, v_scale_cache)
     _causal_operand(c, causal)
     os_ = c.scale("out_scale", out_scale)
-    ov = c.mem("out", out, (1, 2, 3) if num_segments else (1, 2), output=True)
-    c.mem("segment_max", segment_max, (1, 2), output=True)
-    c.mem("segment_sum", segment_sum, (1, 2), output=True)
-    if lse is not None and num_segments is not None:
+    # Split-KV: segment_max/segment_sum given. With num_segments the count
+    # is static (a kernel per count); without, it is out's dim 2 at run time
+    # (one kernel for every count).
+    split = num_segments is not None or segment_max is not None or \
+        segment_sum is not None
+    static_out = (1, 2, 3) if num_segments else (1, 3) if split else (1, 2)
+    ov = c.mem("out", out, static_out, output=True)
+    c.mem("segment_max", segment_max, (1, 2) if num_segments else (1,),
+          output=True)
+    c.mem("segment_sum", segment_sum, (1, 2) if num_segments else (1,),
+          output=True)
+    if split and num_segments is None and ov is not None:
+        if ov.ndim != 4:
+            raise ValueError(f"out: the split-KV form (segment_max given) "
+                             f"takes [tokens, q_heads, segments, head_dim] "
+                             f"f32, got shape {tuple(ov.shape)}")
+        check_int(ov.shape[2], "out", "num_segments", "the segment count "
+                  "(dim 2) = ")
+    if lse is not None and split:
         raise ValueError("lse: not valid in the split-KV form (num_segments); "
                          "segment_max/segment_sum hold the statistics")
     _lse_operand(c, lse, qv)
-    if num_segments is None:
+    if not split:
         _out_scale(ov, out_scale)
     elif out_scale is not None or sinks is not None:
         name = "out_scale" if out_scale is not None else "sinks"

@@ -10,7 +10,8 @@ A specialization depends on the layer's configuration (head counts, head
 dim, types, page size, window, softcap, sinks, ALiBi), never on batch size
 or lengths, so a model has few: `attn_mlir.vllm.unified_attention`'s
 one-pass kernel and, for decode batches over long contexts, the split-KV
-kernels of 2-16 segments with their merge_states. `specializations()`
+kernel (one for every segment count: it reads the count from its buffers
+at run time) with its merge_states. `specializations()`
 finds them by making those calls in a dry run (arguments checked, nothing
 compiled or run); `precompile()` compiles them into the kernel cache (or
 into an AOT bundle directory), so that serving never compiles after
@@ -96,8 +97,9 @@ def _arrays(cfg, tokens, batch, context):
 def specializations(cfg):
     """The MLIR text of every kernel `cfg`'s layers can call: the one-pass
     kernel (prefill, mixed and short decode batches) and, with split_kv, the
-    split-KV kernels and merges that attn_mlir.vllm's plan picks for decode
-    over long contexts (2-16 segments)."""
+    split-KV kernel and merge that attn_mlir.vllm's plan picks for decode
+    over long contexts (every segment count: a decode call at each count
+    the plan can pick is made, and all give the same specialization)."""
     with ops.collect_specializations() as texts:
         vllm.unified_attention(**_arrays(cfg, tokens=4, batch=2, context=64))
         if cfg.split_kv:

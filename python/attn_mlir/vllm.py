@@ -612,7 +612,9 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
         partial, seg_max, seg_sum = _workspace(dev, shapes)
     else:
         partial, seg_max, seg_sum = (np.zeros(s, np.float32) for s in shapes)
-    ops.unified(qv, kc, vc, table, cu, seqused, partial, num_segments=segments,
+    # The segment count is the buffers' dim 2, read by the kernel at run
+    # time: one kernel (one specialization) serves every count.
+    ops.unified(qv, kc, vc, table, cu, seqused, partial,
                 segment_max=seg_max, segment_sum=seg_sum, **common)
     # Only rows that belong to a sequence are written, as in the one-pass
     # form. On the GPU the offsets stay on the device: every row is merged,

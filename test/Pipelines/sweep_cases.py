@@ -71,11 +71,14 @@ def unified(D, cache=None, hq=32, hk=8, page=16, segments=0, q8=False,
         scales += (" k_descale(%ks : memref<1xf32>)"
                    " v_descale(%vs : memref<1xf32>)")
     if segments:
+        # segments "?": the count is out's dim 2 at run time.
         o = memref("?", hq, segments, D, t="f32")
         stat = memref("?", hq, segments, t="f32")
         outs = f"%o: {o}, %m: {stat}, %l: {stat}"
         use = (f"out(%o : {o}) segment_max(%m : {stat}) "
-               f"segment_sum(%l : {stat}) {{num_segments = {segments} : i64}}")
+               f"segment_sum(%l : {stat})")
+        if segments != "?":
+            use += f" {{num_segments = {segments} : i64}}"
     else:
         o = memref("?", hq, D, t=t)
         outs, use = f"%o: {o}", f"out(%o : {o})"
@@ -197,6 +200,9 @@ def cases():
     yield "unified D=128 fp8 q", unified(128, cache="f8E4M3FN", q8=True)
     yield "flash D=64 fp8 e5m2", flash(64, t="f8E5M2")
     yield "unified D=128 split-KV", unified(128, segments=16)
+    yield "unified D=128 split-KV runtime count", unified(128, segments="?")
+    yield "unified D=64 fp8 cache split-KV runtime count", unified(
+        64, cache="f8E4M3FN", segments="?")
     for kind in ("spec", "spec-q8", "mm", "rswa", "int8", "fp8-token",
                  "flags", "bidirectional", "fp8-q-descales",
                  "fp8-tree-alibi"):

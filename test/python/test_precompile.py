@@ -19,13 +19,11 @@ def names(texts):
 def test_specializations_of_a_config():
     cfg = AttentionConfig(num_q_heads=8, num_kv_heads=2, head_dim=64)
     got = names(precompile.specializations(cfg))
-    # One pass, the split-KV kernels of 2-16 segments, one merge (its
-    # segment count is a dynamic dim).
-    assert got[0] == "attn_unified_bf16_d64_h8_gqa4"
-    assert sorted(n for n in got if "split" in n) == sorted(
-        f"attn_unified_bf16_d64_h8_gqa4_split{s}" for s in range(2, 17))
-    assert [n for n in got if "merge" in n] == ["attn_merge_states_bf16_d64_h8"]
-    assert len(got) == 17
+    # One pass, one split-KV kernel for every segment count the plan picks
+    # (2-16: the count is read at run time), one merge.
+    assert got == ["attn_unified_bf16_d64_h8_gqa4",
+                   "attn_unified_bf16_d64_h8_gqa4_split",
+                   "attn_merge_states_bf16_d64_h8"]
     one = AttentionConfig(8, 2, 64, split_kv=False, kv_cache_dtype="fp8",
                           sliding_window=32, softcap=20.0, sinks=True)
     assert names(precompile.specializations(one)) == [
@@ -49,7 +47,7 @@ def test_serving_never_compiles_after_precompile(monkeypatch, tmp_path):
     _toolchain._loaded.clear()
     cfg = AttentionConfig(num_q_heads=4, num_kv_heads=2, head_dim=32,
                           dtype="float32", block_size=16)
-    assert precompile.precompile([cfg], chip="cpu") == 17
+    assert precompile.precompile([cfg], chip="cpu") == 3
     _toolchain._loaded.clear()  # a new process: only the disk cache
 
     def no_build(*a):

@@ -186,6 +186,59 @@ def test_split_partials_have_empty_segments():
     assert (acc[0, :, 2:] == 0).all()
 
 
+@pytest.mark.parametrize("segments", [1, 3, 8])
+def test_runtime_segment_count_matches_static(segments):
+    """Without num_segments the count is out's dim 2, read at run time: the
+    same partials as the kernel compiled for that count, and one
+    specialization for every count."""
+    rng = np.random.default_rng(20 + segments)
+    q, kc, vc, cu, su, table = make(rng, hq=4, hk=2, d=32, block_size=16,
+                                    dtype="f32", q_lens=[1, 1, 3],
+                                    k_lens=[300, 20, 130])
+    outs = []
+    for static in (True, False):
+        acc = np.full((5, 4, segments, 32), np.nan, np.float32)
+        mx = np.full((5, 4, segments), np.nan, np.float32)
+        sm = np.full((5, 4, segments), np.nan, np.float32)
+        ops.unified(q, kc, vc, table, cu, su, acc, scale=0.2,
+                    num_segments=segments if static else None,
+                    segment_max=mx, segment_sum=sm)
+        assert np.isfinite(acc).all() and not np.isnan(mx).any()
+        outs.append((acc, mx, sm))
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_runtime_segments_one_specialization():
+    from attn_mlir import ops as o
+    rng = np.random.default_rng(5)
+    q, kc, vc, cu, su, table = make(rng, hq=4, hk=2, d=32, block_size=16,
+                                    dtype="f32", q_lens=[1], k_lens=[40])
+    with o.collect_specializations() as texts:
+        for segments in (2, 5, 16):
+            acc = np.zeros((1, 4, segments, 32), np.float32)
+            st = np.zeros((1, 4, segments), np.float32)
+            ops.unified(q, kc, vc, table, cu, su, acc, scale=0.2,
+                        segment_max=st, segment_sum=st.copy())
+    assert len(texts) == 1 and "num_segments" not in texts[0]
+
+
+def test_runtime_segment_count_errors():
+    rng = np.random.default_rng(6)
+    q, kc, vc, cu, su, table = make(rng, hq=4, hk=2, d=32, block_size=16,
+                                    dtype="f32", q_lens=[1], k_lens=[40])
+    st = np.zeros((1, 4, 2), np.float32)
+    with pytest.raises(ValueError, match="out: the split-KV form"):
+        ops.unified(q, kc, vc, table, cu, su, np.zeros((1, 4, 32), np.float32),
+                    scale=0.2, segment_max=st, segment_sum=st.copy())
+    with pytest.raises(ValueError, match=r"out: the segment count \(dim 2\) = "
+                       r"5000 is outside the supported range \[1, 4096\]"):
+        z = np.zeros((1, 4, 5000), np.float32)
+        ops.unified(q, kc, vc, table, cu, su,
+                    np.zeros((1, 4, 5000, 32), np.float32), scale=0.2,
+                    segment_max=z, segment_sum=z.copy())
+
+
 def test_planned_split_for_long_decode():
     assert vllm.plan_segments(1, 4096, 16) == 16
     assert vllm.plan_segments(8, 4096, 16) is None

@@ -155,13 +155,17 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
     `out_scale` quantizes the output to the fp8 range (required for an fp8
     `out`).
 
-    Split-KV form: with `num_segments = S` the key range `[0, N_b)` of each
-    sequence is cut into `S` segments of `ceil(N_b / (S * BS))` pages and the
-    op writes, per segment, the unnormalized accumulator to `out`
-    (`[tokens, q_heads, S, head_dim]` f32), the running max to `segment_max`
-    and the exp-sum to `segment_sum` (`[tokens, q_heads, S]` f32), in the
-    `exp` (natural) domain; empty segments write (0, -inf, 0).
-    `attn.merge_states` combines them.
+    Split-KV form (`segment_max` and `segment_sum` given): the key range
+    `[0, N_b)` of each sequence is cut into `S` segments of
+    `ceil(N_b / (S * BS))` pages and the op writes, per segment, the
+    unnormalized accumulator to `out` (`[tokens, q_heads, S, head_dim]`
+    f32), the running max to `segment_max` and the exp-sum to `segment_sum`
+    (`[tokens, q_heads, S]` f32), in the `exp` (natural) domain; empty
+    segments write (0, -inf, 0). `attn.merge_states` combines them. `S` is
+    the `num_segments` attribute when given (a kernel per segment count), or
+    else `out`'s dim 2 at run time: one kernel for every segment count,
+    chosen per call by the caller (a planner) through the size of the
+    buffers it passes (at most 4096 segments).
 
     `lse` (`[tokens, q_heads]` f32, not in the split-KV form) receives each
     row's log-sum-exp `log(sum_j exp(s_j))` over its visible keys (plus
@@ -258,14 +262,19 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
     // AttnKernelOpInterface.
     ::mlir::Value getQueryOffsets() { return getCuSeqlensQ(); }
     ::mlir::Value getKeySource() { return getKCache(); }
+    /// Static segment count; 0 where it is out's dim 2 at run time.
     int64_t getGridSplits() {
-      return isSplitKv() ? getNumSegmentsAttr().getInt() : 1;
+      if (!isSplitKv())
+        return 1;
+      return getNumSegmentsAttr() ? getNumSegmentsAttr().getInt() : 0;
     }
     int64_t getHeadDim();
     int64_t getNumQueryHeads();
     int64_t getNumKvHeads();
     int64_t getBlockSize();
-    bool isSplitKv() { return getNumSegments().has_value(); }
+    bool isSplitKv() {
+      return getNumSegments().has_value() || getSegmentMax();
+    }
     AlibiForm getAlibiFormOrDefault() {
       return getAlibiForm().value_or(AlibiForm::context);
     }

@@ -470,9 +470,9 @@ LogicalResult UnifiedOp::verify() {
       failed(verifyMasksAndBias(*this, c)) || failed(verifyCausality()))
     return failure();
   if (!isSplitKv()) {
-    if (getSegmentMax() || getSegmentSum())
-      return c.error(getSegmentMax() ? "segment_max" : "segment_sum")
-             << "is only valid with the 'num_segments' attribute (split-KV)";
+    if (getSegmentSum())
+      return c.error("segment_sum")
+             << "is only valid with 'segment_max' (split-KV)";
     if (failed(verifyLse(c, getLse(), q)))
       return failure();
     return verifyOutput(c, getOut(), q, "q", kQDims, getOutScale());
@@ -481,11 +481,15 @@ LogicalResult UnifiedOp::verify() {
     return c.error("lse") << "is not valid in the split-KV form; its "
                              "segment statistics go to attn.merge_states";
 
-  // Split-KV form: partial accumulators and statistics, all f32.
-  int64_t segments = getNumSegmentsAttr().getInt();
-  if (segments < 1 || segments > kMaxSegments)
-    return emitOpError() << "attribute 'num_segments' must be in [1, "
-                         << kMaxSegments << "], got " << segments;
+  // Split-KV form: partial accumulators and statistics, all f32. Without
+  // the attribute, the segment count is out's dim 2 at run time.
+  std::optional<int64_t> segments;
+  if (IntegerAttr n = getNumSegmentsAttr()) {
+    segments = n.getInt();
+    if (*segments < 1 || *segments > kMaxSegments)
+      return emitOpError() << "attribute 'num_segments' must be in [1, "
+                           << kMaxSegments << "], got " << *segments;
+  }
   if (!getSegmentMax() || !getSegmentSum())
     return emitOpError() << "split-KV form ('num_segments') requires operands "
                             "'segment_max' and 'segment_sum'";
@@ -500,8 +504,8 @@ LogicalResult UnifiedOp::verify() {
     return failure();
   if (failed(c.sameDim(q, "q", kQDims, 0, o, "out", kPartialDims, 0)) ||
       failed(c.sameDim(q, "q", kQDims, 1, o, "out", kPartialDims, 1)) ||
-      failed(
-          c.dimEquals(o, "out", kPartialDims, 2, segments, "'num_segments'")) ||
+      (segments && failed(c.dimEquals(o, "out", kPartialDims, 2, *segments,
+                                      "'num_segments'"))) ||
       failed(c.sameDim(q, "q", kQDims, 2, o, "out", kPartialDims, 3)))
     return failure();
   for (auto [value, name] : {std::pair{getSegmentMax(), "segment_max"},

@@ -58,16 +58,20 @@ unsigned operandIndex(Operation *op, Value v) {
 
 /// [floor(tokens / blockQ) + batch, groups, segments] for a varlen op whose
 /// queries are `q` and sequence offsets `offsets` (batch + 1 entries).
+/// `segments` 0: dim 2 of `partial` at run time.
 SmallVector<GridExtent> varlenGrid(Operation *op, Value q, Value offsets,
                                    int64_t blockQ, int64_t groups,
-                                   int64_t segments) {
+                                   int64_t segments, Value partial) {
   GridExtent tiles;
   tiles.terms = {{operandIndex(op, q), 0, blockQ},
                  {operandIndex(op, offsets), 0, 1}};
   tiles.constant = -1;
   GridExtent g, s;
   g.constant = groups;
-  s.constant = segments;
+  if (segments)
+    s.constant = segments;
+  else
+    s.terms = {{operandIndex(op, partial), 2, 1}};
   return {tiles, g, s};
 }
 
@@ -287,8 +291,6 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
   TileShape shape = shapeOf(op, op.getHeadDim());
   int64_t group = op.getNumQueryHeads() / op.getNumKvHeads();
   int64_t blockSize = op.getBlockSize();
-  int64_t segments =
-      op.isSplitKv() ? op.getNumSegmentsAttr().getInt() : int64_t(1);
 
   AttentionFeatures f = pagedFeatures(op);
   f.softcap = op.getSoftcap();
@@ -335,8 +337,13 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
           walk.hi = e.min(hi, lenK);
           if (op.isSplitKv()) {
             // Segment s: pages [s * pps, (s + 1) * pps), pps = ceil(N /
-            // (S*BS)).
-            Value pps = e.ceilDiv(lenK, e.idx(segments * blockSize));
+            // (S*BS)); S static, or out's dim 2 at run time.
+            int64_t n = op.getGridSplits();
+            Value segments =
+                n ? e.idx(n)
+                  : memref::DimOp::create(e.builder(), op.getOut(), 2)
+                        .getResult();
+            Value pps = e.ceilDiv(lenK, e.mul(segments, e.idx(blockSize)));
             Value segKeys = e.mul(pps, e.idx(blockSize));
             walk.lo = e.max(walk.lo, e.mul(s, segKeys));
             walk.hi = e.min(walk.hi, e.mul(e.add(s, e.idx(1)), segKeys));
@@ -480,9 +487,10 @@ FailureOr<SmallVector<GridExtent>> mlir::attn::kernelGrid(Operation *op) {
   };
   auto blockQ = [&] { return scheduleOrDefault(op).getBlockQ(); };
   if (auto kernel = dyn_cast<AttnKernelOpInterface>(op))
-    return varlenGrid(op, kernel.getQ(), kernel.getQueryOffsets(), blockQ(),
-                      groupsOf(kernel.getNumQueryHeads()),
-                      kernel.getGridSplits());
+    return varlenGrid(
+        op, kernel.getQ(), kernel.getQueryOffsets(), blockQ(),
+        groupsOf(kernel.getNumQueryHeads()), kernel.getGridSplits(),
+        isa<UnifiedOp>(op) ? cast<UnifiedOp>(op).getOut() : Value());
   if (auto ms = dyn_cast<MergeStatesOp>(op)) {
     unsigned partial = operandIndex(op, ms.getPartial());
     GridExtent tokens, heads, one;
