@@ -7,8 +7,10 @@ and torch CPU tensors are both accepted, as views: no copies are made, so
 outputs are written in place.
 """
 
+import contextlib
 import ctypes
 import os
+import threading
 
 import ml_dtypes
 import numpy as np
@@ -80,6 +82,37 @@ class View:
                     self.owner)
 
 
+class _State(threading.local):
+    metadata_only = False
+
+
+_STATE = _State()
+
+
+class NeedsValues(Exception):
+    """Raised in metadata-only mode where a check needs the contents of a
+    tensor: fake (meta) tensors have none, so the checks stop there."""
+
+
+@contextlib.contextmanager
+def metadata_only():
+    """Runs an op's argument checks on tensors without storage (the fake
+    tensors of torch.compile, meta tensors): pointers read as 0, nothing is
+    compiled or run, values are never read (host_values raises
+    NeedsValues; checks that only validate contents are skipped).
+    Thread-local: a trace in one thread leaves calls in others alone."""
+    previous = _STATE.metadata_only
+    _STATE.metadata_only = True
+    try:
+        yield
+    finally:
+        _STATE.metadata_only = previous
+
+
+def checking_metadata():
+    return _STATE.metadata_only
+
+
 def view(x, name, allow_none=False):
     """Wraps a numpy array or torch CPU tensor; ValueError names `name`."""
     if x is None:
@@ -87,7 +120,8 @@ def view(x, name, allow_none=False):
             return None
         raise ValueError(f"{name}: expected an array, got None")
     if is_torch(x):
-        if not (x.is_cuda or x.is_cpu):
+        meta = _STATE.metadata_only
+        if not (x.is_cuda or x.is_cpu or meta):
             raise ValueError(f"{name}: tensor is on {x.device}; kernels run on "
                              f"the CPU or on CUDA/ROCm devices")
         dtype = _torch_dtype_name(x.dtype)
@@ -96,7 +130,8 @@ def view(x, name, allow_none=False):
         strides = x.stride()
         if strides and min(strides) < 0:
             raise ValueError(f"{name}: negative strides are not supported")
-        return View(name, x.data_ptr(), x.shape, strides, dtype, x)
+        return View(name, 0 if meta else x.data_ptr(), x.shape, strides, dtype,
+                    x)
     if isinstance(x, np.ndarray):
         dtype = _BY_NUMPY.get(x.dtype)
         if dtype is None:
@@ -143,7 +178,10 @@ def check_pointer_alignment(v, chunk):
 def validating():
     """ATTN_MLIR_VALIDATE=1: also check what only device memory holds (index
     contents, scales in CUDA tensors), reading it on the host, which
-    synchronizes. Read per call (a dictionary lookup)."""
+    synchronizes. Read per call (a dictionary lookup). Never in
+    metadata-only mode: there are no values to read."""
+    if _STATE.metadata_only:
+        return False
     return os.environ.get("ATTN_MLIR_VALIDATE", "") not in ("", "0")
 
 
@@ -223,6 +261,14 @@ def shares_memory(a, span_a, b, span_b):
         return False
 
 
+def reads_values(x):
+    """Whether checks read the contents of `x`: host arrays always, device
+    ones only when validating (it synchronizes), fake tensors never."""
+    if _STATE.metadata_only:
+        return False
+    return device_of(x) is None or validating()
+
+
 def device_of(x):
     """The torch device of a CUDA tensor, else None (host memory)."""
     if is_torch(x) and x.is_cuda:
@@ -233,6 +279,8 @@ def device_of(x):
 def host_values(x, name):
     """The values of a small index or scale array as a numpy array."""
     if is_torch(x):
+        if _STATE.metadata_only:
+            raise NeedsValues(name)
         return x.detach().cpu().numpy()
     return np.asarray(x)
 
