@@ -35,8 +35,9 @@ import warnings
 import numpy as np
 
 from . import _abi
-from ._abi import (FP8, View, descriptor, device_of, extent, host_values,
-                   is_torch, memref_type, validating, view)
+from ._abi import (FP8, View, checking_metadata, descriptor, device_of,
+                   extent, host_values, is_torch, memref_type, reads_values,
+                   validating, view)
 from ._toolchain import load_kernel
 
 # ---------------------------------------------------------------------------
@@ -177,7 +178,7 @@ def _softcap(softcap):
 def _check_finite_values(v, name):
     """Per-head values (ALiBi slopes, sinks) finite: host arrays always,
     device ones only when validating (reading them synchronizes)."""
-    if device_of(v.owner) is not None and not validating():
+    if not reads_values(v.owner):
         return
     vals = np.asarray(host_values(v.owner, name), dtype=np.float64)
     if not np.all(np.isfinite(vals)):
@@ -272,6 +273,12 @@ def _scale_view(x, name, device=None):
                          f"CUDA tensor, got {type(x).__name__}")
     if _is_bool(x):
         raise ValueError(f"{name}: expected a real number, got {x!r}")
+    if is_torch(x) and checking_metadata():
+        # A fake tensor: its one value is checked when the op runs.
+        if x.numel() != 1:
+            raise ValueError(f"{name}: expected a single scale value, got "
+                             f"{x.numel()} values")
+        return view(x.reshape(1), name), None
     raw = [x] if isinstance(x, numbers.Real) else host_values(x, name)
     try:
         vals = np.asarray(raw, dtype=np.float64).reshape(-1)
@@ -413,6 +420,8 @@ class _Call:
         self.device = None   # torch device of the first operand on a GPU
         self.inputs = []     # (View, bytes spanned)
         self.outputs = []
+        # Fake tensors (torch.compile): checks only, no pointers, no run.
+        self.meta = checking_metadata()
 
     def scale(self, kw, x):
         """Adds a scale operand; returns its host value (None if only in
@@ -446,7 +455,8 @@ class _Call:
                     _TORCH_OPERANDS.clear()
                 _TORCH_OPERANDS[key] = known
             t, dtype, dev, chunk, span = known
-            v = View(kw, v.data_ptr(), key[1], key[2], dtype, v)
+            v = View(kw, 0 if self.meta else v.data_ptr(), key[1], key[2],
+                     dtype, v)
             if chunk:
                 _abi.check_pointer_alignment(v, chunk)
         else:
@@ -491,7 +501,7 @@ class _Call:
         if v.shape[1] != kv_heads:
             raise ValueError(f"{kw}: expected [num_seqs, {kv_heads}] (one value "
                              f"per KV head), got shape {tuple(v.shape)}")
-        if device_of(v.owner) is None or validating():
+        if reads_values(v.owner):
             vals = np.asarray(host_values(v.owner, kw), dtype=np.float64)
             for value in np.unique(vals):
                 check_scale(float(value), kw)
@@ -508,7 +518,9 @@ class _Call:
     def check_aliasing(self):
         """No output shares memory with another operand (the kernels read
         inputs while writing outputs, so in-place calls are not
-        supported)."""
+        supported). Fake tensors have no addresses to compare."""
+        if self.meta:
+            return
         for i, (out, span) in enumerate(self.outputs):
             lo, hi = out.ptr, out.ptr + span
             for other, other_span in self.inputs + self.outputs[:i]:
@@ -605,6 +617,8 @@ class _Call:
         return bool(os.environ.get("ATTN_MLIR_DRY_RUN"))
 
     def run(self):
+        if self.meta:
+            return
         text = self.text()
         if self.record(text):
             return
@@ -842,8 +856,7 @@ def _token_scale_operands(c, kc, k_scales, v_scales):
             raise ValueError(f"{kw}: expected [num_blocks, block_size, "
                              f"kv_heads] = {tuple(kc.shape[:3])}, got shape "
                              f"{tuple(v.shape)}")
-        if device_of(v.owner) is None or validating():
-            _check_finite_values(v, kw)
+        _check_finite_values(v, kw)
 
 
 def _lse_operand(c, lse, qv):

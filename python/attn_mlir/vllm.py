@@ -23,8 +23,8 @@ import math
 import numpy as np
 
 from . import ops
-from ._abi import (FLOATS, FP8, NUMPY_DTYPES, device_of, host_values, is_torch,
-                   validating, view)
+from ._abi import (FLOATS, FP8, NUMPY_DTYPES, checking_metadata, device_of,
+                   host_values, is_torch, validating, view)
 from .ops import check_head_dim, check_int, check_real, check_scale
 
 # ---------------------------------------------------------------------------
@@ -55,8 +55,10 @@ _validating = validating
 def _host_scale(x, name, required=False, allow_zero=False):
     """A scale given on the host, checked under its vLLM name (finite and
     non-zero in f32). `ops` checks every scale again under its operand name,
-    those in CUDA tensors only when validating."""
-    if (x is not None or required) and device_of(x) is None:
+    those in CUDA tensors only when validating; fake tensors (torch.compile)
+    have no value to check."""
+    if (x is not None or required) and device_of(x) is None and \
+            not (is_torch(x) and checking_metadata()):
         check_scale(x, name, allow_zero)
 
 
@@ -148,9 +150,10 @@ def _workspace(device, shapes):
     import torch
     need = sum(int(np.prod(s)) for s in shapes)
     buf = _WORKSPACES.get(device)
-    if buf is None or buf.numel() < need:
+    if buf is None or buf.numel() < need or checking_metadata():
         buf = torch.empty(max(need, 1), dtype=torch.float32, device=device)
-        _WORKSPACES[device] = buf
+        if not checking_metadata():   # never cache a fake tensor
+            _WORKSPACES[device] = buf
     out, at = [], 0
     for s in shapes:
         n = int(np.prod(s))
@@ -191,6 +194,12 @@ def _per_head(x, name, heads, device=None):
         return _device_floats(x, name, device, heads)
     if x is None:
         return None
+    if is_torch(x) and checking_metadata():
+        # A fake tensor: the shape is checked, the values when the op runs.
+        if tuple(x.shape) != (heads,):
+            raise ValueError(f"{name}: expected shape ({heads},) (one value "
+                             f"per query head), got {tuple(x.shape)}")
+        return x.float()
     vals = np.asarray(host_values(x, name), dtype=np.float32)
     if vals.shape != (heads,):
         raise ValueError(f"{name}: expected shape ({heads},) (one value per "
@@ -303,7 +312,8 @@ def _new_like(x, dtype_name, shape=None):
     if is_torch(x):
         import torch
         table = {"f32": torch.float32, "f16": torch.float16,
-                 "bf16": torch.bfloat16}
+                 "bf16": torch.bfloat16, "f8E4M3FN": torch.float8_e4m3fn,
+                 "f8E5M2": torch.float8_e5m2}
         if device_of(x) is not None:  # written in full by the kernel
             return torch.empty(shape, dtype=table[dtype_name], device=x.device)
         return torch.zeros(shape, dtype=table[dtype_name])
@@ -365,10 +375,6 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
         raise ValueError(f"k_cache/v_cache: shapes {kc.shape}/{vc.shape} "
                          f"disagree on blocks")
 
-    seq_lens, starts, table = _paged_batch(
-        (b_seq_len, "b_seq_len"), (b_start_loc, "b_start_loc"),
-        (b_loc, "b_loc"), tokens, block_size, kc.shape[0], dev,
-        new_tokens_cached=False, nouns=("tokens", "new ones"))
     slopes = _per_head(alibi_slopes, "alibi_slopes", hq, dev)
     sink_vals = _per_head(sinks, "sinks", hq, dev)
     if slopes is not None and sink_vals is not None:
@@ -392,6 +398,12 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
             window = None
         else:
             check_int(window, "sliding_window", "sliding_window")
+    # Last: what the offsets and block table hold (fake tensors, traced by
+    # torch.compile, have no values: their checks stop here).
+    seq_lens, starts, table = _paged_batch(
+        (b_seq_len, "b_seq_len"), (b_start_loc, "b_start_loc"),
+        (b_loc, "b_loc"), tokens, block_size, kc.shape[0], dev,
+        new_tokens_cached=False, nouns=("tokens", "new ones"))
     ops.prefix_prefill(
         qv, kv_, vv, kc, vc, table, starts, seq_lens, ov,
         scale=1.0 / math.sqrt(d) if sm_scale is None else sm_scale,
@@ -525,10 +537,6 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
         _descale(k_descale, "k_descale", batch, hk)
         _descale(v_descale, "v_descale", batch, hk)
 
-    seqused, cu, table = _paged_batch(
-        (seqused_k, "seqused_k"), (cu_seqlens_q, "cu_seqlens_q"),
-        (block_table, "block_table"), tokens, block_size, num_blocks, dev,
-        new_tokens_cached=True, nouns=("keys", "queries"))
     window = None
     if window_size is not None:
         if not hasattr(window_size, "__len__") or len(window_size) != 2:
@@ -562,6 +570,11 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
     if (rswa_window is None) != (rswa_prefix_lens is None):
         raise ValueError("rswa_window: R-SWA needs both rswa_prefix_lens and "
                          "rswa_window")
+    # After the checks of shapes and scalars: fake tensors stop here.
+    seqused, cu, table = _paged_batch(
+        (seqused_k, "seqused_k"), (cu_seqlens_q, "cu_seqlens_q"),
+        (block_table, "block_table"), tokens, block_size, num_blocks, dev,
+        new_tokens_cached=True, nouns=("keys", "queries"))
     masks = dict(
         qq_bias=None if qq_bias is None else view(qq_bias, "qq_bias"),
         mm_prefix_range=None if mm_prefix_range is None else
@@ -647,8 +660,7 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
                              "p_scale)")
         for name, scale in zip(("q_scale", "k_scale", "v_scale", "p_scale"),
                                fp8_scales):
-            if device_of(scale) is None:
-                check_scale(scale, f"fp8_scales ({name})")
+            _host_scale(scale, f"fp8_scales ({name})", required=True)
         # q, k, v that are not fp8 are quantized as the kernel loads them
         # (vLLM quantizes them with torch ops before its launch): nothing
         # is allocated and nothing waits for the device.
@@ -659,23 +671,6 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
         raise ValueError("fp8_scales: required when q, k, v are fp8")
     total_q, hq, d = qv.shape
     total_k = kv_.shape[0]
-    if dev is None or _validating():
-        cq_raw = _ints(cu_seqlens_q, "cu_seqlens_q")
-        batch = len(cq_raw) - 1
-        if batch < 0:
-            raise ValueError("cu_seqlens_q: must have at least one entry")
-        cq = _offsets(cq_raw, "cu_seqlens_q", batch, total_q)
-        ck = _offsets(cu_seqlens_k, "cu_seqlens_k", batch, total_k)
-        lq_max = int(np.diff(cq).max()) if batch else 0
-        lk_max = int(np.diff(ck).max()) if batch else 0
-    if dev is not None:
-        cq = _device_ints(cu_seqlens_q, "cu_seqlens_q", dev, 1)
-        batch = cq.shape[0] - 1
-        if batch < 0:
-            raise ValueError("cu_seqlens_q: must have at least one entry")
-        ck = _device_ints(cu_seqlens_k, "cu_seqlens_k", dev, 1, batch + 1)
-        # The longest sequences as the caller states them (vLLM passes them).
-        lq_max, lk_max = int(max_seqlens_q), int(max_seqlens_k)
     if o is None:
         # vLLM: torch.empty_like(q, dtype=v.dtype) with v already quantized,
         # so fp8 (e4m3, or v's own fp8 type) whenever fp8_scales are given.
@@ -693,6 +688,31 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
     if (ov.dtype not in FP8 and fp8_scales is None and
             ov.dtype != qv.dtype):
         raise ValueError(f"o: dtype {ov.dtype} differs from q's {qv.dtype}")
+    _host_scale(sm_scale, "sm_scale", True, allow_zero=True)
+    dropout = None
+    dropout_p = check_real(dropout_p, "dropout_p")
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p: must be in [0, 1), got {dropout_p}")
+    if dropout_p:
+        dropout = (dropout_p, philox_seed, philox_offset)
+    # The offsets' values last (fake tensors have none: their checks stop).
+    if dev is None or _validating():
+        cq_raw = _ints(cu_seqlens_q, "cu_seqlens_q")
+        batch = len(cq_raw) - 1
+        if batch < 0:
+            raise ValueError("cu_seqlens_q: must have at least one entry")
+        cq = _offsets(cq_raw, "cu_seqlens_q", batch, total_q)
+        ck = _offsets(cu_seqlens_k, "cu_seqlens_k", batch, total_k)
+        lq_max = int(np.diff(cq).max()) if batch else 0
+        lk_max = int(np.diff(ck).max()) if batch else 0
+    if dev is not None:
+        cq = _device_ints(cu_seqlens_q, "cu_seqlens_q", dev, 1)
+        batch = cq.shape[0] - 1
+        if batch < 0:
+            raise ValueError("cu_seqlens_q: must have at least one entry")
+        ck = _device_ints(cu_seqlens_k, "cu_seqlens_k", dev, 1, batch + 1)
+        # The longest sequences as the caller states them (vLLM passes them).
+        lq_max, lk_max = int(max_seqlens_q), int(max_seqlens_k)
     if bias is not None:
         bv = view(bias, "bias")
         _rank(bv, 4, "[1|batch, q_heads, max_seqlen_q, max_seqlen_k]")
@@ -702,13 +722,6 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
             raise ValueError(f"bias: shape {bv.shape} does not cover [1|{batch}, "
                              f"{hq}, {lq_max}, {lk_max}]")
         bias = bv
-    _host_scale(sm_scale, "sm_scale", True, allow_zero=True)
-    dropout = None
-    dropout_p = check_real(dropout_p, "dropout_p")
-    if not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"dropout_p: must be in [0, 1), got {dropout_p}")
-    if dropout_p:
-        dropout = (dropout_p, philox_seed, philox_offset)
     ops.flash(qv, kv_, vv, cq, ck, ov, scale=sm_scale, causal=causal,
               bias=bias, dropout=dropout, fp8_scales=fp8_scales,
               out_scale=fp8_out_scale)
@@ -728,8 +741,10 @@ def _decode_offsets(device, batch):
     key = (device, batch)
     if key not in _DECODE_OFFSETS:
         import torch
-        _DECODE_OFFSETS[key] = torch.arange(batch + 1, dtype=torch.int32,
-                                            device=device)
+        offsets = torch.arange(batch + 1, dtype=torch.int32, device=device)
+        if checking_metadata():   # never cache a fake tensor
+            return offsets
+        _DECODE_OFFSETS[key] = offsets
     return _DECODE_OFFSETS[key]
 
 
