@@ -4,7 +4,10 @@ compiles it once per specialization, and runs it on the given arrays.
 
 Arguments are numpy arrays (ml_dtypes for bf16/fp8) or torch tensors, all
 on the CPU or all on one CUDA device (then the op runs as a GPU kernel on the
-current stream, see `_gpu`); outputs are written in place.
+current stream, see `_gpu`); outputs are written in place. Calls with
+torch tensors go through the torch operators `torch.ops.attn_mlir.<op>`
+(`attn_mlir.torch_ops`, so that torch.compile traces them), whose kernels
+run the same implementations (`_flash`, `_unified`, ...) as numpy calls.
 
 ATTN_MLIR_RECORD=file.jsonl appends every specialization a call needs to the
 file (for `python -m attn_mlir.aot`); with ATTN_MLIR_DRY_RUN=1 calls only
@@ -25,11 +28,12 @@ are `attn_mlir.vllm`'s to check.
 
 import ctypes
 import json
-import math
 import contextvars
+import math
 import numbers
 import os
 import re
+import types
 import warnings
 
 import numpy as np
@@ -677,11 +681,11 @@ def _nvtx_enabled():
     return os.environ.get("ATTN_MLIR_NVTX", "") not in ("", "0")
 
 
-def prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
-                   seq_lens, out, *, scale, k_scale=None, v_scale=None,
-                   alibi_slopes=None, alibi_form=None, sinks=None,
-                   out_scale=None, sliding_window=None, skip_decode=False,
-                   schedule=None):
+def _prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
+                    seq_lens, out, *, scale, k_scale=None, v_scale=None,
+                    alibi_slopes=None, alibi_form=None, sinks=None,
+                    out_scale=None, sliding_window=None, skip_decode=False,
+                    schedule=None):
     c = _Call("prefix_prefill")
     check_head_dim(c.mem("q", q, (1, 2)))
     c.mem("k", k, (1, 2))
@@ -718,24 +722,15 @@ def prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
     c.run()
 
 
-def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
-            scale, softcap=None, q_descale=None, k_descale=None,
-            v_descale=None, alibi_slopes=None, alibi_form=None, sinks=None,
-            out_scale=None, sliding_window=None, num_segments=None,
-            segment_max=None, segment_sum=None, qq_bias=None,
-            mm_prefix_range=None, mm_prefix_clamp_window=False,
-            rswa_prefix_lens=None, rswa_window=None, causal=True,
-            chunk_lookback=None, k_scale_cache=None, v_scale_cache=None,
-            lse=None, schedule=None):
-    """qq_bias: tree bias [rows, cols]; mm_prefix_range: bidirectional
-    (start, end) ranges [batch, R, 2] i32; rswa_prefix_lens ([batch] i32) with
-    rswa_window: R-SWA (docs/semantics.md 2 and 3.2). causal: True, False
-    (bidirectional) or per-sequence flags [batch] (bool or int8);
-    chunk_lookback (with sliding_window): chunked attention;
-    k_scale_cache/v_scale_cache [num_blocks, block_size, kv_heads] f32:
-    per-token-head scales of i8 or fp8 caches (vLLM's kv_quant_mode 2, 3).
-    lse: [tokens, q_heads] f32, receives each row's log-sum-exp (not in the
-    split-KV form; see flash)."""
+def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
+             scale, softcap=None, q_descale=None, k_descale=None,
+             v_descale=None, alibi_slopes=None, alibi_form=None, sinks=None,
+             out_scale=None, sliding_window=None, num_segments=None,
+             segment_max=None, segment_sum=None, qq_bias=None,
+             mm_prefix_range=None, mm_prefix_clamp_window=False,
+             rswa_prefix_lens=None, rswa_window=None, causal=True,
+             chunk_lookback=None, k_scale_cache=None, v_scale_cache=None,
+             lse=None, schedule=None):
     if num_segments is not None:
         num_segments = check_int(num_segments, "num_segments", "num_segments")
     c = _Call("unified")
@@ -902,16 +897,9 @@ def _chunk_lookback(c, chunk_lookback, sliding_window, rswa_window):
     c.attr("chunk_lookback", f"{lookback} : i64")
 
 
-def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
-          bias=None, dropout=None, fp8_scales=None, out_scale=None,
-          lse=None, schedule=None):
-    """dropout: (p, philox_seed, philox_offset); fp8_scales: (q, k, v, p).
-    With fp8_scales, q, k and v that are not fp8 are quantized to fp8 (e4m3,
-    or the type of those that are) as the kernel loads them, as vLLM's
-    wrapper does with torch ops before its launch. lse: [total_q, q_heads]
-    f32, receives each row's log-sum-exp (natural log, -inf for a row that
-    sees no key): outputs over disjoint key ranges (context parallelism)
-    then merge exactly with merge_states(segment_lse=...)."""
+def _flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
+           bias=None, dropout=None, fp8_scales=None, out_scale=None,
+           lse=None, schedule=None):
     c = _Call("flash")
     qv = c.mem("q", q, (1, 2))
     check_head_dim(qv)
@@ -968,8 +956,8 @@ def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
     c.run()
 
 
-def blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, *, scale,
-                block_size, q_block_size=None, schedule=None):
+def _blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, *, scale,
+                 block_size, q_block_size=None, schedule=None):
     block_size = check_int(block_size, "block_size", "sparse_block")
     if q_block_size is not None:
         q_block_size = check_int(q_block_size, "q_block_size", "sparse_block")
@@ -990,8 +978,8 @@ def blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, *, scale,
     c.run()
 
 
-def merge_states(partial, out, *, segment_max=None, segment_sum=None,
-                 segment_lse=None, sinks=None, out_scale=None):
+def _merge_states(partial, out, *, segment_max=None, segment_sum=None,
+                  segment_lse=None, sinks=None, out_scale=None):
     c = _Call("merge_states")
     c.mem("partial", partial, (1, 3))
     c.mem("segment_max", segment_max, (1,))
@@ -1005,3 +993,114 @@ def merge_states(partial, out, *, segment_max=None, segment_sum=None,
     _out_scale_range(os_)
     c.check_aliasing()
     c.run()
+
+
+# ---------------------------------------------------------------------------
+# Entry points: torch tensors go through torch.ops.attn_mlir (torch_ops), so
+# that torch.compile traces the calls; other arrays run directly.
+# ---------------------------------------------------------------------------
+
+_TORCH_OPS = None
+
+
+def _torch_ops():
+    """attn_mlir.torch_ops, imported (registering the torch library) on the
+    first torch call: importing attn_mlir does not import torch. A torch
+    without torch.library.register_fake (before 2.4) runs torch calls
+    directly, as before the library existed."""
+    global _TORCH_OPS
+    if _TORCH_OPS is None:
+        try:
+            from . import torch_ops
+            _TORCH_OPS = torch_ops
+        except ImportError as e:
+            from . import vllm
+            warnings.warn(f"attn_mlir: torch.ops.attn_mlir not registered "
+                          f"({e}); torch calls run directly, and "
+                          f"torch.compile breaks the graph at them",
+                          RuntimeWarning, stacklevel=3)
+            _TORCH_OPS = types.SimpleNamespace(
+                flash=_flash, unified=_unified, prefix_prefill=_prefix_prefill,
+                blocksparse=_blocksparse, merge_states=_merge_states,
+                context_attention_fwd=vllm._context_attention_fwd,
+                unified_attention=vllm._unified_attention,
+                triton_attention=vllm._triton_attention,
+                blocksparse_flash_attn_varlen_fwd=(
+                    vllm._blocksparse_flash_attn_varlen_fwd))
+    return _TORCH_OPS
+
+
+def prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
+                   seq_lens, out, *, scale, k_scale=None, v_scale=None,
+                   alibi_slopes=None, alibi_form=None, sinks=None,
+                   out_scale=None, sliding_window=None, skip_decode=False,
+                   schedule=None):
+    f = _torch_ops().prefix_prefill if is_torch(q) else _prefix_prefill
+    f(q, k, v, k_cache, v_cache, block_table, query_start, seq_lens, out,
+      scale=scale, k_scale=k_scale, v_scale=v_scale,
+      alibi_slopes=alibi_slopes, alibi_form=alibi_form, sinks=sinks,
+      out_scale=out_scale, sliding_window=sliding_window,
+      skip_decode=skip_decode, schedule=schedule)
+
+
+def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
+            scale, softcap=None, q_descale=None, k_descale=None,
+            v_descale=None, alibi_slopes=None, alibi_form=None, sinks=None,
+            out_scale=None, sliding_window=None, num_segments=None,
+            segment_max=None, segment_sum=None, qq_bias=None,
+            mm_prefix_range=None, mm_prefix_clamp_window=False,
+            rswa_prefix_lens=None, rswa_window=None, causal=True,
+            chunk_lookback=None, k_scale_cache=None, v_scale_cache=None,
+            lse=None, schedule=None):
+    """qq_bias: tree bias [rows, cols]; mm_prefix_range: bidirectional
+    (start, end) ranges [batch, R, 2] i32; rswa_prefix_lens ([batch] i32) with
+    rswa_window: R-SWA (docs/semantics.md 2 and 3.2). causal: True, False
+    (bidirectional) or per-sequence flags [batch] (bool or int8);
+    chunk_lookback (with sliding_window): chunked attention;
+    k_scale_cache/v_scale_cache [num_blocks, block_size, kv_heads] f32:
+    per-token-head scales of i8 or fp8 caches (vLLM's kv_quant_mode 2, 3).
+    lse: [tokens, q_heads] f32, receives each row's log-sum-exp (not in the
+    split-KV form; see flash)."""
+    f = _torch_ops().unified if is_torch(q) else _unified
+    f(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out,
+      scale=scale, softcap=softcap, q_descale=q_descale, k_descale=k_descale,
+      v_descale=v_descale, alibi_slopes=alibi_slopes, alibi_form=alibi_form,
+      sinks=sinks, out_scale=out_scale, sliding_window=sliding_window,
+      num_segments=num_segments, segment_max=segment_max,
+      segment_sum=segment_sum, qq_bias=qq_bias,
+      mm_prefix_range=mm_prefix_range,
+      mm_prefix_clamp_window=mm_prefix_clamp_window,
+      rswa_prefix_lens=rswa_prefix_lens, rswa_window=rswa_window,
+      causal=causal, chunk_lookback=chunk_lookback,
+      k_scale_cache=k_scale_cache, v_scale_cache=v_scale_cache, lse=lse,
+      schedule=schedule)
+
+
+def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
+          bias=None, dropout=None, fp8_scales=None, out_scale=None,
+          lse=None, schedule=None):
+    """dropout: (p, philox_seed, philox_offset); fp8_scales: (q, k, v, p).
+    With fp8_scales, q, k and v that are not fp8 are quantized to fp8 (e4m3,
+    or the type of those that are) as the kernel loads them, as vLLM's
+    wrapper does with torch ops before its launch. lse: [total_q, q_heads]
+    f32, receives each row's log-sum-exp (natural log, -inf for a row that
+    sees no key): outputs over disjoint key ranges (context parallelism)
+    then merge exactly with merge_states(segment_lse=...)."""
+    f = _torch_ops().flash if is_torch(q) else _flash
+    f(q, k, v, cu_seqlens_q, cu_seqlens_k, out, scale=scale, causal=causal,
+      bias=bias, dropout=dropout, fp8_scales=fp8_scales, out_scale=out_scale,
+      lse=lse, schedule=schedule)
+
+
+def blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, *, scale,
+                block_size, q_block_size=None, schedule=None):
+    f = _torch_ops().blocksparse if is_torch(q) else _blocksparse
+    f(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, scale=scale,
+      block_size=block_size, q_block_size=q_block_size, schedule=schedule)
+
+
+def merge_states(partial, out, *, segment_max=None, segment_sum=None,
+                 segment_lse=None, sinks=None, out_scale=None):
+    f = _torch_ops().merge_states if is_torch(partial) else _merge_states
+    f(partial, out, segment_max=segment_max, segment_sum=segment_sum,
+      segment_lse=segment_lse, sinks=sinks, out_scale=out_scale)

@@ -4,7 +4,9 @@ Same names, argument order and semantics as the seeds (docs/semantics.md
 says exactly what each computes). Arguments are numpy arrays (bf16/fp8 as
 ml_dtypes; fp8 caches may also be uint8 storage), torch CPU tensors, or torch
 CUDA tensors. Every argument is checked before any kernel runs; a bad one
-raises ValueError naming it.
+raises ValueError naming it. Torch calls go through
+`torch.ops.attn_mlir.<entry point>` (`attn_mlir.torch_ops`): torch.compile
+traces them into its graphs.
 
 On CUDA the kernels run on the current stream with no host synchronization
 and no allocation except outputs the seed also allocates and a cached
@@ -325,11 +327,11 @@ def _new_like(x, dtype_name, shape=None):
 # ---------------------------------------------------------------------------
 
 
-def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
-                          b_start_loc, b_seq_len, max_seq_len, max_input_len,
-                          k_scale, v_scale, alibi_slopes=None,
-                          sliding_window=None, sm_scale=None,
-                          skip_decode=False, fp8_out_scale=None, sinks=None):
+def _context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
+                           b_start_loc, b_seq_len, max_seq_len, max_input_len,
+                           k_scale, v_scale, alibi_slopes=None,
+                           sliding_window=None, sm_scale=None,
+                           skip_decode=False, fp8_out_scale=None, sinks=None):
     dev = device_of(q)
     qv, kv_, vv, ov = (view(q, "q"), view(k, "k"), view(v, "v"), view(o, "o"))
     for t in (qv, kv_, vv, ov):
@@ -404,7 +406,7 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
         (b_seq_len, "b_seq_len"), (b_start_loc, "b_start_loc"),
         (b_loc, "b_loc"), tokens, block_size, kc.shape[0], dev,
         new_tokens_cached=False, nouns=("tokens", "new ones"))
-    ops.prefix_prefill(
+    ops._prefix_prefill(
         qv, kv_, vv, kc, vc, table, starts, seq_lens, ov,
         scale=1.0 / math.sqrt(d) if sm_scale is None else sm_scale,
         k_scale=k_scale if fp8 else None, v_scale=v_scale if fp8 else None,
@@ -426,43 +428,19 @@ def plan_segments(max_seqlen_q, max_seqlen_k, block_size):
     return int(min(16, max(2, max_seqlen_k // 256)))
 
 
-def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
-                      max_seqlen_k, softmax_scale, causal, window_size,
-                      block_table, softcap, q_descale, k_descale, v_descale,
-                      alibi_slopes=None, output_scale=None, sinks=None, *,
-                      seq_threshold_3D=None, num_par_softmax_segments=None,
-                      softmax_segm_output=None, softmax_segm_max=None,
-                      softmax_segm_expsum=None, qq_bias=None,
-                      mm_prefix_range=None, rswa_prefix_lens=None,
-                      rswa_window=None, use_alibi_sqrt=False, kv_quant_mode=0,
-                      k_scale_cache=None, v_scale_cache=None,
-                      chunk_lookback=-1, use_td=False,
-                      mm_prefix_clamp_sliding_window=False,
-                      num_segments=None):
-    """vLLM's unified_attention. The positional parameters are the seed's
-    (alibi_slopes at 16); today's vLLM passes everything by keyword, and its
-    keywords are all accepted:
-
-    * seq_threshold_3D, num_par_softmax_segments, softmax_segm_output/_max/
-      _expsum: vLLM's split-KV plan. When all are given, a decode-only batch
-      (max_seqlen_q <= 1) of at most seq_threshold_3D sequences runs in
-      num_par_softmax_segments segments through the caller's buffers (sliced
-      to the batch, nothing allocated), merged into `out`; else one pass.
-    * qq_bias, mm_prefix_range (+ mm_prefix_clamp_sliding_window),
-      rswa_prefix_lens + rswa_window, use_alibi_sqrt: docs/semantics.md.
-    * kv_quant_mode 0 (none; an fp8 cache still uses k/v_descale, as the
-      seed's kernel did), 1 (fp8 per tensor), 2 (int8 cache) and 3 (fp8
-      cache) with per-token-head k_scale_cache/v_scale_cache
-      [num_blocks, block_size, kv_heads] f32 (k/v_descale are ignored then,
-      as vLLM does); modes >= 4 (int4, NVFP4) have their own vLLM kernels
-      and are rejected by name.
-    * causal: a bool (False: bidirectional) or per-sequence flags
-      [num_seqs] (bool); chunk_lookback >= 0 with a window: chunked
-      attention (ignored without a window, as in vLLM).
-    * use_td selects Intel tensor-descriptor loads in vLLM: same math,
-      ignored here.
-
-    `num_segments` (keyword, not in vLLM) forces the split-KV form."""
+def _unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
+                       max_seqlen_k, softmax_scale, causal, window_size,
+                       block_table, softcap, q_descale, k_descale, v_descale,
+                       alibi_slopes=None, output_scale=None, sinks=None, *,
+                       seq_threshold_3D=None, num_par_softmax_segments=None,
+                       softmax_segm_output=None, softmax_segm_max=None,
+                       softmax_segm_expsum=None, qq_bias=None,
+                       mm_prefix_range=None, rswa_prefix_lens=None,
+                       rswa_window=None, use_alibi_sqrt=False, kv_quant_mode=0,
+                       k_scale_cache=None, v_scale_cache=None,
+                       chunk_lookback=-1, use_td=False,
+                       mm_prefix_clamp_sliding_window=False,
+                       num_segments=None):
     mode = check_int(kv_quant_mode, "kv_quant_mode", label="")
     if mode not in (0, 1, 2, 3):
         raise ValueError(f"kv_quant_mode: {mode} is not supported here "
@@ -614,8 +592,8 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
     else:
         segments = plan_segments(max_seqlen_q, max_seqlen_k, block_size)
     if not segments:
-        ops.unified(qv, kc, vc, table, cu, seqused, ov, sinks=sink_vals,
-                    out_scale=output_scale, **common)
+        ops._unified(qv, kc, vc, table, cu, seqused, ov, sinks=sink_vals,
+                     out_scale=output_scale, **common)
         return
     shapes = [(tokens, hq, segments, d), (tokens, hq, segments),
               (tokens, hq, segments)]
@@ -627,16 +605,16 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
         partial, seg_max, seg_sum = (np.zeros(s, np.float32) for s in shapes)
     # The segment count is the buffers' dim 2, read by the kernel at run
     # time: one kernel (one specialization) serves every count.
-    ops.unified(qv, kc, vc, table, cu, seqused, partial,
-                segment_max=seg_max, segment_sum=seg_sum, **common)
+    ops._unified(qv, kc, vc, table, cu, seqused, partial,
+                 segment_max=seg_max, segment_sum=seg_sum, **common)
     # Only rows that belong to a sequence are written, as in the one-pass
     # form. On the GPU the offsets stay on the device: every row is merged,
     # and rows of no sequence (padding past cu_seqlens_q[-1]) are left
     # unspecified.
     lo, hi = (0, tokens) if dev is not None else (int(cu[0]), int(cu[-1]))
-    ops.merge_states(partial[lo:hi], view(out[lo:hi], "out"),
-                     segment_max=seg_max[lo:hi], segment_sum=seg_sum[lo:hi],
-                     sinks=sink_vals, out_scale=output_scale)
+    ops._merge_states(partial[lo:hi], view(out[lo:hi], "out"),
+                      segment_max=seg_max[lo:hi], segment_sum=seg_sum[lo:hi],
+                      sinks=sink_vals, out_scale=output_scale)
 
 
 # ---------------------------------------------------------------------------
@@ -644,12 +622,10 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
 # ---------------------------------------------------------------------------
 
 
-def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
-                     max_seqlens_k, causal=False, sm_scale=1.0, bias=None,
-                     fp8_scales=None, fp8_out_scale=None, *, dropout_p=0.0,
-                     philox_seed=0x1BF52, philox_offset=0x1D4B42):
-    """Returns (o, None). `dropout_p` and the Philox seed/offset (keywords,
-    not in vLLM's signature, which always passes 0) enable dropout."""
+def _triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
+                      max_seqlens_k, causal=False, sm_scale=1.0, bias=None,
+                      fp8_scales=None, fp8_out_scale=None, *, dropout_p=0.0,
+                      philox_seed=0x1BF52, philox_offset=0x1D4B42):
     dev = device_of(q)
     qv, kv_, vv = view(q, "q"), view(k, "k"), view(v, "v")
     for t in (qv, kv_, vv):
@@ -722,9 +698,9 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
             raise ValueError(f"bias: shape {bv.shape} does not cover [1|{batch}, "
                              f"{hq}, {lq_max}, {lk_max}]")
         bias = bv
-    ops.flash(qv, kv_, vv, cq, ck, ov, scale=sm_scale, causal=causal,
-              bias=bias, dropout=dropout, fp8_scales=fp8_scales,
-              out_scale=fp8_out_scale)
+    ops._flash(qv, kv_, vv, cq, ck, ov, scale=sm_scale, causal=causal,
+               bias=bias, dropout=dropout, fp8_scales=fp8_scales,
+               out_scale=fp8_out_scale)
     return o, None
 
 
@@ -748,10 +724,11 @@ def _decode_offsets(device, batch):
     return _DECODE_OFFSETS[key]
 
 
-def blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
-                                      sm_scale, sparse_layout, *,
-                                      block_size=64, q_block_size=None,
-                                      max_seqlen=None):
+def _blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
+                                       sm_scale, sparse_layout, *,
+                                       block_size=64, q_block_size=None,
+                                       max_seqlen=None, out=None):
+    """`out` (not in vLLM): the output to write, allocated when None."""
     dev = device_of(q)
     qv, kv_, vv = view(q, "q"), view(k, "k"), view(v, "v")
     for t in (qv, kv_, vv):
@@ -840,8 +817,111 @@ def blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
             raise ValueError(f"sparse_layout: shapes {tuple(crow.shape)}/"
                              f"{tuple(col.shape)} must be [1|{hq}, rows+1] and "
                              f"[1|{hq}, nnz]")
-    out = _new_like(q, qv.dtype, tuple(qv.shape))
-    ops.blocksparse(qv, kv_, vv, cq, ck, crow, col, view(out, "out"),
-                    scale=sm_scale, block_size=block_size,
-                    q_block_size=q_block_size)
+    if out is None:
+        out = _new_like(q, qv.dtype, tuple(qv.shape))
+    ops._blocksparse(qv, kv_, vv, cq, ck, crow, col, view(out, "out"),
+                     scale=sm_scale, block_size=block_size,
+                     q_block_size=q_block_size)
     return out
+
+
+# ---------------------------------------------------------------------------
+# Entry points: torch tensors go through torch.ops.attn_mlir (torch_ops), so
+# that torch.compile traces the calls; other arrays run directly.
+# ---------------------------------------------------------------------------
+
+
+def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
+                          b_start_loc, b_seq_len, max_seq_len, max_input_len,
+                          k_scale, v_scale, alibi_slopes=None,
+                          sliding_window=None, sm_scale=None,
+                          skip_decode=False, fp8_out_scale=None, sinks=None):
+    f = ops._torch_ops().context_attention_fwd if is_torch(q) else \
+        _context_attention_fwd
+    f(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc,
+      b_seq_len, max_seq_len, max_input_len, k_scale, v_scale,
+      alibi_slopes=alibi_slopes, sliding_window=sliding_window,
+      sm_scale=sm_scale, skip_decode=skip_decode,
+      fp8_out_scale=fp8_out_scale, sinks=sinks)
+
+
+def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
+                      max_seqlen_k, softmax_scale, causal, window_size,
+                      block_table, softcap, q_descale, k_descale, v_descale,
+                      alibi_slopes=None, output_scale=None, sinks=None, *,
+                      seq_threshold_3D=None, num_par_softmax_segments=None,
+                      softmax_segm_output=None, softmax_segm_max=None,
+                      softmax_segm_expsum=None, qq_bias=None,
+                      mm_prefix_range=None, rswa_prefix_lens=None,
+                      rswa_window=None, use_alibi_sqrt=False, kv_quant_mode=0,
+                      k_scale_cache=None, v_scale_cache=None,
+                      chunk_lookback=-1, use_td=False,
+                      mm_prefix_clamp_sliding_window=False,
+                      num_segments=None):
+    """vLLM's unified_attention. The positional parameters are the seed's
+    (alibi_slopes at 16); today's vLLM passes everything by keyword, and its
+    keywords are all accepted:
+
+    * seq_threshold_3D, num_par_softmax_segments, softmax_segm_output/_max/
+      _expsum: vLLM's split-KV plan. When all are given, a decode-only batch
+      (max_seqlen_q <= 1) of at most seq_threshold_3D sequences runs in
+      num_par_softmax_segments segments through the caller's buffers (sliced
+      to the batch, nothing allocated), merged into `out`; else one pass.
+    * qq_bias, mm_prefix_range (+ mm_prefix_clamp_sliding_window),
+      rswa_prefix_lens + rswa_window, use_alibi_sqrt: docs/semantics.md.
+    * kv_quant_mode 0 (none; an fp8 cache still uses k/v_descale, as the
+      seed's kernel did), 1 (fp8 per tensor), 2 (int8 cache) and 3 (fp8
+      cache) with per-token-head k_scale_cache/v_scale_cache
+      [num_blocks, block_size, kv_heads] f32 (k/v_descale are ignored then,
+      as vLLM does); modes >= 4 (int4, NVFP4) have their own vLLM kernels
+      and are rejected by name.
+    * causal: a bool (False: bidirectional) or per-sequence flags
+      [num_seqs] (bool); chunk_lookback >= 0 with a window: chunked
+      attention (ignored without a window, as in vLLM).
+    * use_td selects Intel tensor-descriptor loads in vLLM: same math,
+      ignored here.
+
+    `num_segments` (keyword, not in vLLM) forces the split-KV form."""
+    f = ops._torch_ops().unified_attention if is_torch(q) else \
+        _unified_attention
+    f(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_seqlen_k,
+      softmax_scale, causal, window_size, block_table, softcap, q_descale,
+      k_descale, v_descale, alibi_slopes=alibi_slopes,
+      output_scale=output_scale, sinks=sinks,
+      seq_threshold_3D=seq_threshold_3D,
+      num_par_softmax_segments=num_par_softmax_segments,
+      softmax_segm_output=softmax_segm_output,
+      softmax_segm_max=softmax_segm_max,
+      softmax_segm_expsum=softmax_segm_expsum, qq_bias=qq_bias,
+      mm_prefix_range=mm_prefix_range, rswa_prefix_lens=rswa_prefix_lens,
+      rswa_window=rswa_window, use_alibi_sqrt=use_alibi_sqrt,
+      kv_quant_mode=kv_quant_mode, k_scale_cache=k_scale_cache,
+      v_scale_cache=v_scale_cache, chunk_lookback=chunk_lookback,
+      use_td=use_td,
+      mm_prefix_clamp_sliding_window=mm_prefix_clamp_sliding_window,
+      num_segments=num_segments)
+
+
+def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
+                     max_seqlens_k, causal=False, sm_scale=1.0, bias=None,
+                     fp8_scales=None, fp8_out_scale=None, *, dropout_p=0.0,
+                     philox_seed=0x1BF52, philox_offset=0x1D4B42):
+    """Returns (o, None). `dropout_p` and the Philox seed/offset (keywords,
+    not in vLLM's signature, which always passes 0) enable dropout."""
+    f = ops._torch_ops().triton_attention if is_torch(q) else \
+        _triton_attention
+    return f(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
+             max_seqlens_k, causal, sm_scale, bias, fp8_scales, fp8_out_scale,
+             dropout_p=dropout_p, philox_seed=philox_seed,
+             philox_offset=philox_offset)
+
+
+def blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
+                                      sm_scale, sparse_layout, *,
+                                      block_size=64, q_block_size=None,
+                                      max_seqlen=None):
+    f = ops._torch_ops().blocksparse_flash_attn_varlen_fwd if is_torch(q) \
+        else _blocksparse_flash_attn_varlen_fwd
+    return f(q, k, v, cu_seqlens_k, cu_seqlens_q, sm_scale, sparse_layout,
+             block_size=block_size, q_block_size=q_block_size,
+             max_seqlen=max_seqlen)
