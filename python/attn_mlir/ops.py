@@ -27,13 +27,12 @@ are `attn_mlir.vllm`'s to check.
 """
 
 import ctypes
-import json
 import contextvars
+import json
 import math
 import numbers
 import os
 import re
-import types
 import warnings
 
 import numpy as np
@@ -1005,28 +1004,20 @@ _TORCH_OPS = None
 
 def _torch_ops():
     """attn_mlir.torch_ops, imported (registering the torch library) on the
-    first torch call: importing attn_mlir does not import torch. A torch
-    without torch.library.register_fake (before 2.4) runs torch calls
-    directly, as before the library existed."""
+    first torch call: importing attn_mlir does not import torch. False for
+    a torch without torch.library.register_fake (before 2.4): torch calls
+    then run directly, as before the library existed."""
     global _TORCH_OPS
     if _TORCH_OPS is None:
         try:
             from . import torch_ops
             _TORCH_OPS = torch_ops
         except ImportError as e:
-            from . import vllm
             warnings.warn(f"attn_mlir: torch.ops.attn_mlir not registered "
                           f"({e}); torch calls run directly, and "
                           f"torch.compile breaks the graph at them",
                           RuntimeWarning, stacklevel=3)
-            _TORCH_OPS = types.SimpleNamespace(
-                flash=_flash, unified=_unified, prefix_prefill=_prefix_prefill,
-                blocksparse=_blocksparse, merge_states=_merge_states,
-                context_attention_fwd=vllm._context_attention_fwd,
-                unified_attention=vllm._unified_attention,
-                triton_attention=vllm._triton_attention,
-                blocksparse_flash_attn_varlen_fwd=(
-                    vllm._blocksparse_flash_attn_varlen_fwd))
+            _TORCH_OPS = False
     return _TORCH_OPS
 
 
@@ -1035,12 +1026,18 @@ def prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
                    alibi_slopes=None, alibi_form=None, sinks=None,
                    out_scale=None, sliding_window=None, skip_decode=False,
                    schedule=None):
-    f = _torch_ops().prefix_prefill if is_torch(q) else _prefix_prefill
-    f(q, k, v, k_cache, v_cache, block_table, query_start, seq_lens, out,
-      scale=scale, k_scale=k_scale, v_scale=v_scale,
-      alibi_slopes=alibi_slopes, alibi_form=alibi_form, sinks=sinks,
-      out_scale=out_scale, sliding_window=sliding_window,
-      skip_decode=skip_decode, schedule=schedule)
+    t = is_torch(q) and _torch_ops()
+    if t:
+        return t.prefix_prefill(
+            q, k, v, k_cache, v_cache, block_table, query_start, seq_lens,
+            out, scale, k_scale, v_scale, alibi_slopes, alibi_form, sinks,
+            out_scale, sliding_window, skip_decode, schedule)
+    _prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
+                    seq_lens, out, scale=scale, k_scale=k_scale,
+                    v_scale=v_scale, alibi_slopes=alibi_slopes,
+                    alibi_form=alibi_form, sinks=sinks, out_scale=out_scale,
+                    sliding_window=sliding_window, skip_decode=skip_decode,
+                    schedule=schedule)
 
 
 def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
@@ -1061,19 +1058,27 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     per-token-head scales of i8 or fp8 caches (vLLM's kv_quant_mode 2, 3).
     lse: [tokens, q_heads] f32, receives each row's log-sum-exp (not in the
     split-KV form; see flash)."""
-    f = _torch_ops().unified if is_torch(q) else _unified
-    f(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out,
-      scale=scale, softcap=softcap, q_descale=q_descale, k_descale=k_descale,
-      v_descale=v_descale, alibi_slopes=alibi_slopes, alibi_form=alibi_form,
-      sinks=sinks, out_scale=out_scale, sliding_window=sliding_window,
-      num_segments=num_segments, segment_max=segment_max,
-      segment_sum=segment_sum, qq_bias=qq_bias,
-      mm_prefix_range=mm_prefix_range,
-      mm_prefix_clamp_window=mm_prefix_clamp_window,
-      rswa_prefix_lens=rswa_prefix_lens, rswa_window=rswa_window,
-      causal=causal, chunk_lookback=chunk_lookback,
-      k_scale_cache=k_scale_cache, v_scale_cache=v_scale_cache, lse=lse,
-      schedule=schedule)
+    t = is_torch(q) and _torch_ops()
+    if t:
+        return t.unified(
+            q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out,
+            scale, softcap, q_descale, k_descale, v_descale, alibi_slopes,
+            alibi_form, sinks, out_scale, sliding_window, num_segments,
+            segment_max, segment_sum, qq_bias, mm_prefix_range,
+            mm_prefix_clamp_window, rswa_prefix_lens, rswa_window, causal,
+            chunk_lookback, k_scale_cache, v_scale_cache, lse, schedule)
+    _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out,
+             scale=scale, softcap=softcap, q_descale=q_descale, k_descale=k_descale,
+             v_descale=v_descale, alibi_slopes=alibi_slopes, alibi_form=alibi_form,
+             sinks=sinks, out_scale=out_scale, sliding_window=sliding_window,
+             num_segments=num_segments, segment_max=segment_max,
+             segment_sum=segment_sum, qq_bias=qq_bias,
+             mm_prefix_range=mm_prefix_range,
+             mm_prefix_clamp_window=mm_prefix_clamp_window,
+             rswa_prefix_lens=rswa_prefix_lens, rswa_window=rswa_window,
+             causal=causal, chunk_lookback=chunk_lookback,
+             k_scale_cache=k_scale_cache, v_scale_cache=v_scale_cache, lse=lse,
+             schedule=schedule)
 
 
 def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
@@ -1086,21 +1091,33 @@ def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
     f32, receives each row's log-sum-exp (natural log, -inf for a row that
     sees no key): outputs over disjoint key ranges (context parallelism)
     then merge exactly with merge_states(segment_lse=...)."""
-    f = _torch_ops().flash if is_torch(q) else _flash
-    f(q, k, v, cu_seqlens_q, cu_seqlens_k, out, scale=scale, causal=causal,
-      bias=bias, dropout=dropout, fp8_scales=fp8_scales, out_scale=out_scale,
-      lse=lse, schedule=schedule)
+    t = is_torch(q) and _torch_ops()
+    if t:
+        return t.flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, scale,
+                       causal, bias, dropout, fp8_scales, out_scale, lse,
+                       schedule)
+    _flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, scale=scale,
+           causal=causal, bias=bias, dropout=dropout, fp8_scales=fp8_scales,
+           out_scale=out_scale, lse=lse, schedule=schedule)
 
 
 def blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, *, scale,
                 block_size, q_block_size=None, schedule=None):
-    f = _torch_ops().blocksparse if is_torch(q) else _blocksparse
-    f(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, scale=scale,
-      block_size=block_size, q_block_size=q_block_size, schedule=schedule)
+    t = is_torch(q) and _torch_ops()
+    if t:
+        return t.blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col,
+                             out, scale, block_size, q_block_size, schedule)
+    _blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out,
+                 scale=scale, block_size=block_size,
+                 q_block_size=q_block_size, schedule=schedule)
 
 
 def merge_states(partial, out, *, segment_max=None, segment_sum=None,
                  segment_lse=None, sinks=None, out_scale=None):
-    f = _torch_ops().merge_states if is_torch(partial) else _merge_states
-    f(partial, out, segment_max=segment_max, segment_sum=segment_sum,
-      segment_lse=segment_lse, sinks=sinks, out_scale=out_scale)
+    t = is_torch(partial) and _torch_ops()
+    if t:
+        return t.merge_states(partial, out, segment_max, segment_sum,
+                              segment_lse, sinks, out_scale)
+    _merge_states(partial, out, segment_max=segment_max,
+                  segment_sum=segment_sum, segment_lse=segment_lse,
+                  sinks=sinks, out_scale=out_scale)

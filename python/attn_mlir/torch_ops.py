@@ -53,12 +53,14 @@ Tensor = torch.Tensor
 
 _LIB = torch.library.Library("attn_mlir", "FRAGMENT")
 
-# The schemas, docs/runtime.md lists them with their Python forms.
+# The schemas (docs/runtime.md lists them). Arguments most calls pass come
+# before the `*`: the wrappers pass them by position, which costs the op
+# call a quarter of what a keyword does.
 SCHEMAS = {
     "flash": (
         "flash(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, "
-        "Tensor cu_seqlens_k, Tensor(a!) out, *, Scalar scale, "
-        "bool causal=False, Tensor? bias=None, Scalar? dropout_p=None, "
+        "Tensor cu_seqlens_k, Tensor(a!) out, Scalar scale, "
+        "bool causal=False, *, Tensor? bias=None, Scalar? dropout_p=None, "
         "int philox_seed=0, int philox_offset=0, "
         "Tensor? q_scale=None, Scalar? q_scale_value=None, "
         "Tensor? k_scale=None, Scalar? k_scale_value=None, "
@@ -68,15 +70,16 @@ SCHEMAS = {
         "Tensor(b!)? lse=None, int[]? schedule=None) -> ()"),
     "unified": (
         "unified(Tensor q, Tensor k_cache, Tensor v_cache, Tensor block_table, "
-        "Tensor cu_seqlens_q, Tensor seqused_k, Tensor(a!) out, *, "
-        "Scalar scale, Scalar? softcap=None, "
+        "Tensor cu_seqlens_q, Tensor seqused_k, Tensor(a!) out, "
+        "Scalar scale, int? num_segments=None, "
+        "Tensor(b!)? segment_max=None, Tensor(c!)? segment_sum=None, *, "
+        "Scalar? softcap=None, "
         "Tensor? q_descale=None, Scalar? q_descale_value=None, "
         "Tensor? k_descale=None, Scalar? k_descale_value=None, "
         "Tensor? v_descale=None, Scalar? v_descale_value=None, "
         "Tensor? alibi_slopes=None, str? alibi_form=None, Tensor? sinks=None, "
         "Tensor? out_scale=None, Scalar? out_scale_value=None, "
-        "int? sliding_window=None, int? num_segments=None, "
-        "Tensor(b!)? segment_max=None, Tensor(c!)? segment_sum=None, "
+        "int? sliding_window=None, "
         "Tensor? qq_bias=None, Tensor? mm_prefix_range=None, "
         "bool mm_prefix_clamp_window=False, Tensor? rswa_prefix_lens=None, "
         "int? rswa_window=None, bool causal=True, Tensor? causal_flags=None, "
@@ -86,7 +89,7 @@ SCHEMAS = {
     "prefix_prefill": (
         "prefix_prefill(Tensor q, Tensor k, Tensor v, Tensor k_cache, "
         "Tensor v_cache, Tensor block_table, Tensor query_start, "
-        "Tensor seq_lens, Tensor(a!) out, *, Scalar scale, "
+        "Tensor seq_lens, Tensor(a!) out, Scalar scale, *, "
         "Tensor? k_scale=None, Scalar? k_scale_value=None, "
         "Tensor? v_scale=None, Scalar? v_scale_value=None, "
         "Tensor? alibi_slopes=None, str? alibi_form=None, Tensor? sinks=None, "
@@ -95,40 +98,40 @@ SCHEMAS = {
         "int[]? schedule=None) -> ()"),
     "blocksparse": (
         "blocksparse(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, "
-        "Tensor cu_seqlens_k, Tensor crow, Tensor col, Tensor(a!) out, *, "
-        "Scalar scale, int block_size, int? q_block_size=None, "
+        "Tensor cu_seqlens_k, Tensor crow, Tensor col, Tensor(a!) out, "
+        "Scalar scale, int block_size, *, int? q_block_size=None, "
         "int[]? schedule=None) -> ()"),
     "merge_states": (
-        "merge_states(Tensor partial, Tensor(a!) out, *, "
-        "Tensor? segment_max=None, Tensor? segment_sum=None, "
+        "merge_states(Tensor partial, Tensor(a!) out, "
+        "Tensor? segment_max=None, Tensor? segment_sum=None, *, "
         "Tensor? segment_lse=None, Tensor? sinks=None, "
         "Tensor? out_scale=None, Scalar? out_scale_value=None) -> ()"),
     "context_attention_fwd": (
         "context_attention_fwd(Tensor q, Tensor k, Tensor v, Tensor(a!) o, "
         "str kv_cache_dtype, Tensor k_cache, Tensor v_cache, Tensor b_loc, "
         "Tensor b_start_loc, Tensor b_seq_len, Scalar? max_seq_len, "
-        "Scalar? max_input_len, *, "
+        "Scalar? max_input_len, Scalar? sm_scale=None, *, "
         "Tensor? k_scale=None, Scalar? k_scale_value=None, "
         "Tensor? v_scale=None, Scalar? v_scale_value=None, "
         "Tensor? alibi_slopes=None, int? sliding_window=None, "
-        "Scalar? sm_scale=None, bool skip_decode=False, "
+        "bool skip_decode=False, "
         "Tensor? fp8_out_scale=None, Scalar? fp8_out_scale_value=None, "
         "Tensor? sinks=None) -> ()"),
     "unified_attention": (
         "unified_attention(Tensor q, Tensor k, Tensor v, Tensor(a!) out, "
         "Tensor cu_seqlens_q, Scalar max_seqlen_q, Tensor seqused_k, "
         "Scalar max_seqlen_k, Scalar softmax_scale, bool causal, "
-        "int[]? window_size, Tensor block_table, *, Scalar? softcap=None, "
+        "int[]? window_size, Tensor block_table, Scalar? softcap=None, "
+        "int? seq_threshold_3D=None, int? num_par_softmax_segments=None, "
+        "Tensor(b!)? softmax_segm_output=None, "
+        "Tensor(c!)? softmax_segm_max=None, "
+        "Tensor(d!)? softmax_segm_expsum=None, *, "
         "Tensor? q_descale=None, Scalar? q_descale_value=None, "
         "Tensor? k_descale=None, Scalar? k_descale_value=None, "
         "Tensor? v_descale=None, Scalar? v_descale_value=None, "
         "Tensor? alibi_slopes=None, "
         "Tensor? output_scale=None, Scalar? output_scale_value=None, "
-        "Tensor? sinks=None, int? seq_threshold_3D=None, "
-        "int? num_par_softmax_segments=None, "
-        "Tensor(b!)? softmax_segm_output=None, "
-        "Tensor(c!)? softmax_segm_max=None, "
-        "Tensor(d!)? softmax_segm_expsum=None, Tensor? qq_bias=None, "
+        "Tensor? sinks=None, Tensor? qq_bias=None, "
         "Tensor? mm_prefix_range=None, Tensor? rswa_prefix_lens=None, "
         "int? rswa_window=None, bool use_alibi_sqrt=False, "
         "int kv_quant_mode=0, Tensor? k_scale_cache=None, "
@@ -151,7 +154,7 @@ SCHEMAS = {
     "blocksparse_flash_attn_varlen_fwd": (
         "blocksparse_flash_attn_varlen_fwd(Tensor q, Tensor k, Tensor v, "
         "Tensor cu_seqlens_k, Tensor? cu_seqlens_q, Scalar sm_scale, "
-        "Tensor[] sparse_layout, Tensor(a!) out, *, int block_size=64, "
+        "Tensor[] sparse_layout, Tensor(a!) out, int block_size=64, *, "
         "int? q_block_size=None, Scalar? max_seqlen=None) -> ()"),
 }
 
@@ -165,19 +168,14 @@ class _Unfit(Exception):
 
 
 _NUMBERS = (int, float, bool)
+_FP8_TYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
 _I64 = (-(1 << 63), (1 << 63) - 1)
 
 
-def _t(x):
-    if isinstance(x, Tensor):
-        return x
-    raise _Unfit
-
-
-def _ot(x):
-    if x is None or isinstance(x, Tensor):
-        return x
-    raise _Unfit
+def _tensors(*xs):
+    for x in xs:
+        if not isinstance(x, Tensor):
+            raise _Unfit
 
 
 def _num(x):
@@ -194,19 +192,6 @@ def _num(x):
     raise _Unfit
 
 
-def _onum(x):
-    return None if x is None else _num(x)
-
-
-def _scale(x):
-    """A scale as (tensor, number)."""
-    if x is None:
-        return None, None
-    if isinstance(x, Tensor):
-        return x, None
-    return None, _num(x)
-
-
 def _int(x):
     if type(x) is not int:
         if isinstance(x, np.integer):
@@ -218,10 +203,6 @@ def _int(x):
     if not _I64[0] <= x <= _I64[1]:
         raise _Unfit
     return x
-
-
-def _oint(x):
-    return None if x is None else _int(x)
 
 
 def _philox(x):
@@ -243,8 +224,6 @@ def _int_list(x):
 
 def _schedule(schedule):
     """A schedule as the int list of its fields (ops._SCHEDULE_FIELDS)."""
-    if schedule is None:
-        return None
     if isinstance(schedule, dict):
         fields = ops._SCHEDULE_FIELDS
         if not set(fields[:3]) <= set(schedule) <= set(fields):
@@ -253,6 +232,33 @@ def _schedule(schedule):
     # bools (tma, pingpong, persistent) would become ints in int[]: the
     # implementation rejects them in the other fields, so they run directly.
     return _int_list(schedule)
+
+
+def _scale(kw, name, x):
+    """A scale (tensor or number) into `name` or `name_value`."""
+    if isinstance(x, Tensor):
+        kw[name] = x
+    else:
+        kw[name + "_value"] = _num(x)
+
+
+def _optional(kw, name, x):
+    """An optional tensor."""
+    if not isinstance(x, Tensor):
+        raise _Unfit
+    kw[name] = x
+
+
+_FP8_PARTS = ("q_scale", "k_scale", "v_scale", "p_scale")
+
+
+def _fp8_scales(kw, fp8_scales):
+    if not isinstance(fp8_scales, (tuple, list)) or len(fp8_scales) != 4 \
+            or all(x is None for x in fp8_scales):
+        raise _Unfit   # (None, None, None, None) reads as no fp8_scales
+    for name, x in zip(_FP8_PARTS, fp8_scales):
+        if x is not None:
+            _scale(kw, name, x)
 
 
 @contextlib.contextmanager
@@ -270,188 +276,117 @@ def _direct(q):
         pass
 
 
-def _pick(tensor, value):
-    return tensor if tensor is not None else value
+# ---------------------------------------------------------------------------
+# Kernels: schema arguments -> the implementations. The dispatcher passes
+# only keyword arguments that differ from their defaults; they go through
+# as they are, but for the split ones.
+# ---------------------------------------------------------------------------
 
 
-def _fp8_scales(fp8_scales):
-    """fp8_scales (q, k, v, p) as 8 schema arguments."""
-    if fp8_scales is None:
-        return (None,) * 8
-    if not isinstance(fp8_scales, (tuple, list)) or len(fp8_scales) != 4:
-        raise _Unfit
-    return _scale(fp8_scales[0]) + _scale(fp8_scales[1]) + \
-        _scale(fp8_scales[2]) + _scale(fp8_scales[3])
+def _values(kw):
+    """A scale given as a number (`name_value`) back under its name."""
+    for key in [key for key in kw if key.endswith("_value")]:
+        kw[key[:-6]] = kw.pop(key)
+    return kw
 
 
-def _from_fp8_scales(qt, qv, kt, kv, vt, vv, pt, pv):
-    parts = (qt, qv, kt, kv, vt, vv, pt, pv)
-    if all(x is None for x in parts):
+def _fp8_tuple(kw):
+    if not kw.keys() & _FP8_PARTS:
         return None
-    return (_pick(qt, qv), _pick(kt, kv), _pick(vt, vv), _pick(pt, pv))
+    return tuple(kw.pop(name, None) for name in _FP8_PARTS)
 
 
-# ---------------------------------------------------------------------------
-# Kernels: schema arguments -> the implementations
-# ---------------------------------------------------------------------------
-
-
-def _flash_kernel(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale,
-                  causal=False, bias=None, dropout_p=None, philox_seed=0,
-                  philox_offset=0, q_scale=None, q_scale_value=None,
-                  k_scale=None, k_scale_value=None, v_scale=None,
-                  v_scale_value=None, p_scale=None, p_scale_value=None,
-                  out_scale=None, out_scale_value=None, lse=None,
-                  schedule=None):
-    ops._flash(
-        q, k, v, cu_seqlens_q, cu_seqlens_k, out, scale=scale, causal=causal,
-        bias=bias,
-        dropout=None if dropout_p is None else (dropout_p, philox_seed,
-                                                philox_offset),
-        fp8_scales=_from_fp8_scales(q_scale, q_scale_value, k_scale,
-                                    k_scale_value, v_scale, v_scale_value,
-                                    p_scale, p_scale_value),
-        out_scale=_pick(out_scale, out_scale_value), lse=lse,
-        schedule=schedule)
+def _flash_kernel(q, k, v, cu_seqlens_q, cu_seqlens_k, out, scale,
+                  causal=False, **kw):
+    if kw:
+        _values(kw)
+        seed, offset = kw.pop("philox_seed", 0), kw.pop("philox_offset", 0)
+        if "dropout_p" in kw:
+            kw["dropout"] = (kw.pop("dropout_p"), seed, offset)
+        kw["fp8_scales"] = _fp8_tuple(kw)
+    ops._flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, scale=scale,
+               causal=causal, **kw)
 
 
 def _unified_kernel(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
-                    out, *, scale, softcap=None, q_descale=None,
-                    q_descale_value=None, k_descale=None, k_descale_value=None,
-                    v_descale=None, v_descale_value=None, alibi_slopes=None,
-                    alibi_form=None, sinks=None, out_scale=None,
-                    out_scale_value=None, sliding_window=None,
-                    num_segments=None, segment_max=None, segment_sum=None,
-                    qq_bias=None, mm_prefix_range=None,
-                    mm_prefix_clamp_window=False, rswa_prefix_lens=None,
-                    rswa_window=None, causal=True, causal_flags=None,
-                    chunk_lookback=None, k_scale_cache=None,
-                    v_scale_cache=None, lse=None, schedule=None):
-    ops._unified(
-        q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out,
-        scale=scale, softcap=softcap,
-        q_descale=_pick(q_descale, q_descale_value),
-        k_descale=_pick(k_descale, k_descale_value),
-        v_descale=_pick(v_descale, v_descale_value),
-        alibi_slopes=alibi_slopes, alibi_form=alibi_form, sinks=sinks,
-        out_scale=_pick(out_scale, out_scale_value),
-        sliding_window=sliding_window, num_segments=num_segments,
-        segment_max=segment_max, segment_sum=segment_sum, qq_bias=qq_bias,
-        mm_prefix_range=mm_prefix_range,
-        mm_prefix_clamp_window=mm_prefix_clamp_window,
-        rswa_prefix_lens=rswa_prefix_lens, rswa_window=rswa_window,
-        causal=_pick(causal_flags, causal), chunk_lookback=chunk_lookback,
-        k_scale_cache=k_scale_cache, v_scale_cache=v_scale_cache, lse=lse,
-        schedule=schedule)
+                    out, scale, num_segments=None, segment_max=None,
+                    segment_sum=None, **kw):
+    if kw:
+        _values(kw)
+        if "causal_flags" in kw:
+            kw["causal"] = kw.pop("causal_flags")
+    ops._unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
+                 out, scale=scale, num_segments=num_segments,
+                 segment_max=segment_max, segment_sum=segment_sum, **kw)
 
 
 def _prefix_prefill_kernel(q, k, v, k_cache, v_cache, block_table,
-                           query_start, seq_lens, out, *, scale, k_scale=None,
-                           k_scale_value=None, v_scale=None,
-                           v_scale_value=None, alibi_slopes=None,
-                           alibi_form=None, sinks=None, out_scale=None,
-                           out_scale_value=None, sliding_window=None,
-                           skip_decode=False, schedule=None):
-    ops._prefix_prefill(
-        q, k, v, k_cache, v_cache, block_table, query_start, seq_lens, out,
-        scale=scale, k_scale=_pick(k_scale, k_scale_value),
-        v_scale=_pick(v_scale, v_scale_value), alibi_slopes=alibi_slopes,
-        alibi_form=alibi_form, sinks=sinks,
-        out_scale=_pick(out_scale, out_scale_value),
-        sliding_window=sliding_window, skip_decode=skip_decode,
-        schedule=schedule)
+                           query_start, seq_lens, out, scale, **kw):
+    ops._prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
+                        seq_lens, out, scale=scale, **_values(kw))
 
 
 def _blocksparse_kernel(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out,
-                        *, scale, block_size, q_block_size=None,
-                        schedule=None):
+                        scale, block_size, **kw):
     ops._blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out,
-                     scale=scale, block_size=block_size,
-                     q_block_size=q_block_size, schedule=schedule)
+                     scale=scale, block_size=block_size, **kw)
 
 
-def _merge_states_kernel(partial, out, *, segment_max=None, segment_sum=None,
-                         segment_lse=None, sinks=None, out_scale=None,
-                         out_scale_value=None):
+def _merge_states_kernel(partial, out, segment_max=None, segment_sum=None,
+                         **kw):
     ops._merge_states(partial, out, segment_max=segment_max,
-                      segment_sum=segment_sum, segment_lse=segment_lse,
-                      sinks=sinks, out_scale=_pick(out_scale, out_scale_value))
+                      segment_sum=segment_sum, **_values(kw))
 
 
-def _context_attention_fwd_kernel(
-        q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc,
-        b_seq_len, max_seq_len, max_input_len, *, k_scale=None,
-        k_scale_value=None, v_scale=None, v_scale_value=None,
-        alibi_slopes=None, sliding_window=None, sm_scale=None,
-        skip_decode=False, fp8_out_scale=None, fp8_out_scale_value=None,
-        sinks=None):
+def _context_attention_fwd_kernel(q, k, v, o, kv_cache_dtype, k_cache,
+                                  v_cache, b_loc, b_start_loc, b_seq_len,
+                                  max_seq_len, max_input_len, sm_scale=None,
+                                  **kw):
+    _values(kw)
     vllm._context_attention_fwd(
         q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc,
-        b_seq_len, max_seq_len, max_input_len, _pick(k_scale, k_scale_value),
-        _pick(v_scale, v_scale_value), alibi_slopes=alibi_slopes,
-        sliding_window=sliding_window, sm_scale=sm_scale,
-        skip_decode=skip_decode,
-        fp8_out_scale=_pick(fp8_out_scale, fp8_out_scale_value), sinks=sinks)
+        b_seq_len, max_seq_len, max_input_len, kw.pop("k_scale", None),
+        kw.pop("v_scale", None), sm_scale=sm_scale, **kw)
 
 
-def _unified_attention_kernel(
-        q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_seqlen_k,
-        softmax_scale, causal, window_size, block_table, *, softcap=None,
-        q_descale=None, q_descale_value=None, k_descale=None,
-        k_descale_value=None, v_descale=None, v_descale_value=None,
-        alibi_slopes=None, output_scale=None, output_scale_value=None,
-        sinks=None, seq_threshold_3D=None, num_par_softmax_segments=None,
-        softmax_segm_output=None, softmax_segm_max=None,
-        softmax_segm_expsum=None, qq_bias=None, mm_prefix_range=None,
-        rswa_prefix_lens=None, rswa_window=None, use_alibi_sqrt=False,
-        kv_quant_mode=0, k_scale_cache=None, v_scale_cache=None,
-        chunk_lookback=-1, use_td=False, mm_prefix_clamp_sliding_window=False,
-        num_segments=None, causal_flags=None):
+def _unified_attention_kernel(q, k, v, out, cu_seqlens_q, max_seqlen_q,
+                              seqused_k, max_seqlen_k, softmax_scale, causal,
+                              window_size, block_table, softcap=None,
+                              seq_threshold_3D=None,
+                              num_par_softmax_segments=None,
+                              softmax_segm_output=None, softmax_segm_max=None,
+                              softmax_segm_expsum=None, **kw):
+    if kw:
+        _values(kw)
+        if "causal_flags" in kw:
+            causal = kw.pop("causal_flags")
     vllm._unified_attention(
         q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_seqlen_k,
-        softmax_scale, _pick(causal_flags, causal),
-        None if window_size is None else tuple(window_size), block_table,
-        softcap, _pick(q_descale, q_descale_value),
-        _pick(k_descale, k_descale_value), _pick(v_descale, v_descale_value),
-        alibi_slopes=alibi_slopes,
-        output_scale=_pick(output_scale, output_scale_value), sinks=sinks,
-        seq_threshold_3D=seq_threshold_3D,
+        softmax_scale, causal, window_size, block_table, softcap,
+        kw.pop("q_descale", None), kw.pop("k_descale", None),
+        kw.pop("v_descale", None), seq_threshold_3D=seq_threshold_3D,
         num_par_softmax_segments=num_par_softmax_segments,
         softmax_segm_output=softmax_segm_output,
         softmax_segm_max=softmax_segm_max,
-        softmax_segm_expsum=softmax_segm_expsum, qq_bias=qq_bias,
-        mm_prefix_range=mm_prefix_range, rswa_prefix_lens=rswa_prefix_lens,
-        rswa_window=rswa_window, use_alibi_sqrt=use_alibi_sqrt,
-        kv_quant_mode=kv_quant_mode, k_scale_cache=k_scale_cache,
-        v_scale_cache=v_scale_cache, chunk_lookback=chunk_lookback,
-        use_td=use_td,
-        mm_prefix_clamp_sliding_window=mm_prefix_clamp_sliding_window,
-        num_segments=num_segments)
+        softmax_segm_expsum=softmax_segm_expsum, **kw)
 
 
-def _triton_attention_kernel(
-        q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q, max_seqlens_k,
-        causal=False, sm_scale=1.0, bias=None, *, q_scale=None,
-        q_scale_value=None, k_scale=None, k_scale_value=None, v_scale=None,
-        v_scale_value=None, p_scale=None, p_scale_value=None,
-        fp8_out_scale=None, fp8_out_scale_value=None, dropout_p=0.0,
-        philox_seed=0x1BF52, philox_offset=0x1D4B42):
-    vllm._triton_attention(
-        q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q, max_seqlens_k,
-        causal, sm_scale, bias,
-        _from_fp8_scales(q_scale, q_scale_value, k_scale, k_scale_value,
-                         v_scale, v_scale_value, p_scale, p_scale_value),
-        _pick(fp8_out_scale, fp8_out_scale_value), dropout_p=dropout_p,
-        philox_seed=philox_seed, philox_offset=philox_offset)
+def _triton_attention_kernel(q, k, v, o, cu_seqlens_q, cu_seqlens_k,
+                             max_seqlens_q, max_seqlens_k, causal=False,
+                             sm_scale=1.0, bias=None, **kw):
+    if kw:
+        _values(kw)
+        kw["fp8_scales"] = _fp8_tuple(kw)
+    vllm._triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k,
+                           max_seqlens_q, max_seqlens_k, causal, sm_scale,
+                           bias, **kw)
 
 
 def _blocksparse_varlen_kernel(q, k, v, cu_seqlens_k, cu_seqlens_q, sm_scale,
-                               sparse_layout, out, *, block_size=64,
-                               q_block_size=None, max_seqlen=None):
+                               sparse_layout, out, block_size=64, **kw):
     vllm._blocksparse_flash_attn_varlen_fwd(
         q, k, v, cu_seqlens_k, cu_seqlens_q, sm_scale, tuple(sparse_layout),
-        block_size=block_size, q_block_size=q_block_size,
-        max_seqlen=max_seqlen, out=out)
+        block_size=block_size, out=out, **kw)
 
 
 # ---------------------------------------------------------------------------
@@ -553,52 +488,23 @@ _TRITON_ATTENTION = torch.ops.attn_mlir.triton_attention.default
 _BLOCKSPARSE_VARLEN = torch.ops.attn_mlir.blocksparse_flash_attn_varlen_fwd.default
 
 # ---------------------------------------------------------------------------
-# Wrappers: the Python signatures of attn_mlir.ops and attn_mlir.vllm.
-# Only arguments that differ from the schema's defaults are passed: the op
-# call and its kernel's then parse fewer (this keeps the layer's host cost
-# within its budget, bench/host_overhead_cpu.py).
+# Wrappers: the Python signatures of attn_mlir.ops and attn_mlir.vllm (which
+# call them positionally). Only arguments that differ from the schema's
+# defaults are passed, and arguments equivalent to a default (softcap 0, a
+# (-1, -1) window) not at all: each keyword costs the op call and its
+# kernel's about half a microsecond (bench/host_overhead_cpu.py).
 # ---------------------------------------------------------------------------
 
 
-def _tensors(kw, pairs):
-    for name, x in pairs:
-        if x is not None:
-            kw[name] = _t(x)
-
-
-def _scales(kw, pairs):
-    """Scales (tensor or number) into `name` or `name_value`."""
-    for name, x in pairs:
-        if x is not None:
-            if isinstance(x, Tensor):
-                kw[name] = x
-            else:
-                kw[name + "_value"] = _num(x)
-
-
-def _ints(kw, pairs):
-    for name, x in pairs:
-        if x is not None:
-            kw[name] = _int(x)
-
-
-def _fp8_kw(kw, fp8_scales):
-    if not isinstance(fp8_scales, (tuple, list)) or len(fp8_scales) != 4 \
-            or all(x is None for x in fp8_scales):
-        raise _Unfit   # (None, None, None, None) reads as no fp8_scales
-    _scales(kw, zip(("q_scale", "k_scale", "v_scale", "p_scale"),
-                    fp8_scales))
-
-
-def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
-          bias=None, dropout=None, fp8_scales=None, out_scale=None,
-          lse=None, schedule=None):
+def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, scale, causal=False,
+          bias=None, dropout=None, fp8_scales=None, out_scale=None, lse=None,
+          schedule=None):
     try:
-        args = (_t(q), _t(k), _t(v), _t(cu_seqlens_q), _t(cu_seqlens_k),
-                _t(out))
-        kw = {"scale": _num(scale)}
-        if causal:
-            kw["causal"] = True
+        _tensors(q, k, v, cu_seqlens_q, cu_seqlens_k, out)
+        scale = _num(scale)
+        kw = {}
+        if bias is not None:
+            _optional(kw, "bias", bias)
         if dropout is not None:
             if not isinstance(dropout, (tuple, list)) or len(dropout) != 3:
                 raise _Unfit
@@ -606,11 +512,11 @@ def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
             kw["philox_seed"] = _philox(dropout[1])
             kw["philox_offset"] = _philox(dropout[2])
         if fp8_scales is not None:
-            _fp8_kw(kw, fp8_scales)
+            _fp8_scales(kw, fp8_scales)
         if out_scale is not None:
-            _scales(kw, (("out_scale", out_scale),))
-        if bias is not None or lse is not None:
-            _tensors(kw, (("bias", bias), ("lse", lse)))
+            _scale(kw, "out_scale", out_scale)
+        if lse is not None:
+            _optional(kw, "lse", lse)
         if schedule is not None:
             kw["schedule"] = _schedule(schedule)
     except _Unfit:
@@ -620,20 +526,10 @@ def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
                               dropout=dropout, fp8_scales=fp8_scales,
                               out_scale=out_scale, lse=lse, schedule=schedule)
         return None
-    _FLASH(*args, **kw)
+    _FLASH(q, k, v, cu_seqlens_q, cu_seqlens_k, out, scale, bool(causal), **kw)
 
 
-def _causal(kw, causal):
-    """unified's causal: a bool or per-sequence flags (a tensor)."""
-    if isinstance(causal, Tensor):
-        kw["causal_flags"] = causal
-    elif not isinstance(causal, (bool, np.bool_)):
-        raise _Unfit
-    elif not causal:
-        kw["causal"] = False
-
-
-def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
+def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out,
             scale, softcap=None, q_descale=None, k_descale=None,
             v_descale=None, alibi_slopes=None, alibi_form=None, sinks=None,
             out_scale=None, sliding_window=None, num_segments=None,
@@ -643,39 +539,68 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
             chunk_lookback=None, k_scale_cache=None, v_scale_cache=None,
             lse=None, schedule=None):
     try:
-        args = (_t(q), _t(k_cache), _t(v_cache), _t(block_table),
-                _t(cu_seqlens_q), _t(seqused_k), _t(out))
-        kw = {"scale": _num(scale)}
+        _tensors(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
+                 out)
+        kw = {}
         if causal is not True:
-            _causal(kw, causal)
+            if isinstance(causal, Tensor):
+                kw["causal_flags"] = causal
+            elif not isinstance(causal, (bool, np.bool_)):
+                raise _Unfit
+            elif not causal:
+                kw["causal"] = False
         if softcap is not None:
             kw["softcap"] = _num(softcap)
-        _scales(kw, (("q_descale", q_descale), ("k_descale", k_descale),
-                     ("v_descale", v_descale), ("out_scale", out_scale)))
-        _tensors(kw, (("alibi_slopes", alibi_slopes), ("sinks", sinks),
-                      ("segment_max", segment_max),
-                      ("segment_sum", segment_sum), ("qq_bias", qq_bias),
-                      ("mm_prefix_range", mm_prefix_range),
-                      ("rswa_prefix_lens", rswa_prefix_lens),
-                      ("k_scale_cache", k_scale_cache),
-                      ("v_scale_cache", v_scale_cache), ("lse", lse)))
-        _ints(kw, (("sliding_window", sliding_window),
-                   ("num_segments", num_segments),
-                   ("rswa_window", rswa_window),
-                   ("chunk_lookback", chunk_lookback)))
+        if q_descale is not None:
+            _scale(kw, "q_descale", q_descale)
+        if k_descale is not None:
+            _scale(kw, "k_descale", k_descale)
+        if v_descale is not None:
+            _scale(kw, "v_descale", v_descale)
+        if out_scale is not None:
+            _scale(kw, "out_scale", out_scale)
+        if alibi_slopes is not None:
+            _optional(kw, "alibi_slopes", alibi_slopes)
         if alibi_form is not None:
             if type(alibi_form) is not str:
                 raise _Unfit
             kw["alibi_form"] = alibi_form
+        if sinks is not None:
+            _optional(kw, "sinks", sinks)
+        if sliding_window is not None:
+            kw["sliding_window"] = _int(sliding_window)
+        if qq_bias is not None:
+            _optional(kw, "qq_bias", qq_bias)
+        if mm_prefix_range is not None:
+            _optional(kw, "mm_prefix_range", mm_prefix_range)
         if mm_prefix_clamp_window:
             kw["mm_prefix_clamp_window"] = True
+        if rswa_prefix_lens is not None:
+            _optional(kw, "rswa_prefix_lens", rswa_prefix_lens)
+        if rswa_window is not None:
+            kw["rswa_window"] = _int(rswa_window)
+        if chunk_lookback is not None:
+            kw["chunk_lookback"] = _int(chunk_lookback)
+        if k_scale_cache is not None:
+            _optional(kw, "k_scale_cache", k_scale_cache)
+        if v_scale_cache is not None:
+            _optional(kw, "v_scale_cache", v_scale_cache)
+        if lse is not None:
+            _optional(kw, "lse", lse)
         if schedule is not None:
             kw["schedule"] = _schedule(schedule)
+        if num_segments is not None:
+            num_segments = _int(num_segments)
+        if segment_max is not None:
+            _tensors(segment_max)
+        if segment_sum is not None:
+            _tensors(segment_sum)
+        split_scale = _num(scale)
     except _Unfit:
         with _direct(q):
             return ops._unified(
-                q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out,
-                scale=scale, softcap=softcap, q_descale=q_descale,
+                q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
+                out, scale=scale, softcap=softcap, q_descale=q_descale,
                 k_descale=k_descale, v_descale=v_descale,
                 alibi_slopes=alibi_slopes, alibi_form=alibi_form, sinks=sinks,
                 out_scale=out_scale, sliding_window=sliding_window,
@@ -685,34 +610,43 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
                 mm_prefix_clamp_window=mm_prefix_clamp_window,
                 rswa_prefix_lens=rswa_prefix_lens, rswa_window=rswa_window,
                 causal=causal, chunk_lookback=chunk_lookback,
-                k_scale_cache=k_scale_cache, v_scale_cache=v_scale_cache, lse=lse,
-                schedule=schedule)
+                k_scale_cache=k_scale_cache, v_scale_cache=v_scale_cache,
+                lse=lse, schedule=schedule)
         return None
-    _UNIFIED(*args, **kw)
+    _UNIFIED(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out,
+             split_scale, num_segments, segment_max, segment_sum, **kw)
 
 
 def prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
-                   seq_lens, out, *, scale, k_scale=None, v_scale=None,
+                   seq_lens, out, scale, k_scale=None, v_scale=None,
                    alibi_slopes=None, alibi_form=None, sinks=None,
                    out_scale=None, sliding_window=None, skip_decode=False,
                    schedule=None):
     try:
-        args = (_t(q), _t(k), _t(v), _t(k_cache), _t(v_cache),
-                _t(block_table), _t(query_start), _t(seq_lens), _t(out))
-        kw = {"scale": _num(scale)}
-        _scales(kw, (("k_scale", k_scale), ("v_scale", v_scale),
-                     ("out_scale", out_scale)))
-        _tensors(kw, (("alibi_slopes", alibi_slopes), ("sinks", sinks)))
-        if sliding_window is not None:
-            kw["sliding_window"] = _int(sliding_window)
+        _tensors(q, k, v, k_cache, v_cache, block_table, query_start,
+                 seq_lens, out)
+        kw = {}
+        if k_scale is not None:
+            _scale(kw, "k_scale", k_scale)
+        if v_scale is not None:
+            _scale(kw, "v_scale", v_scale)
+        if out_scale is not None:
+            _scale(kw, "out_scale", out_scale)
+        if alibi_slopes is not None:
+            _optional(kw, "alibi_slopes", alibi_slopes)
         if alibi_form is not None:
             if type(alibi_form) is not str:
                 raise _Unfit
             kw["alibi_form"] = alibi_form
+        if sinks is not None:
+            _optional(kw, "sinks", sinks)
+        if sliding_window is not None:
+            kw["sliding_window"] = _int(sliding_window)
         if skip_decode:
             kw["skip_decode"] = True
         if schedule is not None:
             kw["schedule"] = _schedule(schedule)
+        pp_scale = _num(scale)
     except _Unfit:
         with _direct(q):
             return ops._prefix_prefill(
@@ -722,38 +656,46 @@ def prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
                 out_scale=out_scale, sliding_window=sliding_window,
                 skip_decode=skip_decode, schedule=schedule)
         return None
-    _PREFIX_PREFILL(*args, **kw)
+    _PREFIX_PREFILL(q, k, v, k_cache, v_cache, block_table, query_start,
+                    seq_lens, out, pp_scale, **kw)
 
 
-def blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, *, scale,
+def blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, scale,
                 block_size, q_block_size=None, schedule=None):
     try:
-        args = (_t(q), _t(k), _t(v), _t(cu_seqlens_q), _t(cu_seqlens_k),
-                _t(crow), _t(col), _t(out))
-        kw = {"scale": _num(scale), "block_size": _int(block_size)}
+        _tensors(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out)
+        kw = {}
         if q_block_size is not None:
             kw["q_block_size"] = _int(q_block_size)
         if schedule is not None:
             kw["schedule"] = _schedule(schedule)
+        bs_scale, bs_block = _num(scale), _int(block_size)
     except _Unfit:
         with _direct(q):
-            return ops._blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col,
-                                    out, scale=scale, block_size=block_size,
-                                    q_block_size=q_block_size, schedule=schedule)
+            return ops._blocksparse(
+                q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out,
+                scale=scale, block_size=block_size, q_block_size=q_block_size,
+                schedule=schedule)
         return None
-    _BLOCKSPARSE(*args, **kw)
+    _BLOCKSPARSE(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, bs_scale,
+                 bs_block, **kw)
 
 
-def merge_states(partial, out, *, segment_max=None, segment_sum=None,
+def merge_states(partial, out, segment_max=None, segment_sum=None,
                  segment_lse=None, sinks=None, out_scale=None):
     try:
-        args = (_t(partial), _t(out))
+        _tensors(partial, out)
+        if segment_max is not None:
+            _tensors(segment_max)
+        if segment_sum is not None:
+            _tensors(segment_sum)
         kw = {}
-        _tensors(kw, (("segment_max", segment_max),
-                      ("segment_sum", segment_sum),
-                      ("segment_lse", segment_lse), ("sinks", sinks)))
+        if segment_lse is not None:
+            _optional(kw, "segment_lse", segment_lse)
+        if sinks is not None:
+            _optional(kw, "sinks", sinks)
         if out_scale is not None:
-            _scales(kw, (("out_scale", out_scale),))
+            _scale(kw, "out_scale", out_scale)
     except _Unfit:
         with _direct(partial):
             return ops._merge_states(partial, out, segment_max=segment_max,
@@ -761,7 +703,13 @@ def merge_states(partial, out, *, segment_max=None, segment_sum=None,
                                      segment_lse=segment_lse, sinks=sinks,
                                      out_scale=out_scale)
         return None
-    _MERGE_STATES(*args, **kw)
+    _MERGE_STATES(partial, out, segment_max, segment_sum, **kw)
+
+
+def _maybe_num(x):
+    """max_seq_len and the like: a Scalar, None, or (ignored by the
+    implementation or checked there) run directly."""
+    return None if x is None else _num(x)
 
 
 def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
@@ -770,37 +718,50 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
                           sliding_window=None, sm_scale=None,
                           skip_decode=False, fp8_out_scale=None, sinks=None):
     try:
+        _tensors(q, k, v, o, k_cache, v_cache, b_loc, b_start_loc, b_seq_len)
         if type(kv_cache_dtype) is not str:
             raise _Unfit
-        args = (_t(q), _t(k), _t(v), _t(o), kv_cache_dtype, _t(k_cache),
-                _t(v_cache), _t(b_loc), _t(b_start_loc), _t(b_seq_len),
-                _onum(max_seq_len), _onum(max_input_len))
+        max_seq_len = _maybe_num(max_seq_len)
+        max_input_len = _maybe_num(max_input_len)
         kw = {}
-        _scales(kw, (("k_scale", k_scale), ("v_scale", v_scale),
-                     ("fp8_out_scale", fp8_out_scale)))
-        _tensors(kw, (("alibi_slopes", alibi_slopes), ("sinks", sinks)))
+        # k_scale and v_scale belong to fp8 caches: vLLM passes them always,
+        # the implementation ignores them otherwise (and so may the call).
+        if "fp8" in kv_cache_dtype:
+            if k_scale is not None:
+                _scale(kw, "k_scale", k_scale)
+            if v_scale is not None:
+                _scale(kw, "v_scale", v_scale)
+        if alibi_slopes is not None:
+            _optional(kw, "alibi_slopes", alibi_slopes)
         if sliding_window is not None:
             kw["sliding_window"] = _int(sliding_window)
         if sm_scale is not None:
-            kw["sm_scale"] = _num(sm_scale)
+            sm_scale = _num(sm_scale)
         if skip_decode:
             kw["skip_decode"] = True
+        if fp8_out_scale is not None:
+            _scale(kw, "fp8_out_scale", fp8_out_scale)
+        if sinks is not None:
+            _optional(kw, "sinks", sinks)
     except _Unfit:
         with _direct(q):
             return vllm._context_attention_fwd(
-                q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc,
-                b_seq_len, max_seq_len, max_input_len, k_scale, v_scale,
-                alibi_slopes=alibi_slopes, sliding_window=sliding_window,
-                sm_scale=sm_scale, skip_decode=skip_decode,
-                fp8_out_scale=fp8_out_scale, sinks=sinks)
+                q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
+                b_start_loc, b_seq_len, max_seq_len, max_input_len, k_scale,
+                v_scale, alibi_slopes=alibi_slopes,
+                sliding_window=sliding_window, sm_scale=sm_scale,
+                skip_decode=skip_decode, fp8_out_scale=fp8_out_scale,
+                sinks=sinks)
         return None
-    _CONTEXT_ATTENTION_FWD(*args, **kw)
+    _CONTEXT_ATTENTION_FWD(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
+                           b_start_loc, b_seq_len, max_seq_len, max_input_len,
+                           sm_scale, **kw)
 
 
 def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
                       max_seqlen_k, softmax_scale, causal, window_size,
                       block_table, softcap, q_descale, k_descale, v_descale,
-                      alibi_slopes=None, output_scale=None, sinks=None, *,
+                      alibi_slopes=None, output_scale=None, sinks=None,
                       seq_threshold_3D=None, num_par_softmax_segments=None,
                       softmax_segm_output=None, softmax_segm_max=None,
                       softmax_segm_expsum=None, qq_bias=None,
@@ -811,55 +772,89 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
                       mm_prefix_clamp_sliding_window=False,
                       num_segments=None):
     try:
+        _tensors(q, k, v, out, cu_seqlens_q, seqused_k, block_table)
         kw = {}
-        if isinstance(causal, Tensor):
-            kw["causal_flags"], flag = causal, True
-        elif isinstance(causal, np.ndarray):
-            raise _Unfit
-        else:
-            flag = bool(causal)   # as vLLM does
-        args = (_t(q), _t(k), _t(v), _t(out), _t(cu_seqlens_q),
-                _num(max_seqlen_q), _t(seqused_k), _num(max_seqlen_k),
-                _num(softmax_scale), flag,
-                None if window_size is None else _int_list(window_size),
-                _t(block_table))
-        if softcap is not None:
-            kw["softcap"] = _num(softcap)
-        _scales(kw, (("q_descale", q_descale), ("k_descale", k_descale),
-                     ("v_descale", v_descale),
-                     ("output_scale", output_scale)))
-        _tensors(kw, (("alibi_slopes", alibi_slopes), ("sinks", sinks),
-                      ("softmax_segm_output", softmax_segm_output),
-                      ("softmax_segm_max", softmax_segm_max),
-                      ("softmax_segm_expsum", softmax_segm_expsum),
-                      ("qq_bias", qq_bias),
-                      ("mm_prefix_range", mm_prefix_range),
-                      ("rswa_prefix_lens", rswa_prefix_lens),
-                      ("k_scale_cache", k_scale_cache),
-                      ("v_scale_cache", v_scale_cache)))
-        _ints(kw, (("seq_threshold_3D", seq_threshold_3D),
-                   ("num_par_softmax_segments", num_par_softmax_segments),
-                   ("rswa_window", rswa_window),
-                   ("num_segments", num_segments)))
+        flag = causal
+        if type(causal) is not bool:
+            if isinstance(causal, Tensor):
+                kw["causal_flags"], flag = causal, True
+            elif isinstance(causal, np.ndarray):
+                raise _Unfit
+            else:
+                flag = bool(causal)   # as vLLM does
+        window = window_size
+        if window is not None:
+            if type(window) in (tuple, list) and len(window) == 2 and \
+                    type(window[0]) is int and type(window[1]) is int and \
+                    window[0] < 0:
+                window = None   # (-1, -1): no window, nothing to check
+            else:
+                window = _int_list(window)
+        # softcap 0 disables it, as None does
+        cap = None
+        if softcap is not None and (softcap or type(softcap) not in (int,
+                                                                    float)):
+            cap = _num(softcap)
+        if q_descale is not None:
+            _scale(kw, "q_descale", q_descale)
+        # k/v_descale belong to fp8 caches: vLLM passes them always, the
+        # implementation ignores them for other caches (and so may the call).
+        if k.dtype in _FP8_TYPES:
+            if k_descale is not None:
+                _scale(kw, "k_descale", k_descale)
+            if v_descale is not None:
+                _scale(kw, "v_descale", v_descale)
+        if alibi_slopes is not None:
+            _optional(kw, "alibi_slopes", alibi_slopes)
+        if output_scale is not None:
+            _scale(kw, "output_scale", output_scale)
+        if sinks is not None:
+            _optional(kw, "sinks", sinks)
+        # vLLM's split-KV plan: positional (vLLM passes it with every call)
+        threshold = segments = None
+        if seq_threshold_3D is not None:
+            threshold = _int(seq_threshold_3D)
+        if num_par_softmax_segments is not None:
+            segments = _int(num_par_softmax_segments)
+        buffers = (softmax_segm_output, softmax_segm_max, softmax_segm_expsum)
+        for x in buffers:
+            if x is not None and not isinstance(x, Tensor):
+                raise _Unfit
+        if qq_bias is not None:
+            _optional(kw, "qq_bias", qq_bias)
+        if mm_prefix_range is not None:
+            _optional(kw, "mm_prefix_range", mm_prefix_range)
+        if rswa_prefix_lens is not None:
+            _optional(kw, "rswa_prefix_lens", rswa_prefix_lens)
+        if rswa_window is not None:
+            kw["rswa_window"] = _int(rswa_window)
+        if use_alibi_sqrt:
+            kw["use_alibi_sqrt"] = True
         # (type checks first: False == 0 and 0.0 == 0, both rejected)
         if type(kv_quant_mode) is not int or kv_quant_mode != 0:
             kw["kv_quant_mode"] = _int(kv_quant_mode)
+        if k_scale_cache is not None:
+            _optional(kw, "k_scale_cache", k_scale_cache)
+        if v_scale_cache is not None:
+            _optional(kw, "v_scale_cache", v_scale_cache)
         if type(chunk_lookback) is not int or chunk_lookback != -1:
             kw["chunk_lookback"] = _int(chunk_lookback)
-        if use_alibi_sqrt:
-            kw["use_alibi_sqrt"] = True
         if use_td:
             kw["use_td"] = True
         if mm_prefix_clamp_sliding_window:
             kw["mm_prefix_clamp_sliding_window"] = True
+        if num_segments is not None:
+            kw["num_segments"] = _int(num_segments)
+        max_seqlen_q, max_seqlen_k = _num(max_seqlen_q), _num(max_seqlen_k)
+        softmax_scale = _num(softmax_scale)
     except _Unfit:
         with _direct(q):
             return vllm._unified_attention(
-                q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_seqlen_k,
-                softmax_scale, causal, window_size, block_table, softcap,
-                q_descale, k_descale, v_descale, alibi_slopes=alibi_slopes,
-                output_scale=output_scale, sinks=sinks,
-                seq_threshold_3D=seq_threshold_3D,
+                q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
+                max_seqlen_k, softmax_scale, causal, window_size, block_table,
+                softcap, q_descale, k_descale, v_descale,
+                alibi_slopes=alibi_slopes, output_scale=output_scale,
+                sinks=sinks, seq_threshold_3D=seq_threshold_3D,
                 num_par_softmax_segments=num_par_softmax_segments,
                 softmax_segm_output=softmax_segm_output,
                 softmax_segm_max=softmax_segm_max,
@@ -872,10 +867,9 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
                 mm_prefix_clamp_sliding_window=mm_prefix_clamp_sliding_window,
                 num_segments=num_segments)
         return None
-    _UNIFIED_ATTENTION(*args, **kw)
-
-
-_FP8_TYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
+    _UNIFIED_ATTENTION(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
+                       max_seqlen_k, softmax_scale, flag, window, block_table,
+                       cap, threshold, segments, *buffers, **kw)
 
 
 def _new_output(q, dtype):
@@ -889,7 +883,7 @@ def _new_output(q, dtype):
 
 def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
                      max_seqlens_k, causal=False, sm_scale=1.0, bias=None,
-                     fp8_scales=None, fp8_out_scale=None, *, dropout_p=0.0,
+                     fp8_scales=None, fp8_out_scale=None, dropout_p=0.0,
                      philox_seed=0x1BF52, philox_offset=0x1D4B42):
     if o is None and isinstance(q, Tensor) and isinstance(v, Tensor):
         # vLLM: empty_like(q, dtype=v.dtype) with v already quantized, so
@@ -900,49 +894,54 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
             dtype = torch.float8_e4m3fn
         o = _new_output(q, dtype)
     try:
+        _tensors(q, k, v, o, cu_seqlens_q, cu_seqlens_k)
         kw = {}
+        if bias is not None:
+            _optional(kw, "bias", bias)
         if fp8_scales is not None:
-            _fp8_kw(kw, fp8_scales)
+            _fp8_scales(kw, fp8_scales)
         if fp8_out_scale is not None:
-            _scales(kw, (("fp8_out_scale", fp8_out_scale),))
+            _scale(kw, "fp8_out_scale", fp8_out_scale)
         if dropout_p:
             kw["dropout_p"] = _num(dropout_p)
             kw["philox_seed"] = _philox(philox_seed)
             kw["philox_offset"] = _philox(philox_offset)
         elif type(dropout_p) not in (int, float):
             raise _Unfit   # False, numpy or tensor zeros: checked directly
-        args = (_t(q), _t(k), _t(v), _t(o), _t(cu_seqlens_q),
-                _t(cu_seqlens_k), _num(max_seqlens_q), _num(max_seqlens_k),
-                bool(causal), _num(sm_scale), _ot(bias))
+        max_seqlens_q, max_seqlens_k = _num(max_seqlens_q), _num(max_seqlens_k)
+        sm_scale = _num(sm_scale)
     except _Unfit:
         with _direct(q):
             return vllm._triton_attention(
                 q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
-                max_seqlens_k, causal, sm_scale, bias, fp8_scales, fp8_out_scale,
-                dropout_p=dropout_p, philox_seed=philox_seed,
+                max_seqlens_k, causal, sm_scale, bias, fp8_scales,
+                fp8_out_scale, dropout_p=dropout_p, philox_seed=philox_seed,
                 philox_offset=philox_offset)
         return o, None
-    _TRITON_ATTENTION(*args, **kw)
+    _TRITON_ATTENTION(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
+                      max_seqlens_k, bool(causal), sm_scale, **kw)
     return o, None
 
 
 def blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
-                                      sm_scale, sparse_layout, *,
-                                      block_size=64, q_block_size=None,
-                                      max_seqlen=None):
+                                      sm_scale, sparse_layout, block_size=64,
+                                      q_block_size=None, max_seqlen=None):
     out = _new_output(q, q.dtype) if isinstance(q, Tensor) else None
     try:
+        _tensors(q, k, v, cu_seqlens_k)
+        if cu_seqlens_q is not None and not isinstance(cu_seqlens_q, Tensor):
+            raise _Unfit
         if not isinstance(sparse_layout, (tuple, list)) or \
                 len(sparse_layout) != 2:
             raise _Unfit
-        layout = [_t(sparse_layout[0]), _t(sparse_layout[1])]
-        args = (_t(q), _t(k), _t(v), _t(cu_seqlens_k), _ot(cu_seqlens_q),
-                _num(sm_scale), layout)
-        kw = {"block_size": _int(block_size)}
+        _tensors(*sparse_layout)
+        kw = {}
+        block_size = _int(block_size)
         if q_block_size is not None:
             kw["q_block_size"] = _int(q_block_size)
         if max_seqlen is not None:
             kw["max_seqlen"] = _num(max_seqlen)
+        sm_scale = _num(sm_scale)
     except _Unfit:
         with _direct(q):
             return vllm._blocksparse_flash_attn_varlen_fwd(
@@ -950,5 +949,6 @@ def blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
                 block_size=block_size, q_block_size=q_block_size,
                 max_seqlen=max_seqlen, out=out)
         return out
-    _BLOCKSPARSE_VARLEN(*args, out, **kw)
+    _BLOCKSPARSE_VARLEN(q, k, v, cu_seqlens_k, cu_seqlens_q, sm_scale,
+                        list(sparse_layout), out, block_size, **kw)
     return out

@@ -836,13 +836,11 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
                           k_scale, v_scale, alibi_slopes=None,
                           sliding_window=None, sm_scale=None,
                           skip_decode=False, fp8_out_scale=None, sinks=None):
-    f = ops._torch_ops().context_attention_fwd if is_torch(q) else \
-        _context_attention_fwd
+    t = is_torch(q) and ops._torch_ops()
+    f = t.context_attention_fwd if t else _context_attention_fwd
     f(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc,
-      b_seq_len, max_seq_len, max_input_len, k_scale, v_scale,
-      alibi_slopes=alibi_slopes, sliding_window=sliding_window,
-      sm_scale=sm_scale, skip_decode=skip_decode,
-      fp8_out_scale=fp8_out_scale, sinks=sinks)
+      b_seq_len, max_seq_len, max_input_len, k_scale, v_scale, alibi_slopes,
+      sliding_window, sm_scale, skip_decode, fp8_out_scale, sinks)
 
 
 def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
@@ -882,24 +880,35 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
       ignored here.
 
     `num_segments` (keyword, not in vLLM) forces the split-KV form."""
-    f = ops._torch_ops().unified_attention if is_torch(q) else \
-        _unified_attention
-    f(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_seqlen_k,
-      softmax_scale, causal, window_size, block_table, softcap, q_descale,
-      k_descale, v_descale, alibi_slopes=alibi_slopes,
-      output_scale=output_scale, sinks=sinks,
-      seq_threshold_3D=seq_threshold_3D,
-      num_par_softmax_segments=num_par_softmax_segments,
-      softmax_segm_output=softmax_segm_output,
-      softmax_segm_max=softmax_segm_max,
-      softmax_segm_expsum=softmax_segm_expsum, qq_bias=qq_bias,
-      mm_prefix_range=mm_prefix_range, rswa_prefix_lens=rswa_prefix_lens,
-      rswa_window=rswa_window, use_alibi_sqrt=use_alibi_sqrt,
-      kv_quant_mode=kv_quant_mode, k_scale_cache=k_scale_cache,
-      v_scale_cache=v_scale_cache, chunk_lookback=chunk_lookback,
-      use_td=use_td,
-      mm_prefix_clamp_sliding_window=mm_prefix_clamp_sliding_window,
-      num_segments=num_segments)
+    t = is_torch(q) and ops._torch_ops()
+    if t:
+        return t.unified_attention(
+            q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_seqlen_k,
+            softmax_scale, causal, window_size, block_table, softcap,
+            q_descale, k_descale, v_descale, alibi_slopes, output_scale,
+            sinks, seq_threshold_3D, num_par_softmax_segments,
+            softmax_segm_output, softmax_segm_max, softmax_segm_expsum,
+            qq_bias, mm_prefix_range, rswa_prefix_lens, rswa_window,
+            use_alibi_sqrt, kv_quant_mode, k_scale_cache, v_scale_cache,
+            chunk_lookback, use_td, mm_prefix_clamp_sliding_window,
+            num_segments)
+    _unified_attention(
+        q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_seqlen_k,
+        softmax_scale, causal, window_size, block_table, softcap, q_descale,
+        k_descale, v_descale, alibi_slopes=alibi_slopes,
+        output_scale=output_scale, sinks=sinks,
+        seq_threshold_3D=seq_threshold_3D,
+        num_par_softmax_segments=num_par_softmax_segments,
+        softmax_segm_output=softmax_segm_output,
+        softmax_segm_max=softmax_segm_max,
+        softmax_segm_expsum=softmax_segm_expsum, qq_bias=qq_bias,
+        mm_prefix_range=mm_prefix_range, rswa_prefix_lens=rswa_prefix_lens,
+        rswa_window=rswa_window, use_alibi_sqrt=use_alibi_sqrt,
+        kv_quant_mode=kv_quant_mode, k_scale_cache=k_scale_cache,
+        v_scale_cache=v_scale_cache, chunk_lookback=chunk_lookback,
+        use_td=use_td,
+        mm_prefix_clamp_sliding_window=mm_prefix_clamp_sliding_window,
+        num_segments=num_segments)
 
 
 def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
@@ -908,20 +917,29 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
                      philox_seed=0x1BF52, philox_offset=0x1D4B42):
     """Returns (o, None). `dropout_p` and the Philox seed/offset (keywords,
     not in vLLM's signature, which always passes 0) enable dropout."""
-    f = ops._torch_ops().triton_attention if is_torch(q) else \
-        _triton_attention
-    return f(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
-             max_seqlens_k, causal, sm_scale, bias, fp8_scales, fp8_out_scale,
-             dropout_p=dropout_p, philox_seed=philox_seed,
-             philox_offset=philox_offset)
+    t = is_torch(q) and ops._torch_ops()
+    if t:
+        return t.triton_attention(
+            q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
+            max_seqlens_k, causal, sm_scale, bias, fp8_scales, fp8_out_scale,
+            dropout_p, philox_seed, philox_offset)
+    return _triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k,
+                             max_seqlens_q, max_seqlens_k, causal, sm_scale,
+                             bias, fp8_scales, fp8_out_scale,
+                             dropout_p=dropout_p, philox_seed=philox_seed,
+                             philox_offset=philox_offset)
 
 
 def blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
                                       sm_scale, sparse_layout, *,
                                       block_size=64, q_block_size=None,
                                       max_seqlen=None):
-    f = ops._torch_ops().blocksparse_flash_attn_varlen_fwd if is_torch(q) \
-        else _blocksparse_flash_attn_varlen_fwd
-    return f(q, k, v, cu_seqlens_k, cu_seqlens_q, sm_scale, sparse_layout,
-             block_size=block_size, q_block_size=q_block_size,
-             max_seqlen=max_seqlen)
+    t = is_torch(q) and ops._torch_ops()
+    if t:
+        return t.blocksparse_flash_attn_varlen_fwd(
+            q, k, v, cu_seqlens_k, cu_seqlens_q, sm_scale, sparse_layout,
+            block_size, q_block_size, max_seqlen)
+    return _blocksparse_flash_attn_varlen_fwd(
+        q, k, v, cu_seqlens_k, cu_seqlens_q, sm_scale, sparse_layout,
+        block_size=block_size, q_block_size=q_block_size,
+        max_seqlen=max_seqlen)

@@ -417,6 +417,27 @@ def test_compile_unified_attention(dev):
 
 
 @pytest.mark.parametrize("dev", DEVICES)
+def test_compile_unified_attention_split_plan(dev):
+    """vLLM's split-KV plan: its caller-owned buffers are optional mutable
+    arguments, which functionalization must write back."""
+    def fn(q, k, v, out, cu, seqused, table, segm, smax, ssum):
+        vllm.unified_attention(q, k, v, out, cu, 1, seqused, 30, 0.2, True,
+                               None, table, None, None, None, None,
+                               seq_threshold_3D=4, num_par_softmax_segments=2,
+                               softmax_segm_output=segm, softmax_segm_max=smax,
+                               softmax_segm_expsum=ssum)
+        return out, smax
+
+    def make():
+        u = unified_inputs(dev)
+        return (u["q"][:2], u["k"], u["v"], zeros(2, 4, 32, dev=dev),
+                _i32([0, 1, 2], dev), u["seqused_k"], u["block_table"],
+                zeros(4, 4, 4, 32, dev=dev), zeros(4, 4, 4, dev=dev),
+                zeros(4, 4, 4, dev=dev))
+    _compare(fn, make, "unified_attention")
+
+
+@pytest.mark.parametrize("dev", DEVICES)
 def test_compile_context_attention_fwd(dev):
     def fn(q, k, v, o, kc, vc, loc, start, lens):
         vllm.context_attention_fwd(q, k, v, o, "auto", kc, vc, loc, start,
