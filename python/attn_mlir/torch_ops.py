@@ -342,6 +342,11 @@ def _context_attention_fwd_kernel(q, k, v, o, kv_cache_dtype, k_cache,
                                   v_cache, b_loc, b_start_loc, b_seq_len,
                                   max_seq_len, max_input_len, sm_scale=None,
                                   **kw):
+    if not kw:   # (the usual call: all by position)
+        return vllm._context_attention_fwd(
+            q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc,
+            b_seq_len, max_seq_len, max_input_len, None, None, None, None,
+            sm_scale)
     _values(kw)
     vllm._context_attention_fwd(
         q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc,
@@ -356,10 +361,16 @@ def _unified_attention_kernel(q, k, v, out, cu_seqlens_q, max_seqlen_q,
                               num_par_softmax_segments=None,
                               softmax_segm_output=None, softmax_segm_max=None,
                               softmax_segm_expsum=None, **kw):
-    if kw:
-        _values(kw)
-        if "causal_flags" in kw:
-            causal = kw.pop("causal_flags")
+    if not kw:   # (the usual call: all by position)
+        return vllm._unified_attention(
+            q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_seqlen_k,
+            softmax_scale, causal, window_size, block_table, softcap, None,
+            None, None, None, None, None, seq_threshold_3D,
+            num_par_softmax_segments, softmax_segm_output, softmax_segm_max,
+            softmax_segm_expsum)
+    _values(kw)
+    if "causal_flags" in kw:
+        causal = kw.pop("causal_flags")
     vllm._unified_attention(
         q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_seqlen_k,
         softmax_scale, causal, window_size, block_table, softcap,
@@ -810,16 +821,23 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
             _scale(kw, "output_scale", output_scale)
         if sinks is not None:
             _optional(kw, "sinks", sinks)
-        # vLLM's split-KV plan: positional (vLLM passes it with every call)
+        # vLLM's split-KV plan: positional (vLLM passes it with every call).
+        # It applies to decode-only batches (max_seqlen_q <= 1), and the
+        # implementation ignores it for others: then it is not passed.
         threshold = segments = None
-        if seq_threshold_3D is not None:
-            threshold = _int(seq_threshold_3D)
-        if num_par_softmax_segments is not None:
-            segments = _int(num_par_softmax_segments)
         buffers = (softmax_segm_output, softmax_segm_max, softmax_segm_expsum)
-        for x in buffers:
-            if x is not None and not isinstance(x, Tensor):
-                raise _Unfit
+        if type(max_seqlen_q) is int and max_seqlen_q > 1:
+            buffers = (None, None, None)
+            if seq_threshold_3D is not None:
+                _int(seq_threshold_3D)   # (an odd one runs directly)
+        else:
+            if seq_threshold_3D is not None:
+                threshold = _int(seq_threshold_3D)
+            if num_par_softmax_segments is not None:
+                segments = _int(num_par_softmax_segments)
+            for x in buffers:
+                if x is not None and not isinstance(x, Tensor):
+                    raise _Unfit
         if qq_bias is not None:
             _optional(kw, "qq_bias", qq_bias)
         if mm_prefix_range is not None:
@@ -867,9 +885,17 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
                 mm_prefix_clamp_sliding_window=mm_prefix_clamp_sliding_window,
                 num_segments=num_segments)
         return None
-    _UNIFIED_ATTENTION(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
-                       max_seqlen_k, softmax_scale, flag, window, block_table,
-                       cap, threshold, segments, *buffers, **kw)
+    if cap is None and threshold is None and segments is None and \
+            buffers[0] is None and buffers[1] is None and \
+            buffers[2] is None:   # fewer arguments to parse
+        _UNIFIED_ATTENTION(q, k, v, out, cu_seqlens_q, max_seqlen_q,
+                           seqused_k, max_seqlen_k, softmax_scale, flag,
+                           window, block_table, **kw)
+    else:
+        _UNIFIED_ATTENTION(q, k, v, out, cu_seqlens_q, max_seqlen_q,
+                           seqused_k, max_seqlen_k, softmax_scale, flag,
+                           window, block_table, cap, threshold, segments,
+                           *buffers, **kw)
 
 
 def _new_output(q, dtype):

@@ -431,7 +431,7 @@ def plan_segments(max_seqlen_q, max_seqlen_k, block_size):
 def _unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
                        max_seqlen_k, softmax_scale, causal, window_size,
                        block_table, softcap, q_descale, k_descale, v_descale,
-                       alibi_slopes=None, output_scale=None, sinks=None, *,
+                       alibi_slopes=None, output_scale=None, sinks=None,
                        seq_threshold_3D=None, num_par_softmax_segments=None,
                        softmax_segm_output=None, softmax_segm_max=None,
                        softmax_segm_expsum=None, qq_bias=None,
