@@ -22,6 +22,10 @@ import pytest
 torch = pytest.importorskip(
     "torch", reason="torch is not installed: the torch.library layer "
     "(attn_mlir.torch_ops) is only tested with it")
+if not hasattr(torch.library, "register_fake"):
+    pytest.skip(f"torch {torch.__version__} predates torch.library."
+                f"register_fake (2.4): attn_mlir.torch_ops cannot register",
+                allow_module_level=True)
 
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
@@ -217,6 +221,12 @@ def test_every_entry_point_registered():
     assert {a.name for a in OPS.flash.default._schema.arguments
             if a.alias_info is not None and a.alias_info.is_write} == \
         {"out", "lse"}
+
+
+def test_docs_list_the_schemas():
+    doc = " ".join((ROOT / "docs" / "runtime.md").read_text().split())
+    for name, schema in torch_ops.SCHEMAS.items():
+        assert " ".join(schema.split()) in doc, name
 
 
 @pytest.mark.parametrize("dev", DEVICES)
