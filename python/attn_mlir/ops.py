@@ -490,6 +490,15 @@ class _Call:
         self.clauses.append(f"{kw}(%{kw} : {t})")
         return v
 
+    def ints(self, kw, x, static=()):
+        """An index operand (offsets, lengths, block tables, sparse
+        layouts): int32, as the kernels read it; anything else is named here
+        rather than failing as a missing or uncompilable kernel."""
+        v = self.mem(kw, x, static)
+        if v is not None and v.dtype != "i32":
+            raise ValueError(f"{kw}: expected int32, got {v.dtype}")
+        return v
+
     def descale(self, kw, x, kv_heads):
         """A unified descale: one value (as scale()), or one per sequence and
         KV head, [batch, kv_heads] f32 of any strides (vLLM passes
@@ -695,9 +704,9 @@ def _prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
         check_int(vc.shape[3], vc.name, "block_size", "page size ")
     if kc is not None and kc.ndim == 5:
         check_int(kc.shape[4], kc.name, "block_size", "key split x = ")
-    c.mem("block_table", block_table)
-    c.mem("query_start", query_start)
-    c.mem("seq_lens", seq_lens)
+    c.ints("block_table", block_table)
+    c.ints("query_start", query_start)
+    c.ints("seq_lens", seq_lens)
     scale = check_scale(scale, "scale", allow_zero=True)
     c.scalar("scale", scale)
     _fp8_scale(kc, k_scale, "k_scale")
@@ -739,9 +748,9 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     vc = c.mem("v_cache", v_cache, (1, 2, 3))
     if kc is not None and kc.ndim == 4:
         check_int(kc.shape[1], kc.name, "block_size", "page size ")
-    c.mem("block_table", block_table)
-    c.mem("cu_seqlens_q", cu_seqlens_q)
-    c.mem("seqused_k", seqused_k)
+    c.ints("block_table", block_table)
+    c.ints("cu_seqlens_q", cu_seqlens_q)
+    c.ints("seqused_k", seqused_k)
     scale = check_scale(scale, "scale", allow_zero=True)
     c.scalar("scale", scale)
     c.scalar("softcap", _softcap(softcap))
@@ -904,8 +913,8 @@ def _flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
     check_head_dim(qv)
     kv_ = c.mem("k", k, (1, 2))
     vv = c.mem("v", v, (1, 2))
-    c.mem("cu_seqlens_q", cu_seqlens_q)
-    c.mem("cu_seqlens_k", cu_seqlens_k)
+    c.ints("cu_seqlens_q", cu_seqlens_q)
+    c.ints("cu_seqlens_k", cu_seqlens_k)
     scale = check_scale(scale, "scale", allow_zero=True)
     c.scalar("scale", scale)
     c.mem("bias", bias, (0, 1) if bias is not None and bias.shape[0] == 1 else (1,))
@@ -964,10 +973,10 @@ def _blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, *, scale,
     check_head_dim(c.mem("q", q, (1, 2)))
     c.mem("k", k, (1, 2))
     c.mem("v", v, (1, 2))
-    c.mem("cu_seqlens_q", cu_seqlens_q)
-    c.mem("cu_seqlens_k", cu_seqlens_k)
-    c.mem("crow", crow, (0,))
-    c.mem("col", col, (0,))
+    c.ints("cu_seqlens_q", cu_seqlens_q)
+    c.ints("cu_seqlens_k", cu_seqlens_k)
+    c.ints("crow", crow, (0,))
+    c.ints("col", col, (0,))
     c.scalar("scale", check_scale(scale, "scale", allow_zero=True))
     c.mem("out", out, (1, 2), output=True)
     c.attr("block_size", f"{block_size} : i64")

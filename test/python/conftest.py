@@ -8,9 +8,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 # ATTN_MLIR_TEST_DEVICE=cuda runs this whole suite on the GPU: every op call
-# copies its (numpy) operands to CUDA memory, runs the GPU kernel through the
-# same `_Call` (so the specialization is the one the CPU run compiles), and
-# copies every operand back, so the tests' float64 checks see GPU results.
+# copies its (numpy or torch CPU) operands to CUDA memory, runs the GPU kernel
+# through the same `_Call` (so the specialization is the one the CPU run
+# compiles), and copies every operand back, so the tests' float64 checks see
+# GPU results.
 # (f32 calls run on TF32 tensor cores: reference.TOL.)
 DEVICE = os.environ.get("ATTN_MLIR_TEST_DEVICE", "cpu")
 
@@ -21,18 +22,39 @@ if DEVICE == "cuda":
     from attn_mlir._abi import View
 
     def _to_device(v):
+        """The operand's bytes on the GPU as an integer tensor (no dtype
+        torch cannot compare), and its View there."""
         import torch
         host = v.owner
-        ints = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}
-        t = torch.from_numpy(np.ascontiguousarray(host).view(ints[host.dtype.itemsize]))
+        if isinstance(host, torch.Tensor):   # torch CPU operands
+            ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32,
+                    8: torch.int64}
+            t = host.detach().contiguous().view(ints[host.element_size()])
+        else:
+            ints = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}
+            t = torch.from_numpy(np.ascontiguousarray(host).view(
+                ints[host.dtype.itemsize]))
         t = t.cuda()
         return View(v.name, t.data_ptr(), t.shape, t.stride(), v.dtype, t), t
+
+    def _writeable(host):
+        return getattr(getattr(host, "flags", None), "writeable", True)
+
+    def _copy_back(host, tensor):
+        import torch
+        if isinstance(host, torch.Tensor):
+            host.copy_(tensor.cpu().view(host.dtype).reshape(host.shape))
+        else:
+            back = tensor.cpu().numpy().view(host.dtype).reshape(host.shape)
+            np.copyto(host, back)
 
     _run_as_given = ops._Call.run
 
     def _run_on_gpu(self):
         import torch
-        if self.device is not None:  # operands already on the GPU
+        # Operands already on the GPU, or a metadata-only check (fake
+        # tensors, torch_ops): the call as given.
+        if self.device is not None or self.meta:
             return _run_as_given(self)
         text = self.text()
         if self.record(text):   # ATTN_MLIR_RECORD / ATTN_MLIR_DRY_RUN
@@ -45,7 +67,7 @@ if DEVICE == "cuda":
                 # come back (vLLM's grids pass 1 GB caches that no kernel
                 # writes; copying them back dominated a test), and a stray
                 # write into an input still reaches the host checks.
-                snapshot = tensor.clone() if value.owner.flags.writeable else None
+                snapshot = tensor.clone() if _writeable(value.owner) else None
                 copies.append((value.owner, tensor, snapshot))
                 self.params[i] = (ssa, t, kind, dv)
         self.device = torch.device("cuda", torch.cuda.current_device())
@@ -56,8 +78,7 @@ if DEVICE == "cuda":
                 continue
             if torch.equal(tensor, snapshot):
                 continue
-            back = tensor.cpu().numpy().view(host.dtype).reshape(host.shape)
-            np.copyto(host, back)
+            _copy_back(host, tensor)
         # Give the device copies back: several processes share the GPU in
         # bench/run_grid.py, and the caching allocator would keep each
         # one's largest test (GBs of caches) for good.

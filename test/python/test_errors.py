@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attn_mlir import vllm
+from attn_mlir import ops, vllm
 
 F = np.float32
 
@@ -253,3 +253,16 @@ def test_hip_chip_name():
         gcnArchName = "gfx942:sramecc+:xnack-"
     assert _gpu.chip_for_hip_device(Props()) == "gfx942"
     assert _gpu.is_amd("gfx1100") and not _gpu.is_amd("sm_90a")
+
+
+@pytest.mark.parametrize("name", ["cu_seqlens_q", "cu_seqlens_k"])
+def test_index_operands_must_be_int32(name):
+    """An int64 offset array is named before any kernel lookup (on a GPU
+    machine without attn-opt it used to surface as a missing kernel)."""
+    q = np.zeros((4, 2, 32), np.float32)
+    cu = {"cu_seqlens_q": np.array([0, 4], np.int32),
+          "cu_seqlens_k": np.array([0, 4], np.int32)}
+    cu[name] = cu[name].astype(np.int64)
+    with pytest.raises(ValueError, match=f"{name}: expected int32, got i64"):
+        ops.flash(q, q, q, cu["cu_seqlens_q"], cu["cu_seqlens_k"],
+                  np.zeros_like(q), scale=0.1)

@@ -2,16 +2,26 @@
 context parallelism built on it: attention over disjoint key shards, merged
 exactly by attn.merge_states(segment_lse=...)."""
 
+import os
+
 import numpy as np
 import pytest
 
 from attn_mlir import ops
 from paged import block_table, cache_values
-from reference import DTYPES, f64
+from reference import DTYPES, TOL, f64
 
 # lse is f32 math on f32 statistics: the GPUs' lg2.approx and the tiled
 # summation order leave a few ulps of the value (|lse| ~ 1-10).
 LSE_TOL = 2e-5
+if os.environ.get("ATTN_MLIR_TEST_DEVICE") == "cuda" and \
+        os.environ.get("ATTN_MLIR_F32_PRECISION") != "3xtf32":
+    # f32 q and k are rounded to TF32 (10 mantissa bits) for the products:
+    # the scores, and so the lse, carry that rounding (worst seen on H100:
+    # 4.3e-4 at |lse| ~ 3). 16-bit inputs multiply exactly.
+    F32_LSE_TOL = 2e-3
+else:
+    F32_LSE_TOL = LSE_TOL
 
 
 def scores(q, k, scale, visible):
@@ -29,12 +39,12 @@ def logsumexp(s, extra=None):
         return safe + np.log(np.exp(s - safe[:, None]).sum(axis=1))
 
 
-def check_lse(lse, ref):
+def check_lse(lse, ref, dtype):
+    tol = F32_LSE_TOL if dtype == "f32" else LSE_TOL
     ref = np.asarray(ref)
     empty = np.isneginf(ref)
     assert np.isneginf(lse[empty]).all(), "rows without a key must give -inf"
-    np.testing.assert_allclose(lse[~empty], ref[~empty], rtol=LSE_TOL,
-                               atol=LSE_TOL)
+    np.testing.assert_allclose(lse[~empty], ref[~empty], rtol=tol, atol=tol)
 
 
 def flash_case(rng, q_lens, k_lens, hq, hk, d, dtype):
@@ -74,7 +84,7 @@ def test_flash_lse(dtype, causal):
     ops.flash(q, k, v, cq, ck, out, scale=scale, causal=causal, lse=lse)
     ref = flash_lse_reference(q, k, cq, ck, scale, causal)
     assert np.isneginf(ref).any() == causal
-    check_lse(lse, ref)
+    check_lse(lse, ref, dtype)
     assert not np.isnan(f64(out)).any()
 
 
@@ -104,7 +114,7 @@ def test_unified_lse_with_sinks_and_window():
             ref[cu[b]:cu[b + 1], h] = logsumexp(
                 scores(q[cu[b]:cu[b + 1], h], keys[:, h // (hq // hk)], scale,
                        visible), extra=float(sinks[h]))
-    check_lse(lse, ref)
+    check_lse(lse, ref, "bf16")
 
 
 def test_context_parallel_flash_merges_exactly():
@@ -137,7 +147,10 @@ def test_context_parallel_flash_merges_exactly():
         shard_lse[:, :, s] = lse
     merged = np.full(q.shape, np.nan, np.float32)
     ops.merge_states(partial, merged, segment_lse=shard_lse)
-    np.testing.assert_allclose(merged, full, rtol=1e-5, atol=1e-5)
+    # Exact on the CPU (f32 rounding); on GPUs the shards round P and the
+    # tf32 products at other tile boundaries than the one pass.
+    np.testing.assert_allclose(merged, full, rtol=TOL["f32"] / 2,
+                               atol=TOL["f32"] / 2)
     # ... and the shards alone are not the answer (the test can fail).
     assert not np.allclose(partial[:, :, 0], full, rtol=1e-3, atol=1e-3)
 

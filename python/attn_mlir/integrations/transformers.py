@@ -177,8 +177,14 @@ class _Plan:
             starts[:, 1:] &= ~ksel[:, :-1]
             self.contiguous = bool((starts.sum(1) <= 1).all())
         zero = torch.zeros(1, **i32)
-        self.cu_q = torch.cat([zero, lq.cumsum(0, dtype=torch.int32)])
-        self.cu_k = torch.cat([zero, self.lk.cumsum(0, dtype=torch.int32)])
+        # .to(int32): under torch.compile (transformers compiles the forward
+        # of static caches on CUDA) the cumsums came back int64 on an H100
+        # (torch 2.11); the kernels read int32.
+        self.cu_q = torch.cat([zero, lq.cumsum(0, dtype=torch.int32)]).to(
+            torch.int32)
+        self.cu_k = torch.cat([zero, self.lk.cumsum(0, dtype=torch.int32)]).to(
+            torch.int32)
+        self.lk = self.lk.to(torch.int32)
         if qsel is not None and bool((lq > self.lk).any()):
             raise ValueError("attention_mask: a sequence has more query rows "
                              "than visible keys")
