@@ -4,7 +4,9 @@
 entry points; `attn_mlir.ops` calls the ops directly; kernels are compiled
 by attn-opt on first use per specialization and cached on disk. With torch
 tensors both go through `torch.ops.attn_mlir.*` (`attn_mlir.torch_ops`),
-which torch.compile traces.
+which torch.compile traces. `attn_mlir.distributed` (imported on its own:
+it needs torch) spreads attention over torch.distributed ranks;
+`attn_mlir.precompile` compiles a model's kernels before serving.
 `python -m attn_mlir info` describes the installation; the `attn_mlir`
 logger (or ATTN_MLIR_LOG=info) reports each compile (docs/configuration.md).
 """
