@@ -144,8 +144,17 @@ def _check_qkv(q, k, v, k_name="k_shard", v_name="v_shard"):
     return qv, kv
 
 
+def _normalized(dev):
+    """A device with its CUDA index (so that "cuda" and "cuda:0" compare
+    equal)."""
+    dev = torch.device(dev)
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    return dev
+
+
 def _device(x):
-    return x.device if is_torch(x) else torch.device("cpu")
+    return _normalized(x.device if is_torch(x) else "cpu")
 
 
 # ---------------------------------------------------------------------------
@@ -234,9 +243,8 @@ class FlashPlan:
                  kv_start=None, seqlens_k=None, group=None, device=None):
         self.group = group
         self.causal = bool(causal)
-        if device is None:
-            device = _device(cu_seqlens_q)
-        self.device = torch.device(device)
+        self.device = _device(cu_seqlens_q) if device is None else \
+            _normalized(device)
         if not self.causal:
             host = not is_torch(cu_seqlens_q) or cu_seqlens_q.is_cpu
             host = host and (not is_torch(cu_seqlens_k_shard) or
@@ -388,17 +396,15 @@ def context_parallel_decode(q, k_cache, v_cache, block_table,
     chunked or R-SWA masks, bidirectional ranges), which would need each
     key's absolute position; prefill over paged shards (use
     context_parallel_flash on gathered keys)."""
-    qv = _float_view(q, "q", FLOATS + ("f8E4M3FN", "f8E5M2"))
+    qv = _float_view(q, "q")
     device = _device(q)
-    # fp8 queries write any float output; the exchange uses f32 then.
-    dtype = _TORCH_FLOATS.get(qv.dtype, torch.float32)
+    dtype = _TORCH_FLOATS[qv.dtype]
     shape = tuple(qv.shape)
     part = torch.empty(shape, dtype=dtype, device=device)
     part_lse = torch.empty(shape[:2], dtype=torch.float32, device=device)
     cu = _decode_offsets(shape[0], device)
-    ops.unified(q, k_cache, v_cache, block_table,
-                cu if device.type != "cpu" else cu.numpy(), seqused_k_shard,
-                part, scale=scale, softcap=softcap, q_descale=q_descale,
+    ops.unified(q, k_cache, v_cache, block_table, cu, seqused_k_shard, part,
+                scale=scale, softcap=softcap, q_descale=q_descale,
                 k_descale=k_descale, v_descale=v_descale, lse=part_lse)
     merge_partials(part, part_lse, out, sinks=sinks, lse=lse, group=group)
 

@@ -274,6 +274,20 @@ def test_bad_shards_are_named(change, match):
                      np.ascontiguousarray(v), scale=SCALE)
 
 
+def test_plan_of_another_device_is_named():
+    q, k, v, cq, ck = plan_args()
+    plan = cp.FlashPlan(cq, ck, causal=False, device="meta")
+    with pytest.raises(ValueError, match="q: on cpu, but the plan was built "
+                                         "for meta"):
+        plan.partial(q, k, v, scale=SCALE)
+
+
+def test_decode_takes_float_queries():
+    q = np.zeros((2, HQ, D), DTYPES["f8E4M3FN"])
+    with pytest.raises(ValueError, match="q: expected one of f32, f16, bf16"):
+        cp.context_parallel_decode(q, None, None, None, None, None, scale=1.0)
+
+
 @pytest.mark.parametrize("args,match", [
     ((3, 0, [1, 1]), r"weights: expected world_size = 3 values \(one per "
                      r"rank\), got 2"),
