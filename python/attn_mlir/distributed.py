@@ -17,6 +17,7 @@ CPU), and `ops.merge_states(segment_lse=...)` combines them exactly into
 * `context_parallel_decode`: one query per sequence over a paged cache whose
   pages are spread across ranks (any split of the keys).
 * `merge_partials`: the all-gather and merge alone.
+* `shard_calls`: the causal planning alone (host numpy, no torch).
 * `split_keys`: cuts each sequence's keys into contiguous ranges in rank
   order (used by the example and the tests).
 
@@ -38,7 +39,7 @@ from . import ops
 from ._abi import FLOATS, is_torch, view
 
 __all__ = ["FlashPlan", "context_parallel_flash", "context_parallel_decode",
-           "merge_partials", "split_keys"]
+           "merge_partials", "shard_calls", "split_keys"]
 
 _TORCH_FLOATS = {"f32": torch.float32, "f16": torch.float16,
                  "bf16": torch.bfloat16}
