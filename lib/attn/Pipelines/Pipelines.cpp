@@ -115,8 +115,10 @@ struct ReportPass : PassWrapper<ReportPass, OperationPass<ModuleOp>> {
 };
 
 /// The directory whose llvm/bin/ld.lld links HSACO code objects (MLIR's
-/// ROCDL serializer looks there): `toolkit`, $ROCM_PATH, the one set up at
-/// build time, or /opt/rocm. Empty when none has it.
+/// ROCDL serializer looks there): `toolkit`, $ROCM_PATH, the one installed
+/// beside the running tool (<prefix>/lib/attn-mlir/rocm-toolkit for
+/// <prefix>/bin/attn-opt: an installed attn-opt outlives its build tree),
+/// the one set up at build time, or /opt/rocm. Empty when none has it.
 std::string findRocmToolkit(StringRef toolkit, std::string &looked) {
   SmallVector<std::string> candidates;
   if (!toolkit.empty())
@@ -125,6 +127,14 @@ std::string findRocmToolkit(StringRef toolkit, std::string &looked) {
     if (std::optional<std::string> env =
             llvm::sys::Process::GetEnv("ROCM_PATH"))
       candidates.push_back(*env);
+    static int anchor;
+    std::string exe = llvm::sys::fs::getMainExecutable(nullptr, &anchor);
+    if (!exe.empty()) {
+      SmallString<256> installed(
+          llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
+      llvm::sys::path::append(installed, "lib", "attn-mlir", "rocm-toolkit");
+      candidates.push_back(std::string(installed));
+    }
 #ifdef ATTN_ROCDL_TOOLKIT
     candidates.push_back(ATTN_ROCDL_TOOLKIT);
 #endif
