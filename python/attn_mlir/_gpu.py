@@ -208,11 +208,35 @@ def _string_attr(text, pattern):
     return _decode_mlir_string(m.group(1)) if m else None
 
 
+def _wheel_ptxas():
+    """ptxas shipped in Python wheels, for GPU machines without a CUDA
+    toolkit: NVIDIA's nvidia-cuda-nvcc wheel, then Triton's (which PyTorch
+    on Linux installs). Found without importing either."""
+    import importlib.util
+    found = []
+    for module, rel in (("nvidia.cuda_nvcc", ("bin", "ptxas")),
+                        ("nvidia", ("cuda_nvcc", "bin", "ptxas")),
+                        ("triton", ("backends", "nvidia", "bin", "ptxas"))):
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            continue
+        roots = list(spec.submodule_search_locations or []) if spec else []
+        if spec and spec.origin and not roots:
+            roots = [str(Path(spec.origin).parent)]
+        for root in roots:
+            c = Path(root, *rel)
+            if c.is_file() and os.access(c, os.X_OK):
+                found.append(str(c))
+    return found[0] if found else None
+
+
 def _ptxas():
+    """ATTN_MLIR_PTXAS, the CUDA toolkit's, PATH's, then a wheel's."""
     for c in (os.environ.get("ATTN_MLIR_PTXAS"), "/usr/local/cuda/bin/ptxas"):
         if c and Path(c).is_file():
             return c
-    return shutil.which("ptxas")
+    return shutil.which("ptxas") or _wheel_ptxas()
 
 
 def parse_resource_report(report):

@@ -266,3 +266,29 @@ def test_index_operands_must_be_int32(name):
     with pytest.raises(ValueError, match=f"{name}: expected int32, got i64"):
         ops.flash(q, q, q, cu["cu_seqlens_q"], cu["cu_seqlens_k"],
                   np.zeros_like(q), scale=0.1)
+
+
+def test_ptxas_from_a_wheel(monkeypatch, tmp_path):
+    """Without a CUDA toolkit or ptxas on PATH, the ptxas of a Python wheel
+    (nvidia-cuda-nvcc, or Triton's) turns PTX into cubins; with none, the
+    bundle carries PTX for the driver (no ptxas)."""
+    import importlib.util
+    from attn_mlir import _gpu
+    monkeypatch.delenv("ATTN_MLIR_PTXAS", raising=False)
+    monkeypatch.setattr(_gpu.Path, "is_file",
+                        lambda self: str(self).startswith(str(tmp_path))
+                        and self.exists())
+    monkeypatch.setattr(_gpu.shutil, "which", lambda name: None)
+    fake = tmp_path / "triton" / "backends" / "nvidia" / "bin" / "ptxas"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+
+    class Spec:
+        origin = str(tmp_path / "triton" / "__init__.py")
+        submodule_search_locations = [str(tmp_path / "triton")]
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name: Spec() if name == "triton" else None)
+    assert _gpu._ptxas() == str(fake)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert _gpu._ptxas() is None
