@@ -18,12 +18,15 @@
 // RAISED-LABEL: func.func @sdpa_heads(
 // RAISED: scf.for
 // RAISED: attn.flash {{.*}} bias(%{{.*}} : memref<1x2x4x6xf32>) out(%{{.*}} : memref<4x2x8xf32, strided<[8, 32, 1], offset: ?>>) {causal}
+// RAISED-LABEL: func.func @sdpa_gqa(
+// RAISED: attn.flash q(%{{.*}} : memref<4x4x8xf32, {{.*}}>) k(%{{.*}} : memref<6x2x8xf32, {{.*}}>) v(%{{.*}} : memref<6x2x8xf32, {{.*}}>)
 // RAISED-LABEL: func.func @main(
 
 // CHECK: memref 0: 64 values agree
 // CHECK: memref 1: 64 values agree
 // CHECK: memref 2: 128 values agree
-// CHECK: all 3 agree
+// CHECK: memref 3: 256 values agree
+// CHECK: all 4 agree
 
 #id = affine_map<(b, i, j) -> (b, i, j)>
 
@@ -146,6 +149,51 @@ func.func @sdpa_heads(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x6x8xf32>, %v: tens
   return %out : tensor<2x2x4x8xf32>
 }
 
+// GQA as repeat_interleave of K/V heads (linalg.broadcast after the head
+// dim, collapsed): 4 query heads over 2 KV heads.
+func.func @sdpa_gqa(%q: tensor<2x4x4x8xf32>, %kh: tensor<2x2x6x8xf32>, %vh: tensor<2x2x6x8xf32>, %bias: tensor<4x4x6xf32>) -> tensor<2x4x4x8xf32> {
+  %ek = tensor.empty() : tensor<2x2x2x6x8xf32>
+  %kb = linalg.broadcast ins(%kh : tensor<2x2x6x8xf32>) outs(%ek : tensor<2x2x2x6x8xf32>) dimensions = [2]
+  %k = tensor.collapse_shape %kb [[0], [1, 2], [3], [4]] : tensor<2x2x2x6x8xf32> into tensor<2x4x6x8xf32>
+  %vb = linalg.broadcast ins(%vh : tensor<2x2x6x8xf32>) outs(%ek : tensor<2x2x2x6x8xf32>) dimensions = [2]
+  %v = tensor.collapse_shape %vb [[0], [1, 2], [3], [4]] : tensor<2x2x2x6x8xf32> into tensor<2x4x6x8xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x4x4x6xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<2x4x4x6xf32>) -> tensor<2x4x4x6xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, r) -> (b, h, m, r)>, affine_map<(b, h, m, n, r) -> (b, h, n, r)>, affine_map<(b, h, m, n, r) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x4x4x8xf32>, tensor<2x4x6x8xf32>) outs(%z : tensor<2x4x4x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %pr = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %pr : f32
+    linalg.yield %sum : f32
+  } -> tensor<2x4x4x6xf32>
+  %sb = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %bias : tensor<2x4x4x6xf32>, tensor<4x4x6xf32>) outs(%e : tensor<2x4x4x6xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.addf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4x6xf32>
+  %ninf = arith.constant 0xFF800000 : f32
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sb : tensor<2x4x4x6xf32>) outs(%e : tensor<2x4x4x6xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %c2 = arith.constant 2 : index
+    %lim = arith.addi %i, %c2 : index
+    %hide = arith.cmpi sgt, %j, %lim : index
+    %r = arith.select %hide, %ninf, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4x6xf32>
+  %p = linalg.softmax dimension(3) ins(%sm : tensor<2x4x4x6xf32>) outs(%e : tensor<2x4x4x6xf32>) -> tensor<2x4x4x6xf32>
+  %eo = tensor.empty() : tensor<2x4x4x8xf32>
+  %zo = linalg.fill ins(%c0 : f32) outs(%eo : tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32>
+  %out = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, r) -> (b, h, m, r)>, affine_map<(b, h, m, n, r) -> (b, h, r, n)>, affine_map<(b, h, m, n, r) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x4x4x6xf32>, tensor<2x4x6x8xf32>) outs(%zo : tensor<2x4x4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %pr = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %pr : f32
+    linalg.yield %sum : f32
+  } -> tensor<2x4x4x8xf32>
+  return %out : tensor<2x4x4x8xf32>
+}
+
 // Deterministic pseudo-random values in (-2, 2): sin of a scrambled index.
 func.func @fill3(%t: tensor<?x?x?xf32>, %seed: f32) -> tensor<?x?x?xf32> {
   %r = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel"]} outs(%t : tensor<?x?x?xf32>) {
@@ -218,5 +266,17 @@ func.func @main() {
   %o3 = func.call @sdpa_heads(%q4, %k4, %v4, %bias4) : (tensor<2x2x4x8xf32>, tensor<2x2x6x8xf32>, tensor<2x2x6x8xf32>, tensor<2x4x6xf32>) -> tensor<2x2x4x8xf32>
   %u3 = tensor.cast %o3 : tensor<2x2x4x8xf32> to tensor<*xf32>
   func.call @printMemrefF32(%u3) : (tensor<*xf32>) -> ()
+  %eqg = tensor.empty() : tensor<8x4x8xf32>
+  %ebg = tensor.empty() : tensor<4x4x6xf32>
+  %dqg = tensor.cast %eqg : tensor<8x4x8xf32> to tensor<?x?x?xf32>
+  %dbg = tensor.cast %ebg : tensor<4x4x6xf32> to tensor<?x?x?xf32>
+  %qg0 = func.call @fill3(%dqg, %s1) : (tensor<?x?x?xf32>, f32) -> tensor<?x?x?xf32>
+  %bg0 = func.call @fill3(%dbg, %s4) : (tensor<?x?x?xf32>, f32) -> tensor<?x?x?xf32>
+  %qg1 = tensor.cast %qg0 : tensor<?x?x?xf32> to tensor<8x4x8xf32>
+  %biasg = tensor.cast %bg0 : tensor<?x?x?xf32> to tensor<4x4x6xf32>
+  %qg = tensor.expand_shape %qg1 [[0, 1], [2], [3]] output_shape [2, 4, 4, 8] : tensor<8x4x8xf32> into tensor<2x4x4x8xf32>
+  %o4 = func.call @sdpa_gqa(%qg, %k4, %v4, %biasg) : (tensor<2x4x4x8xf32>, tensor<2x2x6x8xf32>, tensor<2x2x6x8xf32>, tensor<4x4x6xf32>) -> tensor<2x4x4x8xf32>
+  %u4 = tensor.cast %o4 : tensor<2x4x4x8xf32> to tensor<*xf32>
+  func.call @printMemrefF32(%u4) : (tensor<*xf32>) -> ()
   return
 }

@@ -709,3 +709,102 @@ func.func @heads_bias_over_heads(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x6x8xf32
   } -> tensor<2x2x4x8xf32>
   return %out : tensor<2x2x4x8xf32>
 }
+
+// GQA written as repeat_interleave (linalg.broadcast of K/V after the head
+// dim, collapsed to [B, H, Sk, D]): flash reads the 2 KV heads directly.
+// CHECK-LABEL: func.func @heads_gqa(
+// CHECK-SAME: %{{[^:]*}}: tensor<2x4x4x8xf32>, %[[K:[^:]*]]: tensor<2x2x6x8xf32>
+// CHECK: bufferization.to_buffer %[[K]] read_only : tensor<2x2x6x8xf32>
+// CHECK: attn.flash {{.*}} k(%{{.*}} : memref<6x2x8xf32, strided<[8, 48, 1], offset: ?>>) v(%{{.*}} : memref<6x2x8xf32, strided<[8, 48, 1], offset: ?>>)
+// CHECK-NOT: linalg.broadcast
+// CHECK: return
+func.func @heads_gqa(%q: tensor<2x4x4x8xf32>, %kh: tensor<2x2x6x8xf32>, %vh: tensor<2x2x6x8xf32>, %bias: tensor<4x4x6xf32>) -> tensor<2x4x4x8xf32> {
+  %ek = tensor.empty() : tensor<2x2x2x6x8xf32>
+  %kb = linalg.broadcast ins(%kh : tensor<2x2x6x8xf32>) outs(%ek : tensor<2x2x2x6x8xf32>) dimensions = [2]
+  %k = tensor.collapse_shape %kb [[0], [1, 2], [3], [4]] : tensor<2x2x2x6x8xf32> into tensor<2x4x6x8xf32>
+  %vb = linalg.broadcast ins(%vh : tensor<2x2x6x8xf32>) outs(%ek : tensor<2x2x2x6x8xf32>) dimensions = [2]
+  %v = tensor.collapse_shape %vb [[0], [1, 2], [3], [4]] : tensor<2x2x2x6x8xf32> into tensor<2x4x6x8xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x4x4x6xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<2x4x4x6xf32>) -> tensor<2x4x4x6xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, r) -> (b, h, m, r)>, affine_map<(b, h, m, n, r) -> (b, h, n, r)>, affine_map<(b, h, m, n, r) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x4x4x8xf32>, tensor<2x4x6x8xf32>) outs(%z : tensor<2x4x4x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %pr = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %pr : f32
+    linalg.yield %sum : f32
+  } -> tensor<2x4x4x6xf32>
+  %sb = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %bias : tensor<2x4x4x6xf32>, tensor<4x4x6xf32>) outs(%e : tensor<2x4x4x6xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.addf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4x6xf32>
+  %ninf = arith.constant 0xFF800000 : f32
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sb : tensor<2x4x4x6xf32>) outs(%e : tensor<2x4x4x6xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %c2 = arith.constant 2 : index
+    %lim = arith.addi %i, %c2 : index
+    %hide = arith.cmpi sgt, %j, %lim : index
+    %r = arith.select %hide, %ninf, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4x6xf32>
+  %p = linalg.softmax dimension(3) ins(%sm : tensor<2x4x4x6xf32>) outs(%e : tensor<2x4x4x6xf32>) -> tensor<2x4x4x6xf32>
+  %eo = tensor.empty() : tensor<2x4x4x8xf32>
+  %zo = linalg.fill ins(%c0 : f32) outs(%eo : tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32>
+  %out = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, r) -> (b, h, m, r)>, affine_map<(b, h, m, n, r) -> (b, h, r, n)>, affine_map<(b, h, m, n, r) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x4x4x6xf32>, tensor<2x4x6x8xf32>) outs(%zo : tensor<2x4x4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %pr = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %pr : f32
+    linalg.yield %sum : f32
+  } -> tensor<2x4x4x8xf32>
+  return %out : tensor<2x4x4x8xf32>
+}
+
+// K/V heads tiled (broadcast before the head dim: head h reads h % Hk), not
+// attn.flash's GQA (h / G): raised on the repeated [B, H, Sk, D] tensors.
+// CHECK-LABEL: func.func @heads_tiled_kv(
+// CHECK: linalg.broadcast {{.*}} dimensions = [1]
+// CHECK: attn.flash {{.*}} k(%{{.*}} : memref<6x4x8xf32, strided<[8, 48, 1], offset: ?>>)
+func.func @heads_tiled_kv(%q: tensor<2x4x4x8xf32>, %kh: tensor<2x2x6x8xf32>, %vh: tensor<2x2x6x8xf32>, %bias: tensor<4x4x6xf32>) -> tensor<2x4x4x8xf32> {
+  %ek = tensor.empty() : tensor<2x2x2x6x8xf32>
+  %kb = linalg.broadcast ins(%kh : tensor<2x2x6x8xf32>) outs(%ek : tensor<2x2x2x6x8xf32>) dimensions = [1]
+  %k = tensor.collapse_shape %kb [[0], [1, 2], [3], [4]] : tensor<2x2x2x6x8xf32> into tensor<2x4x6x8xf32>
+  %vb = linalg.broadcast ins(%vh : tensor<2x2x6x8xf32>) outs(%ek : tensor<2x2x2x6x8xf32>) dimensions = [1]
+  %v = tensor.collapse_shape %vb [[0], [1, 2], [3], [4]] : tensor<2x2x2x6x8xf32> into tensor<2x4x6x8xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x4x4x6xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<2x4x4x6xf32>) -> tensor<2x4x4x6xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, r) -> (b, h, m, r)>, affine_map<(b, h, m, n, r) -> (b, h, n, r)>, affine_map<(b, h, m, n, r) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x4x4x8xf32>, tensor<2x4x6x8xf32>) outs(%z : tensor<2x4x4x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %pr = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %pr : f32
+    linalg.yield %sum : f32
+  } -> tensor<2x4x4x6xf32>
+  %sb = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %bias : tensor<2x4x4x6xf32>, tensor<4x4x6xf32>) outs(%e : tensor<2x4x4x6xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.addf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4x6xf32>
+  %ninf = arith.constant 0xFF800000 : f32
+  %sm = linalg.generic {indexing_maps = [affine_map<(b, h, i, j) -> (b, h, i, j)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sb : tensor<2x4x4x6xf32>) outs(%e : tensor<2x4x4x6xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %c2 = arith.constant 2 : index
+    %lim = arith.addi %i, %c2 : index
+    %hide = arith.cmpi sgt, %j, %lim : index
+    %r = arith.select %hide, %ninf, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4x6xf32>
+  %p = linalg.softmax dimension(3) ins(%sm : tensor<2x4x4x6xf32>) outs(%e : tensor<2x4x4x6xf32>) -> tensor<2x4x4x6xf32>
+  %eo = tensor.empty() : tensor<2x4x4x8xf32>
+  %zo = linalg.fill ins(%c0 : f32) outs(%eo : tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32>
+  %out = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, r) -> (b, h, m, r)>, affine_map<(b, h, m, n, r) -> (b, h, r, n)>, affine_map<(b, h, m, n, r) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x4x4x6xf32>, tensor<2x4x6x8xf32>) outs(%zo : tensor<2x4x4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %pr = arith.mulf %a, %b : f32
+    %sum = arith.addf %acc, %pr : f32
+    linalg.yield %sum : f32
+  } -> tensor<2x4x4x8xf32>
+  return %out : tensor<2x4x4x8xf32>
+}

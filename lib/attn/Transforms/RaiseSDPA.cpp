@@ -480,11 +480,12 @@ struct Sdpa {
   double scale = 1.0;  // score multiplier
   bool causal = false; // bottom-right, as attn.flash defines it
   Operation *root = nullptr;
-  SmallVector<Operation *> ops; // matched ops, producers last
-  int64_t rank = 0;             // 4: [B, H, S, D]; 3: [B, S, D]; 2: [S, D]
-  bool scaleSeen = false;       // the last step matched was the scale
-  Flow flow;                    // tensors or buffers
-  Value result;                 // what the root computes (its out buffer)
+  SmallVector<Operation *> ops;   // matched ops, producers last
+  int64_t rank = 0;               // 4: [B, H, S, D]; 3: [B, S, D]; 2: [S, D]
+  bool scaleSeen = false;         // the last step matched was the scale
+  Flow flow;                      // tensors or buffers
+  Value result;                   // what the root computes (its out buffer)
+  int64_t kGroup = 1, vGroup = 1; // GQA: query heads per K / V head
 };
 
 class Matcher {
@@ -522,7 +523,7 @@ public:
     if (trunc)
       m.ops.push_back(pv);
     m.root = op;
-    m.v = pv.getDpsInputs()[1];
+    m.v = throughHeadRepeat(pv.getDpsInputs()[1], m.vGroup);
     Value p = pv.getDpsInputs()[0];
     if (!f.readers(p, 1))
       return false;
@@ -549,6 +550,33 @@ public:
 private:
   Sdpa &m;
   const Flow &f;
+
+  /// GQA written as repeat_interleave of K/V heads ([B, H, S, D] tensors):
+  /// `x` = collapse_shape [[0], [1, 2], [3], [4]] of a linalg.broadcast
+  /// (dimensions = [2]) of `kv` [B, Hk, S, D] to [B, Hk, G, S, D], so head
+  /// h of x is head h / G of kv, attn.flash's GQA. Returns kv (and G), or
+  /// x itself (G = 1) for any other producer. A broadcast before the head
+  /// dim (tiling: head h is h % Hk) is not this and is not matched.
+  Value throughHeadRepeat(Value x, int64_t &group) {
+    group = 1;
+    if (m.rank != 4 || f.buffers || !hasUses(x, 1))
+      return x;
+    auto collapse = x.getDefiningOp<tensor::CollapseShapeOp>();
+    if (!collapse ||
+        collapse.getReassociationIndices() !=
+            SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}, {4}})
+      return x;
+    auto bc = collapse.getSrc().getDefiningOp<linalg::BroadcastOp>();
+    if (!bc || !hasUses(bc->getResult(0), 1) ||
+        bc.getDimensions() != ArrayRef<int64_t>{2})
+      return x;
+    auto repeated = cast<RankedTensorType>(bc->getResult(0).getType());
+    if (!repeated.hasStaticShape())
+      return x;
+    group = repeated.getDimSize(2);
+    m.ops.append({collapse, bc});
+    return bc.getInput();
+  }
 
   /// softmax over the last dim of `x` producing `p`; returns x.
   Value matchSoftmax(Value p) {
@@ -650,7 +678,7 @@ private:
     if (isContraction(f, op, m.rank, /*transposedRhs=*/true, m.ops)) {
       m.ops.push_back(op);
       m.q = op.getDpsInputs()[0];
-      m.k = op.getDpsInputs()[1];
+      m.k = throughHeadRepeat(op.getDpsInputs()[1], m.kGroup);
       return true;
     }
     // Q.(K^T) with an explicit transpose of K.
@@ -664,7 +692,7 @@ private:
         return false;
       m.ops.append({op, tr});
       m.q = op.getDpsInputs()[0];
-      m.k = tr.getInput();
+      m.k = throughHeadRepeat(tr.getInput(), m.kGroup);
       return true;
     }
     if (sawScale || !isElementwise(f, op, m.rank) || !isF32(x))
@@ -840,6 +868,10 @@ private:
       return false;
     int64_t r = m.rank;
     auto q = qt.getShape(), k = kt.getShape(), v = vt.getShape();
+    // GQA: K and V repeated alike, Hk * G = H.
+    if (m.kGroup != m.vGroup ||
+        (m.kGroup > 1 && (k[1] != v[1] || k[1] * m.kGroup != q[1])))
+      return false;
     if (q[r - 1] != k[r - 1] || v[r - 1] != q[r - 1] || k[r - 2] != v[r - 2])
       return false;
     // With Lq > Lk, bottom-right causal hides every key of the first rows:
