@@ -2,8 +2,9 @@
 
 For one representative call of every op (flash, unified, prefix prefill,
 block-sparse, merge_states), prints:
-  * CPU cold: load_kernel with an empty cache (attn-opt, mlir-translate,
-    opt, llc, cc, dlopen), and each stage timed alone;
+  * CPU cold: load_kernel with an empty cache (attn-compile and cc where
+    attn-compile is built, else attn-opt, mlir-translate, opt, llc and cc;
+    then dlopen), and each stage timed alone;
   * CPU warm: load_kernel from the filled cache in a fresh process (digest
     check and dlopen);
   * sm_90a cold: bundle_for with an empty cache (attn-opt's NVVM pipeline
@@ -89,11 +90,17 @@ def timed(fn):
 
 
 def cpu_stages(text):
-    """Each stage of the CPU build alone (as _toolchain._build runs them)."""
+    """Each stage of the CPU build alone: attn-compile (what _toolchain._build
+    runs where it is) and, for comparison, the tool chain it replaces."""
     times = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         (tmp / "k.mlir").write_text(text)
+        compiler = _toolchain.attn_compile()
+        if compiler:
+            times["attn-compile"] = timed(lambda: subprocess.run(
+                [compiler, str(tmp / "k.mlir"), "-o", str(tmp / "c.o")],
+                check=True, capture_output=True))
         tool = _toolchain._llvm_tool
         steps = [
             ("attn-opt", [_toolchain.attn_opt(), str(tmp / "k.mlir"),

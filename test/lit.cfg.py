@@ -25,7 +25,7 @@ config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
-tools = ["attn-opt", "attn-capi-test"]
+tools = ["attn-opt", "attn-compile", "attn-capi-test"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 config.substitutions.append(("%python", config.python_executable))
 

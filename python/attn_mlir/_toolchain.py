@@ -84,18 +84,46 @@ def _llvm_tool(name):
     return _find(name, first=[_LLVM_BIN / name])
 
 
+def attn_compile():
+    """attn-compile beside attn-opt (same build or install), or None: it makes
+    a CPU kernel's object file in one process, where the fallback runs
+    attn-opt, mlir-translate, opt and llc."""
+    try:
+        c = Path(attn_opt()).with_name("attn-compile")
+    except CompileError:
+        return None
+    return str(c) if _executable(c) else None
+
+
+def _file_hash(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:16]
+
+
 _compiler_hash = None
 
 
 def _compiler_fingerprint():
     global _compiler_hash
     if _compiler_hash is None:
-        h = hashlib.sha256()
-        with open(attn_opt(), "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        _compiler_hash = h.hexdigest()[:16]
+        _compiler_hash = _file_hash(attn_opt())
     return _compiler_hash
+
+
+_cpu_hash = None
+
+
+def _cpu_compiler_fingerprint():
+    """What makes CPU kernels: attn-opt, and attn-compile where it is used."""
+    global _cpu_hash
+    if _cpu_hash is None:
+        tool = attn_compile()
+        _cpu_hash = _compiler_fingerprint() + (
+            "+" + _file_hash(tool) if tool else "")
+    return _cpu_hash
 
 
 CACHE_ENV = "ATTN_MLIR_CACHE"
@@ -208,6 +236,13 @@ def _build(mlir_text, out_so):
         tmp = Path(tmp)
         src = tmp / "kernel.mlir"
         src.write_text(mlir_text)
+        tool = attn_compile()
+        if tool:
+            _run([tool, str(src), f"--plan-target={target}"] +
+                 ([f"--plan-chip={chip}"] if chip else []) +
+                 ["-o", str(tmp / "kernel.o")], "attn-compile")
+            _link(tmp / "kernel.o", out_so)
+            return
         _run([attn_opt(), str(src),
               f"--attn-lower-to-cpu-pipeline=plan-target={target} "
               f"plan-chip={chip}",
@@ -220,9 +255,12 @@ def _build(mlir_text, out_so):
         _run([_llvm_tool("llc"), "-O3", "-relocation-model=pic",
               "-filetype=obj", str(tmp / "kernel.bc"),
               "-o", str(tmp / "kernel.o")], "llc")
-        cc = os.environ.get("CC", "cc")
-        _run([cc, "-shared", str(tmp / "kernel.o"), "-o", str(out_so), "-lm"],
-             "linking")
+        _link(tmp / "kernel.o", out_so)
+
+
+def _link(obj, out_so):
+    cc = os.environ.get("CC", "cc")
+    _run([cc, "-shared", str(obj), "-o", str(out_so), "-lm"], "linking")
 
 
 # --- cache entries that are checked before use -------------------------------
@@ -407,7 +445,7 @@ def cached_file(path, build, what):
 
 def load_kernel(mlir_text, func_name):
     """Returns the C-interface entry of `func_name`, compiling if needed."""
-    key = hashlib.sha256((_compiler_fingerprint() + ":".join(cpu_plan()) +
+    key = hashlib.sha256((_cpu_compiler_fingerprint() + ":".join(cpu_plan()) +
                           mlir_text).encode()).hexdigest()[:32]
     so = cache_dir() / f"{key}.so"
     lib = _loaded.get(so)

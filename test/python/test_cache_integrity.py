@@ -693,3 +693,40 @@ def test_bundle_loads_on_the_gpu(nvvm, cache):
     chip = _gpu.chip_for_capability(*torch.cuda.get_device_capability(0))
     kernels = _gpu.load_bundle(_gpu.bundle_for(MERGE_TEXT, chip), 0)
     assert kernels and all(k.function.value for k in kernels)
+
+
+# --- the CPU compiler ----------------------------------------------------------
+
+def test_cpu_kernels_with_and_without_attn_compile(cache, monkeypatch):
+    """attn-compile (beside attn-opt) makes a CPU kernel in one process; an
+    attn-opt without it goes through mlir-translate, opt and llc. Both give
+    the float64 answer, and their libraries have different cache keys."""
+    acc, lse = merge_args()
+    want = merge_reference(acc, lse)
+    results, libs = [], []
+    for use_tool in (True, False):
+        if not use_tool:
+            monkeypatch.setattr(_toolchain, "attn_compile", lambda: None)
+        monkeypatch.setattr(_toolchain, "_cpu_hash", None)
+        monkeypatch.setattr(_toolchain, "_loaded", {})
+        if use_tool:
+            assert _toolchain.attn_compile() is not None
+        out = np.full((3, 2, 16), np.nan, np.float32)
+        ops.merge_states(acc, out, segment_lse=lse)
+        results.append(out)
+        libs.append(set(cache.glob("*.so")))
+    for out in results:
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    assert len(libs[1] - libs[0]) == 1   # a second library, its own key
+
+
+def test_attn_compile_sits_beside_attn_opt(monkeypatch, tmp_path):
+    fake_opt = tmp_path / "attn-opt"
+    fake_opt.write_text("#!/bin/sh\n")
+    fake_opt.chmod(0o755)
+    monkeypatch.setenv("ATTN_MLIR_OPT", str(fake_opt))
+    assert _toolchain.attn_compile() is None
+    tool = tmp_path / "attn-compile"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    assert _toolchain.attn_compile() == str(tool)
