@@ -3,7 +3,8 @@
 Mutants of the functions in test/Transforms/attn-raise-sdpa*.mlir (an SSA
 use swapped, a constant, predicate, index, dimension or float op changed)
 go through attn-raise-sdpa: it must never crash or produce IR the verifier
-rejects. Every f32 tensor mutant it raises is then lowered through the CPU
+rejects. Every f32 mutant it raises (tensors, or buffers: then every
+argument is printed after the call) is then lowered through the CPU
 pipeline twice, raised and not, and run with mlir-runner on the same
 pseudo-random inputs: the outputs must agree (1e-4), which is the pass's
 promise to rewrite only programs attn.flash computes exactly. Rows where
@@ -11,7 +12,7 @@ the original yields NaN may yield 0 raised (docs/raising.md).
 
 usage: raise_sdpa_diff.py ATTN_OPT RUNNER RUNNER_LIBS TRANSFORM_LIB TESTS...
            [--seed S] [-n N]
-Prints "N mutants: C crashes, R raised, M mismatches".
+Prints "N mutants: C crashes, R raised, K run both ways, M mismatches".
 """
 import argparse
 import math
@@ -24,8 +25,12 @@ def functions(paths):
     out = []
     for path in paths:
         text = open(path).read()
+        # Attribute aliases and declarations the functions use (the
+        # harness declares printMemrefF32 itself).
         decls = "\n".join(line for line in text.splitlines()
-                          if line.startswith("func.func private"))
+                          if (line.startswith("func.func private") and
+                              "printMemrefF32" not in line) or
+                          re.match(r"#\w+ = ", line))
         for chunk in re.split(r"\n(?=func\.func @)", text):
             if chunk.startswith("func.func @"):
                 out.append((decls, chunk[:chunk.find("\n}\n") + 3]))
@@ -67,24 +72,33 @@ def mutate(rng, fn):
 
 
 def harness(fn):
-    """A main() that fills every f32 tensor argument with sin of a scrambled
-    index and prints the result; None for other signatures."""
-    m = re.match(r"func\.func @(\w+)\((.*?)\) -> (tensor<[^>]*>)", fn)
+    """A main() that fills every f32 argument with sin of a scrambled index
+    and prints the result (tensors) or every argument after the call
+    (buffers: the outputs are arguments); None for other signatures."""
+    m = re.match(r"func\.func @(\w+)\((.*?)\)( -> (tensor<[^>]*>))? \{", fn)
     if not m:
         return None
-    name, args, res = m.groups()
-    types = re.findall(r"%\w+: (tensor<[^>]*>)", args)
-    if not types or any("f32" not in t for t in types + [res]):
+    name, args, _, res = m.groups()
+    types = re.findall(r"%\w+: ((?:tensor|memref)<[^>]*>)", args)
+    buffers = res is None
+    if not types or any("f32" not in t or ("memref" in t) != buffers
+                        for t in types + ([res] if res else [])):
         return None
     body, values = [], []
     for i, t in enumerate(types):
         rank = len(re.findall(r"(\d+)x", t))
         idx = ", ".join(f"d{j}" for j in range(rank))
         its = ", ".join(['"parallel"'] * rank)
-        body += [f"  %e{i} = tensor.empty() : {t}",
-                 f"  %a{i} = linalg.generic {{indexing_maps = [affine_map<"
-                 f"({idx}) -> ({idx})>], iterator_types = [{its}]}} "
-                 f"outs(%e{i} : {t}) {{", "  ^bb0(%o: f32):"]
+        if buffers:
+            body += [f"  %a{i} = memref.alloc() : {t}",
+                     f"  linalg.generic {{indexing_maps = [affine_map<"
+                     f"({idx}) -> ({idx})>], iterator_types = [{its}]}} "
+                     f"outs(%a{i} : {t}) {{", "  ^bb0(%o: f32):"]
+        else:
+            body += [f"  %e{i} = tensor.empty() : {t}",
+                     f"  %a{i} = linalg.generic {{indexing_maps = [affine_map<"
+                     f"({idx}) -> ({idx})>], iterator_types = [{its}]}} "
+                     f"outs(%e{i} : {t}) {{", "  ^bb0(%o: f32):"]
         acc = None
         for j in range(rank):
             body += [f"    %i{j} = linalg.index {j} : index",
@@ -102,8 +116,18 @@ def harness(fn):
                  "    %h = math.sin %g : f32",
                  "    %two = arith.constant 2.0 : f32",
                  "    %y = arith.mulf %h, %two : f32",
-                 "    linalg.yield %y : f32", f"  }} -> {t}"]
+                 "    linalg.yield %y : f32", "  }" if buffers else f"  }} -> {t}"]
         values.append(f"%a{i}")
+    if buffers:
+        body.append(f"  func.call @{name}({', '.join(values)}) : "
+                    f"({', '.join(types)}) -> ()")
+        for i, t in enumerate(types):
+            body += [f"  %u{i} = memref.cast %a{i} : {t} to memref<*xf32>",
+                     f"  func.call @printMemrefF32(%u{i}) : "
+                     f"(memref<*xf32>) -> ()"]
+        return ("func.func private @printMemrefF32(memref<*xf32>)\n"
+                "func.func @main() {\n" + "\n".join(body) +
+                "\n  return\n}\n")
     body += [f"  %r = func.call @{name}({', '.join(values)}) : "
              f"({', '.join(types)}) -> {res}",
              f"  %u = tensor.cast %r : {res} to tensor<*xf32>",
@@ -129,9 +153,12 @@ def execute(args, text, raise_):
         input=lowered.stdout, capture_output=True, text=True)
     if ran.returncode:
         return None
-    data = ran.stdout.split("data =", 1)[-1]
-    return [float(x) for x in
-            re.findall(r"-?(?:nan|inf|\d+\.?\d*(?:e[+-]?\d+)?)", data)]
+    values = []
+    for data in ran.stdout.split("data =")[1:]:
+        values += [float(x) for x in re.findall(
+            r"-?(?:nan|inf|\d+\.?\d*(?:e[+-]?\d+)?)",
+            data.split("Unranked Memref")[0])]
+    return values
 
 
 def agree(a, b):
@@ -152,7 +179,7 @@ def main():
     args = ap.parse_args()
     rng = random.Random(args.seed)
     pool = functions(args.tests)
-    crashes = raised = mismatches = 0
+    crashes = raised = compared = mismatches = 0
     for i in range(args.n):
         decls, fn = rng.choice(pool)
         mutant = mutate(rng, fn)
@@ -178,11 +205,12 @@ def main():
                 mismatches += 1
                 print(f"mutant {i}: only the raised program failed:\n{text}")
             continue
+        compared += 1
         if not agree(a, b):
             mismatches += 1
             print(f"mutant {i}: raised and original differ:\n{text}")
     print(f"{args.n} mutants: {crashes} crashes, {raised} raised, "
-          f"{mismatches} mismatches")
+          f"{compared} run both ways, {mismatches} mismatches")
 
 
 if __name__ == "__main__":
