@@ -10,6 +10,17 @@
 // RUN: %if rocdl-backend %{ %stock_mlir_opt --load-dialect-plugin=%attn_plugin --load-pass-plugin=%attn_plugin \
 // RUN:   --pass-pipeline="builtin.module(attn-lower-to-rocdl-pipeline{chip=gfx942 format=isa})" %s \
 // RUN:   | FileCheck %s --check-prefix=ROCDL %}
+// Binaries: an HSACO code object (linked with the ld.lld the build set up)
+// and, where ptxas is, a cubin.
+// RUN: %if rocdl-backend %{ %stock_mlir_opt --load-dialect-plugin=%attn_plugin --load-pass-plugin=%attn_plugin \
+// RUN:   --pass-pipeline="builtin.module(attn-lower-to-rocdl-pipeline{chip=gfx942 format=bin})" %s \
+// RUN:   | FileCheck %s --check-prefix=BIN %}
+// RUN: %if nvvm-backend && ptxas %{ %stock_mlir_opt --load-dialect-plugin=%attn_plugin --load-pass-plugin=%attn_plugin \
+// RUN:   --pass-pipeline="builtin.module(attn-lower-to-nvvm-pipeline{chip=sm_90a format=bin})" %s \
+// RUN:   | FileCheck %s --check-prefix=BIN %}
+
+// BIN: gpu.binary @attn_kernels [#gpu.object<{{.*}} bin = "
+// BIN-NOT: assembly =
 
 // ROUNDTRIP: attn.flash q(%{{.*}} : memref<?x8x128xbf16>)
 // ROUNDTRIP-SAME: {causal}
