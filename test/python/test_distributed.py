@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from reference import DTYPES, TOL, attend, f64
+from test_lse import flash_case
 
 torch = pytest.importorskip("torch", reason="attn_mlir.distributed needs torch")
 if not torch.distributed.is_available() or \
@@ -113,12 +114,7 @@ def test_planner_uses_one_plain_call_where_flash_suffices():
 # ---------------------------------------------------------------------------
 
 def varlen(rng, q_lens, k_lens, dtype="f32", hq=HQ, hk=HK, d=D):
-    cq = np.cumsum([0] + q_lens).astype(np.int32)
-    ck = np.cumsum([0] + k_lens).astype(np.int32)
-    q = rng.standard_normal((cq[-1], hq, d)).astype(DTYPES[dtype])
-    k = rng.standard_normal((ck[-1], hk, d)).astype(DTYPES[dtype])
-    v = rng.standard_normal((ck[-1], hk, d)).astype(DTYPES[dtype])
-    return q, k, v, cq, ck
+    return flash_case(rng, q_lens, k_lens, hq, hk, d, dtype)
 
 
 def reference(q, k, v, cq, ck, causal, sinks=None):

@@ -891,19 +891,27 @@ private:
 
 namespace {
 
-/// [B, S, D] (or [S, D]) -> [B * S, 1, D]: one head, B packed sequences.
+/// [B, S, D] (or [S, D]) -> [B * S, 1, D]: one head, B packed sequences; a
+/// tensor reshaped, or views of an identity-layout memref.
 Value toTokensHeadsDim(OpBuilder &b, Location loc, Value t, int64_t rank) {
-  auto type = cast<RankedTensorType>(t.getType());
+  auto type = cast<ShapedType>(t.getType());
   ArrayRef<int64_t> s = type.getShape();
-  Value rows = t;
-  if (rank == 3)
-    rows = tensor::CollapseShapeOp::create(
-        b, loc, t, SmallVector<ReassociationIndices>{{0, 1}, {2}});
   int64_t tokens = rank == 3 ? s[0] * s[1] : s[0];
-  auto packed =
-      RankedTensorType::get({tokens, 1, s.back()}, type.getElementType());
+  SmallVector<ReassociationIndices> rowsOf = {{0, 1}, {2}},
+                                    split = {{0}, {1, 2}};
+  if (isa<MemRefType>(type)) {
+    Value rows =
+        rank == 3 ? memref::CollapseShapeOp::create(b, loc, t, rowsOf) : t;
+    return memref::ExpandShapeOp::create(
+        b, loc, MemRefType::get({tokens, 1, s.back()}, type.getElementType()),
+        rows, split);
+  }
+  Value rows =
+      rank == 3 ? tensor::CollapseShapeOp::create(b, loc, t, rowsOf) : t;
   return tensor::ExpandShapeOp::create(
-      b, loc, packed, rows, SmallVector<ReassociationIndices>{{0}, {1, 2}});
+      b, loc,
+      RankedTensorType::get({tokens, 1, s.back()}, type.getElementType()), rows,
+      split);
 }
 
 Value toBuffer(OpBuilder &b, Location loc, Value t) {
@@ -911,21 +919,6 @@ Value toBuffer(OpBuilder &b, Location loc, Value t) {
   auto memref = MemRefType::get(type.getShape(), type.getElementType());
   return bufferization::ToBufferOp::create(b, loc, memref, t,
                                            /*read_only=*/true);
-}
-
-/// The buffer form of toTokensHeadsDim: views of an identity-layout memref.
-Value bufferToTokensHeadsDim(OpBuilder &b, Location loc, Value t,
-                             int64_t rank) {
-  auto type = cast<MemRefType>(t.getType());
-  ArrayRef<int64_t> s = type.getShape();
-  Value rows = t;
-  if (rank == 3)
-    rows = memref::CollapseShapeOp::create(
-        b, loc, t, SmallVector<ReassociationIndices>{{0, 1}, {2}});
-  int64_t tokens = rank == 3 ? s[0] * s[1] : s[0];
-  auto packed = MemRefType::get({tokens, 1, s.back()}, type.getElementType());
-  return memref::ExpandShapeOp::create(
-      b, loc, packed, rows, SmallVector<ReassociationIndices>{{0}, {1, 2}});
 }
 
 /// Buffers: whether replacing the matched ops by one attn.flash at the root
@@ -1117,8 +1110,8 @@ void rewrite(Sdpa &m) {
   int64_t lq = qt.getDimSize(r - 2), lk = kt.getDimSize(r - 2);
 
   auto operand = [&](Value t) {
-    return buffers ? bufferToTokensHeadsDim(b, loc, t, r)
-                   : toBuffer(b, loc, toTokensHeadsDim(b, loc, t, r));
+    Value packed = toTokensHeadsDim(b, loc, t, r);
+    return buffers ? packed : toBuffer(b, loc, packed);
   };
   Value q = operand(m.q), k = operand(m.k), v = operand(m.v);
   Value cuQ = sequenceOffsets(b, loc, batch, lq, buffers);
@@ -1146,7 +1139,7 @@ void rewrite(Sdpa &m) {
   }
   auto outType = MemRefType::get({batch * lq, 1, rt.getShape().back()},
                                  rt.getElementType());
-  Value out = buffers ? bufferToTokensHeadsDim(b, loc, m.result, r)
+  Value out = buffers ? toTokensHeadsDim(b, loc, m.result, r)
                       : memref::AllocOp::create(b, loc, outType).getResult();
   FlashOp::create(b, loc, q, k, v, cuQ, cuK, scale, bias, Value(), Value(),
                   Value(), Value(), Value(), Value(), Value(), Value(), out,
