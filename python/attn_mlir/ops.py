@@ -391,6 +391,9 @@ _VIEW_INFO = {}
 # dictionary lookup, not a bundle search.
 _GPU_KERNELS = {}
 
+# (op, signature, attributes) -> kernel symbol (_Call.text).
+_KERNEL_NAMES = {}
+
 # The list collect_specializations() gathers into (per thread / task).
 _COLLECTING = contextvars.ContextVar("attn_mlir_collecting", default=None)
 
@@ -608,7 +611,15 @@ class _Call:
     def text(self):
         sig = ", ".join(f"{ssa}: {t}" for ssa, t, _, _ in self.params)
         attrs = (" {" + ", ".join(self.attrs) + "}") if self.attrs else ""
-        return (f"func.func @{self.kernel_name()}({sig}) {{\n"
+        # The name depends on the signature and attributes alone: memoized,
+        # as every call builds its text (computing it is ~4 us).
+        key = (self.op, sig, attrs)
+        self.name = _KERNEL_NAMES.get(key)
+        if self.name is None:
+            if len(_KERNEL_NAMES) > 4096:
+                _KERNEL_NAMES.clear()
+            self.name = _KERNEL_NAMES[key] = self.kernel_name()
+        return (f"func.func @{self.name}({sig}) {{\n"
                 f"  attn.{self.op} {' '.join(self.clauses)}{attrs}\n"
                 f"  return\n}}\n")
 
@@ -636,7 +647,7 @@ class _Call:
             return
         if self.device is not None:
             return self._run_gpu(text)
-        fn = load_kernel(text, self.kernel_name())
+        fn = load_kernel(text, self.name)
         fn.restype = None
         args, keep = [], []
         for _, _, kind, value in self.params:
@@ -672,7 +683,7 @@ class _Call:
         stream = _current_stream(torch, dev)
         nvtx = _nvtx_enabled()
         if nvtx:
-            torch.cuda.nvtx.range_push(self.kernel_name())
+            torch.cuda.nvtx.range_push(self.name)
         try:
             for kernel in kernels:
                 args = [self.params[p["arg"]][3]
