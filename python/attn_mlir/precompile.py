@@ -98,18 +98,14 @@ def specializations(cfg):
     """The MLIR text of every kernel `cfg`'s layers can call: the one-pass
     kernel (prefill, mixed and short decode batches) and, with split_kv, the
     split-KV kernel and merge that attn_mlir.vllm's plan picks for decode
-    over long contexts (every segment count: a decode call at each count
-    the plan can pick is made, and all give the same specialization)."""
+    over long contexts (one decode call: the kernel reads the segment count
+    at run time, so every count is the same specialization)."""
     with ops.collect_specializations() as texts:
         vllm.unified_attention(**_arrays(cfg, tokens=4, batch=2, context=64))
         if cfg.split_kv:
-            seen = set()
-            for context in range(512, 16 * 256 + 1, 256):
-                s = vllm.plan_segments(1, context, cfg.block_size)
-                if s and s not in seen:
-                    seen.add(s)
-                    vllm.unified_attention(**_arrays(cfg, tokens=2, batch=2,
-                                                     context=context))
+            context = 512   # the shortest context the plan splits
+            vllm.unified_attention(**_arrays(cfg, tokens=2, batch=2,
+                                             context=context))
     return list(texts)
 
 
