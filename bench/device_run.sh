@@ -6,6 +6,8 @@
 # .peers (carried). Usage:
 #   bench/device_run.sh [all|tests|sanitize|bench|host|profile|sass]...
 #   bench/device_run.sh grid-record | grid   (not in all)
+# (TESTS_PATHS/TESTS_TIMEOUT narrow the tests step; GRID_TIME_LIMIT stops
+# the grid's processes after that many seconds and reports what finished.)
 # (grid-record: the specializations of vLLM's full kernel-test grids, into
 # $OUT/grid_spec.jsonl for `python -m attn_mlir.aot`; grid: those grids on
 # CUDA tensors, GRID_JOBS processes (8: at 16, processes holding vLLM's
@@ -27,7 +29,8 @@ steps=("${@:-all}")
 want() { [[ " ${steps[*]} " == *" all "* || " ${steps[*]} " == *" $1 "* ]]; }
 if want tests; then
   echo "== GPU tests"
-  ATTN_MLIR_TEST_DEVICE=cuda timeout 300 python3 -m pytest -q -p no:cacheprovider test/python \
+  ATTN_MLIR_TEST_DEVICE=cuda timeout "${TESTS_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider \
+    ${TESTS_PATHS:-test/python} \
     -k "${TESTS_K:-not nothing}" 2>&1 | tee "$OUT/gpu_tests.log" | tail -30
 fi
 if want sanitize; then
@@ -69,12 +72,12 @@ fi
 if [[ " ${steps[*]} " == *" grid-record "* ]]; then
   echo "== record vLLM's full grids"
   timeout 560 python3 bench/run_grid.py --jobs "${GRID_JOBS:-8}" --out /tmp/gridrec \
-    --record "$OUT/grid_spec.jsonl" 2>&1 | tail -3
+    --time-limit "${GRID_TIME_LIMIT:-540}" --record "$OUT/grid_spec.jsonl" 2>&1 | tail -3
 fi
 if [[ " ${steps[*]} " == *" grid "* ]]; then
   echo "== vLLM's full grids on CUDA"
   timeout 560 python3 bench/run_grid.py --jobs "${GRID_JOBS:-8}" --out /tmp/grid \
-    --shard "${GRID_SHARD:-0/1}" 2>&1 \
+    --time-limit "${GRID_TIME_LIMIT:-540}" --shard "${GRID_SHARD:-0/1}" 2>&1 \
     | tee "$OUT/vllm_full_grid.log" | tail -40
 fi
 if want sass; then

@@ -116,9 +116,12 @@ def main():
                         seen.add(line)
                         lines.append(line)
         Path(args.record).write_text("\n".join(lines) + "\n")
-        print(f"recorded {len(lines)} unique specializations into "
-              f"{args.record} in {took:.0f} s")
-        return 0
+        ended = sum(len((out / f"outcomes_{j}.txt").read_text().splitlines())
+                    for j in range(len(procs))
+                    if (out / f"outcomes_{j}.txt").exists())
+        print(f"recorded {len(lines)} unique specializations of {ended} of "
+              f"{len(ids)} tests into {args.record} in {took:.0f} s")
+        return 0 if ended == len(ids) else 1
 
     # Per-test outcomes, written as each test ended (so a process stopped
     # at the time limit still counts what it ran).

@@ -48,7 +48,7 @@ import pytest
 
 from attn_mlir import vllm
 
-from . import (BF16, FP8_E4M3, FP8_MAX, assert_close, cases, cast, f64, matmul,
+from . import (_DRY_RUN, BF16, FP8_E4M3, FP8_MAX, assert_close, cases, cast, f64, matmul,
                softmax_rows)
 
 NUMPY = {"fp16": np.float16, "bf16": BF16, "fp32": np.float32}
@@ -91,6 +91,8 @@ def reference(q, k, v, cu_q, cu_k, sm_scale, causal, *, bias=None,
     GQA: query head h reads KV head h // (HQ / HK)."""
     hq, hk = q.shape[1], k.shape[1]
     out = np.zeros(q.shape)
+    if _DRY_RUN:   # nothing is compared (see matmul)
+        return out
     for b in range(len(cu_q) - 1):
         qs = slice(cu_q[b], cu_q[b + 1])
         ks = slice(cu_k[b], cu_k[b + 1])
