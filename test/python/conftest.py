@@ -48,6 +48,37 @@ if DEVICE == "cuda":
             back = tensor.cpu().numpy().view(host.dtype).reshape(host.shape)
             np.copyto(host, back)
 
+    # Operands past this size are snapshotted by checksums, not copies:
+    # vLLM's grids pass two 2 GB caches per call, and a copy of each made a
+    # process hold 8 GB of GPU memory (12 of them ran the H100 out).
+    _BIG = 256 << 20
+
+    def _sums(tensor):
+        import torch
+        flat = tensor.reshape(-1)
+        words = flat.view(torch.int32) if flat.numel() * flat.element_size() \
+            % 4 == 0 else flat.view(torch.uint8)
+        total = torch.zeros(2, dtype=torch.int64, device=tensor.device)
+        step = 1 << 24   # 16M words a chunk: bounded temporaries
+        for at in range(0, words.numel(), step):
+            w = words[at:at + step].to(torch.int64)
+            pos = torch.arange(at, at + w.numel(), device=w.device) % 65521 + 1
+            # A plain and a position-weighted sum: a stray write changes
+            # both unless it is crafted to cancel.
+            total[0] += w.sum()
+            total[1] += (w * pos).sum()
+        return total
+
+    def _snapshot(tensor):
+        nbytes = tensor.numel() * tensor.element_size()
+        return ("sums", _sums(tensor)) if nbytes > _BIG else tensor.clone()
+
+    def _unchanged(tensor, snapshot):
+        import torch
+        if isinstance(snapshot, tuple):
+            return torch.equal(_sums(tensor), snapshot[1])
+        return torch.equal(tensor, snapshot)
+
     _run_as_given = ops._Call.run
 
     def _run_on_gpu(self):
@@ -67,7 +98,8 @@ if DEVICE == "cuda":
                 # come back (vLLM's grids pass 1 GB caches that no kernel
                 # writes; copying them back dominated a test), and a stray
                 # write into an input still reaches the host checks.
-                snapshot = tensor.clone() if _writeable(value.owner) else None
+                snapshot = _snapshot(tensor) if _writeable(value.owner) \
+                    else None
                 copies.append((value.owner, tensor, snapshot))
                 self.params[i] = (ssa, t, kind, dv)
         self.device = torch.device("cuda", torch.cuda.current_device())
@@ -76,7 +108,7 @@ if DEVICE == "cuda":
         for host, tensor, snapshot in copies:
             if snapshot is None:   # an input (broadcast views)
                 continue
-            if torch.equal(tensor, snapshot):
+            if _unchanged(tensor, snapshot):
                 continue
             _copy_back(host, tensor)
         # Give the device copies back: several processes share the GPU in

@@ -39,6 +39,11 @@ if os.environ.get("ATTN_MLIR_TEST_DEVICE") == "cuda" and \
         torch.cuda.is_available():
     DEVICES.append("cuda")
 OPS = torch.ops.attn_mlir
+# The f32 checks against float64: under ATTN_MLIR_TEST_DEVICE=cuda the test
+# hook (conftest.py) runs even CPU-tensor calls on the GPU, where f32
+# products are TF32 (10 mantissa bits; docs/runtime.md).
+F32_ATOL = 3e-3 if os.environ.get("ATTN_MLIR_TEST_DEVICE") == "cuda" and \
+    os.environ.get("ATTN_MLIR_F32_PRECISION") != "3xtf32" else 2e-5
 
 
 def _inductor_works():
@@ -280,7 +285,7 @@ def test_torch_calls_go_through_the_ops():
         ops.flash(*f.values(), out, scale=0.2, causal=True)
     assert "attn_mlir.flash.default" in mode.seen
     ref = _reference_flash(f["q"], f["k"], f["v"], f["cu_seqlens_q"], 0.2, True)
-    assert torch.allclose(out.double(), ref, atol=2e-5, rtol=0)
+    assert torch.allclose(out.double(), ref, atol=F32_ATOL, rtol=0)
     with _Ops() as mode:
         o, none = vllm.triton_attention(f["q"], f["k"], f["v"], None,
                                         f["cu_seqlens_q"], f["cu_seqlens_k"],
@@ -294,7 +299,11 @@ def test_numpy_and_mixed_calls_run_directly():
     out = np.zeros((8, 4, 32), np.float32)
     with _Ops() as mode:
         ops.flash(*f.values(), out, scale=0.2)
-    assert mode.seen == []
+    # (Under ATTN_MLIR_TEST_DEVICE=cuda the test hook copies the operands
+    # through aten ops: there only attn_mlir's operators must be absent.)
+    seen = mode.seen if DEVICES == ["cpu"] else \
+        [op for op in mode.seen if op.startswith("attn_mlir.")]
+    assert seen == []
     # A numpy operand beside torch tensors: no schema type carries it, so
     # the call runs directly (and still computes).
     t = flash_inputs("cpu")
@@ -333,7 +342,7 @@ def test_old_torch_runs_directly(monkeypatch):
         ops.flash(*f.values(), out, scale=0.2, causal=True)
     assert "attn_mlir.flash.default" not in mode.seen
     ref = _reference_flash(f["q"], f["k"], f["v"], f["cu_seqlens_q"], 0.2, True)
-    assert torch.allclose(out.double(), ref, atol=2e-5, rtol=0)
+    assert torch.allclose(out.double(), ref, atol=F32_ATOL, rtol=0)
 
 
 def test_import_does_not_need_torch():
@@ -582,7 +591,7 @@ def test_metadata_mode_is_per_thread():
         t.start()
         t.join()
     ref = _reference_flash(f["q"], f["k"], f["v"], f["cu_seqlens_q"], 0.2, True)
-    assert torch.allclose(out.double(), ref, atol=2e-5, rtol=0)
+    assert torch.allclose(out.double(), ref, atol=F32_ATOL, rtol=0)
 
 
 # --- errors ------------------------------------------------------------------

@@ -3,10 +3,13 @@
 // One process from MLIR text to machine code: the CPU pipeline
 // (attn-lower-to-cpu-pipeline), translation to LLVM IR, LLVM's -O3 and code
 // generation for the host, replacing attn-opt | mlir-translate | opt | llc
-// (four processes, four parses) for attn_mlir's CPU kernels. The object is
-// then linked into a shared library by the caller.
+// (four processes, four parses) for attn_mlir's CPU kernels. Built with
+// LLD's libraries, it also links the shared library itself (--shared), so
+// that making a CPU kernel needs no C compiler or linker on the machine.
 //
 //   attn-compile kernel.mlir -o kernel.o [--plan-target=T --plan-chip=C]
+//   attn-compile kernel.mlir --shared -o kernel.so
+//   attn-compile --can-link      (exit 0: --shared is available)
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,25 +29,39 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#ifdef ATTN_HAVE_LLD
+#include "lld/Common/Driver.h"
+#include <link.h>
+#endif
+
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
+#ifdef ATTN_HAVE_LLD
+LLD_HAS_DRIVER(elf)
+#endif
+
 using namespace mlir;
 
 static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional,
-                                            llvm::cl::desc("<kernel.mlir>"),
-                                            llvm::cl::Required);
-static llvm::cl::opt<std::string> outputFile("o", llvm::cl::desc("object file"),
-                                             llvm::cl::Required);
+                                            llvm::cl::desc("<kernel.mlir>"));
+static llvm::cl::opt<std::string>
+    outputFile("o", llvm::cl::desc("object file (shared library: --shared)"));
+static llvm::cl::opt<bool>
+    emitShared("shared",
+               llvm::cl::desc("link a shared library (in-process, with LLD)"));
+static llvm::cl::opt<bool>
+    canLink("can-link", llvm::cl::desc("exit 0 if --shared is available"));
 static llvm::cl::opt<std::string>
     planTarget("plan-target", llvm::cl::init("cpu"),
                llvm::cl::desc("tile schedules of this target (attn-plan)"));
@@ -57,11 +74,60 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
+#ifdef ATTN_HAVE_LLD
+/// The files of this process's libc and libm: the kernel library names them
+/// (DT_NEEDED) so that malloc, memset and exp2f resolve wherever it is
+/// loaded, with the symbol versions of the C library it will run with.
+static std::vector<std::string> hostCLibraries() {
+  std::vector<std::string> found;
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *data) {
+        llvm::StringRef path(info->dlpi_name ? info->dlpi_name : "");
+        llvm::StringRef name = llvm::sys::path::filename(path);
+        if (name.starts_with("libc.so.") || name.starts_with("libm.so."))
+          static_cast<std::vector<std::string> *>(data)->push_back(path.str());
+        return 0;
+      },
+      &found);
+  return found;
+}
+
+/// Links `object` into the shared library `output` with LLD's ELF driver.
+static int linkShared(llvm::StringRef object, llvm::StringRef output) {
+  std::string out = output.str(), obj = object.str();
+  std::vector<std::string> libs = hostCLibraries();
+  std::vector<const char *> args = {"ld.lld", "-shared", "--hash-style=gnu",
+                                    "-o", out.c_str(), obj.c_str()};
+  for (const std::string &lib : libs)
+    args.push_back(lib.c_str());
+  std::string log;
+  llvm::raw_string_ostream logStream(log);
+  lld::Result result = lld::lldMain(args, logStream, logStream,
+                                    {{lld::Gnu, &lld::elf::link}});
+  if (result.retCode != 0)
+    return fail("linking " + output + " failed: " + log);
+  return 0;
+}
+#endif
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerAllPasses();
   llvm::cl::ParseCommandLineOptions(argc, argv,
                                     "attn kernel to a host object file\n");
+#ifdef ATTN_HAVE_LLD
+  const bool haveLinker = true;
+#else
+  const bool haveLinker = false;
+#endif
+  if (canLink)
+    return haveLinker ? 0 : 1;
+  if (inputFile.empty() || outputFile.empty())
+    return fail("usage: attn-compile kernel.mlir [--shared] -o OUT");
+  if (emitShared && !haveLinker)
+    return fail("--shared: this attn-compile was built without LLD's "
+                "libraries (liblld-22-dev); link the object with a C "
+                "compiler instead");
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
 
@@ -117,15 +183,28 @@ int main(int argc, char **argv) {
   if (llvm::Error e = optimize(llvmModule.get()))
     return fail(llvm::toString(std::move(e)));
 
-  std::error_code ec;
-  llvm::ToolOutputFile out(outputFile, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    return fail(outputFile + ": " + ec.message());
-  llvm::legacy::PassManager codegen;
-  if (machine->addPassesToEmitFile(codegen, out.os(), nullptr,
-                                   llvm::CodeGenFileType::ObjectFile))
-    return fail("the target cannot emit object files");
-  codegen.run(*llvmModule);
-  out.keep();
+  // The object goes to -o, or to a temporary file beside it for --shared.
+  std::string objectFile = outputFile;
+  if (emitShared)
+    objectFile = outputFile + ".o";
+  {
+    std::error_code ec;
+    llvm::ToolOutputFile out(objectFile, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return fail(objectFile + ": " + ec.message());
+    llvm::legacy::PassManager codegen;
+    if (machine->addPassesToEmitFile(codegen, out.os(), nullptr,
+                                     llvm::CodeGenFileType::ObjectFile))
+      return fail("the target cannot emit object files");
+    codegen.run(*llvmModule);
+    out.keep();
+  }
+#ifdef ATTN_HAVE_LLD
+  if (emitShared) {
+    int rc = linkShared(objectFile, outputFile);
+    llvm::sys::fs::remove(objectFile);
+    return rc;
+  }
+#endif
   return 0;
 }
