@@ -7,7 +7,8 @@
 #   bench/device_run.sh [all|tests|sanitize|bench|host|profile|sass]...
 #   bench/device_run.sh grid-record | grid   (not in all)
 # (TESTS_PATHS/TESTS_TIMEOUT narrow the tests step; GRID_TIME_LIMIT stops
-# the grid's processes after that many seconds and reports what finished.)
+# the grid's processes after that many seconds and reports what finished;
+# GRID_IDS names a file of the test ids to run instead of the whole grid.)
 # (grid-record: the specializations of vLLM's full kernel-test grids, into
 # $OUT/grid_spec.jsonl for `python -m attn_mlir.aot`; grid: those grids on
 # CUDA tensors, GRID_JOBS processes (8: at 16, processes holding vLLM's
@@ -77,7 +78,8 @@ fi
 if [[ " ${steps[*]} " == *" grid "* ]]; then
   echo "== vLLM's full grids on CUDA"
   timeout 560 python3 bench/run_grid.py --jobs "${GRID_JOBS:-8}" --out /tmp/grid \
-    --time-limit "${GRID_TIME_LIMIT:-540}" --shard "${GRID_SHARD:-0/1}" 2>&1 \
+    --time-limit "${GRID_TIME_LIMIT:-540}" --shard "${GRID_SHARD:-0/1}" \
+    ${GRID_IDS:+--ids "$GRID_IDS"} 2>&1 \
     | tee "$OUT/vllm_full_grid.log" | tail -40
 fi
 if want sass; then

@@ -4,7 +4,7 @@ pytest processes: building vLLM's inputs (caches of up to 32,768 blocks) and
 checking them take seconds per test on one core.
 
     python3 bench/run_grid.py [--jobs N] [--shard I/N] [--record SPEC.jsonl]
-                              [--time-limit S] [--out DIR]
+                              [--time-limit S] [--out DIR] [--ids FILE]
 
 Tests are dealt round-robin to N processes (the grid's expensive cases sit
 together, so contiguous chunks would not balance). Each process keeps no
@@ -48,6 +48,9 @@ def main():
     ap.add_argument("--shard", default="0/1",
                     help="I/N: run the I-th of N equal parts of the grid "
                          "(one part per device call)")
+    ap.add_argument("--ids", help="a file of test ids (one per line) to run "
+                                  "instead of the whole grid; --shard then "
+                                  "splits these")
     ap.add_argument("--device", default="cuda",
                     help="ATTN_MLIR_TEST_DEVICE (cuda, or cpu)")
     ap.add_argument("--time-limit", type=float, default=None,
@@ -65,7 +68,8 @@ def main():
                COLUMNS="1000")
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(ROOT / "python"), env.get("PYTHONPATH")) if p)
-    ids = collect(env)
+    ids = collect(env) if not args.ids else \
+        [x for x in Path(args.ids).read_text().splitlines() if x.strip()]
     part, parts = (int(x) for x in args.shard.split("/"))
     ids = ids[part::parts]
     out = Path(args.out)

@@ -261,7 +261,12 @@ if FP8_KV_CASES:
         ref_out = reference(q_seen, f64(k_quantized) * k_descale,
                             f64(v_quantized) * v_descale, cu_q, cu_k, sm_scale,
                             causal, p_dtype=np.float32)
-        assert_close(cast(ref_out, np.float32), tri_out, atol=3e-2, rtol=8e-1,
+        # vLLM's test keeps P in f32 here (atol 3e-2); triton_attention
+        # rounds P / p_scale to fp8 (docs/semantics.md 6), an error of up to
+        # 2^-4 of |v| per key that does not average out at D_HEAD = 1 (the
+        # H100 grid saw 0.046 on 3 of 73,728 outputs). vLLM's tolerance for
+        # its fp8 test, whose P is rounded too (test_op_fwd_fp8), applies.
+        assert_close(cast(ref_out, np.float32), tri_out, atol=7e-2, rtol=8e-1,
                      what="fwd fp8 kv")
 
 

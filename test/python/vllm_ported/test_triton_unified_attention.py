@@ -44,13 +44,14 @@ test_triton_unified_attn_softcap_real_values checks it with scores of
 """
 
 import enum
+import functools
 
 import numpy as np
 import pytest
 
 from attn_mlir import vllm
 
-from . import (_DRY_RUN, BF16, FP8_E4M3, assert_close, assert_discriminates,
+from . import (_DRY_RUN, _TEST_DEVICE, BF16, FP8_E4M3, assert_close, assert_discriminates,
                cases, cast, f64, matmul, softmax_rows)
 
 NUM_HEADS = [(4, 4), (8, 2), (5, 1)]
@@ -154,6 +155,12 @@ def ref_paged_attn(query, key_cache, value_cache, query_lens, kv_lens,
     group = num_query_heads // num_kv_heads
     if _DRY_RUN:   # nothing is compared (see matmul)
         return np.zeros(query.shape)
+    mask = functools.partial(_visible, per_seq_causal=per_seq_causal,
+                             sliding_window=sliding_window, allowed=allowed)
+    if _TEST_DEVICE == "cuda" and _torch_dtype(key_cache.dtype) is not None:
+        return _ref_paged_attn_torch(query, key_cache, value_cache, query_lens,
+                                     kv_lens, block_tables, scale, soft_cap,
+                                     sinks, mask, "cuda")
     out = np.empty(query.shape)
     start = 0
     for i, (query_len, kv_len) in enumerate(zip(query_lens, kv_lens)):
@@ -166,15 +173,7 @@ def ref_paged_attn(query, key_cache, value_cache, query_lens, kv_lens,
         k = np.repeat(k, group, axis=1)
         v = np.repeat(v, group, axis=1)
         attn = matmul(q.transpose(1, 0, 2), k.transpose(1, 2, 0))  # h q k
-        qpos = kv_len - query_len + np.arange(query_len)[:, None]
-        kpos = np.arange(kv_len)[None, :]
-        if allowed is not None:
-            visible = allowed(qpos, kpos)
-        else:
-            causal = True if per_seq_causal is None else per_seq_causal[i]
-            visible = kpos <= qpos if causal else np.ones((query_len, kv_len), bool)
-            if sliding_window is not None:
-                visible = visible & ((qpos - kpos) < sliding_window)
+        visible = mask(i, query_len, kv_len)
         if soft_cap is not None and soft_cap > 0:
             attn = soft_cap * np.tanh(attn / soft_cap)
         attn = np.where(visible[None], attn, -np.inf)
@@ -183,6 +182,92 @@ def ref_paged_attn(query, key_cache, value_cache, query_lens, kv_lens,
         out[start:start + query_len] = matmul(p, v.transpose(1, 0, 2)).transpose(1, 0, 2)
         start += query_len
     return out
+
+
+def _visible(i, query_len, kv_len, *, per_seq_causal, sliding_window,
+             allowed):
+    """[query_len, kv_len] bool: which keys sequence i's queries see."""
+    qpos = kv_len - query_len + np.arange(query_len)[:, None]
+    kpos = np.arange(kv_len)[None, :]
+    if allowed is not None:
+        return np.broadcast_to(allowed(qpos, kpos), (query_len, kv_len))
+    causal = True if per_seq_causal is None else per_seq_causal[i]
+    visible = kpos <= qpos if causal else np.ones((query_len, kv_len), bool)
+    if sliding_window is not None:
+        visible = visible & ((qpos - kpos) < sliding_window)
+    return visible
+
+
+def _torch_dtype(dtype):
+    """The torch dtype holding numpy `dtype`'s values bit for bit, or None."""
+    import torch
+    return {np.dtype(BF16): torch.bfloat16, np.dtype(np.float16): torch.float16,
+            np.dtype(np.float32): torch.float32,
+            np.dtype(np.float64): torch.float64,
+            np.dtype(FP8_E4M3): torch.float8_e4m3fn}.get(np.dtype(dtype))
+
+
+def _to_device(x, dev):
+    """A numpy array (ml_dtypes included) on torch device `dev`, same dtype."""
+    import torch
+    ints = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}
+    raw = np.ascontiguousarray(x).view(ints[x.dtype.itemsize])
+    return torch.from_numpy(raw).to(dev).view(_torch_dtype(x.dtype))
+
+
+def _ref_paged_attn_torch(query, key_cache, value_cache, query_lens, kv_lens,
+                          block_tables, scale, soft_cap, sinks, mask, dev):
+    """ref_paged_attn's float64 math on the GPU (ATTN_MLIR_TEST_DEVICE=cuda):
+    the caches go over once and are gathered there. The numpy reference
+    took minutes per case of vLLM's 533-sequence prefill batches, each
+    sequence's scores and softmax on one host core."""
+    import torch
+    _, block_size, num_kv_heads, head_size = key_cache.shape
+    group = query.shape[1] // num_kv_heads
+    kc, vc = _to_device(key_cache, dev), _to_device(value_cache, dev)
+    qs = _to_device(np.asarray(query), dev).to(torch.float64) * scale
+    sk = None if sinks is None else \
+        torch.from_numpy(f64(sinks)).to(dev)[:, None, None]
+    out = torch.empty(query.shape, dtype=torch.float64, device=dev)
+    start = 0
+    for i, (query_len, kv_len) in enumerate(zip(query_lens, kv_lens)):
+        query_len, kv_len = int(query_len), int(kv_len)
+        num_kv_blocks = (kv_len + block_size - 1) // block_size
+        blocks = torch.from_numpy(
+            np.ascontiguousarray(block_tables[i, :num_kv_blocks])).to(dev).long()
+        k = kc[blocks].to(torch.float64).reshape(-1, num_kv_heads,
+                                                 head_size)[:kv_len]
+        v = vc[blocks].to(torch.float64).reshape(-1, num_kv_heads,
+                                                 head_size)[:kv_len]
+        k = k.repeat_interleave(group, dim=1)
+        v = v.repeat_interleave(group, dim=1)
+        q = qs[start:start + query_len]
+        attn = torch.matmul(q.transpose(0, 1), k.permute(1, 2, 0))  # h q k
+        if soft_cap is not None and soft_cap > 0:
+            attn = soft_cap * torch.tanh(attn / soft_cap)
+        visible = torch.from_numpy(
+            np.array(mask(i, query_len, kv_len), dtype=bool)).to(dev)
+        attn = attn.masked_fill(~visible[None], -torch.inf)
+        m = attn.amax(-1, keepdim=True) if kv_len else \
+            torch.full(attn.shape[:-1] + (1,), -torch.inf, device=dev,
+                       dtype=torch.float64)
+        if sk is not None:
+            m = torch.maximum(m, sk.expand_as(m))
+        m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+        p = torch.exp(attn - m)
+        z = p.sum(-1, keepdim=True)
+        if sk is not None:
+            z = z + torch.exp(sk - m)
+        p = torch.where(z > 0, p / torch.where(z > 0, z, torch.ones_like(z)),
+                        torch.zeros_like(p))
+        out[start:start + query_len] = torch.matmul(
+            p, v.transpose(0, 1)).transpose(0, 1)
+        start += query_len
+    result = out.cpu().numpy()
+    del kc, vc, qs, out
+    if dev == "cuda":
+        torch.cuda.empty_cache()   # processes share the GPU (run_grid.py)
+    return result
 
 
 def segment_buffers(rows, num_query_heads, head_size, segments=16):
