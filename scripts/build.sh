@@ -10,7 +10,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 LLVM_PREFIX="${LLVM_PREFIX:-/usr/lib/llvm-22}"
-DEB_PACKAGES=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 cmake ninja-build)
+DEB_PACKAGES=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 liblld-22-dev cmake ninja-build)
 
 missing=()
 for pkg in "${DEB_PACKAGES[@]}"; do

@@ -4,6 +4,9 @@
 #     tests, verifier fuzzing;
 #   - downstream: the package installed into a temporary prefix, and
 #     examples/downstream built against it (scripts/check_downstream.sh);
+#   - the wheel: built (LLVM linked statically), installed into a fresh
+#     virtualenv, examples and a test subset run from outside the checkout
+#     (scripts/check_wheel.sh; ATTN_MLIR_SKIP_WHEEL=1 leaves it out);
 #   - pytest: the compiled CPU kernels against float64 references through
 #     attn_mlir.vllm, and argument validation.
 # Ends with one line: "tests: N passed, N failed, N skipped".
@@ -20,6 +23,15 @@ lit_rc=$?
 echo "== downstream project against the installed package"
 "$ROOT/scripts/check_downstream.sh"
 downstream_rc=$?
+
+echo "== the wheel, installed into a fresh virtualenv (scripts/check_wheel.sh)"
+if [ "${ATTN_MLIR_SKIP_WHEEL:-0}" = 1 ]; then
+  echo "skipped (ATTN_MLIR_SKIP_WHEEL=1)"
+  wheel_rc=0
+else
+  "$ROOT/scripts/check_wheel.sh"
+  wheel_rc=$?
+fi
 
 echo "== pytest (compiled CPU kernels vs float64 references)"
 # A private kernel cache per build tree keeps runs reproducible.
@@ -40,11 +52,12 @@ for plan in rocdl:gfx942 rocdl:gfx1100 nvvm:sm_90a; do
   plan_xmls+=("$xml")
 done
 
-python3 - "$lit_rc" "$py_rc" "$downstream_rc" "$BUILD_DIR/lit-results.xml" "$BUILD_DIR/pytest-results.xml" "${plan_xmls[@]}" <<'PY'
+python3 - "$lit_rc" "$py_rc" "$downstream_rc" "$wheel_rc" "$BUILD_DIR/lit-results.xml" "$BUILD_DIR/pytest-results.xml" "${plan_xmls[@]}" <<'PY'
 import os, sys, xml.etree.ElementTree as ET
-downstream_rc = int(sys.argv[3])
-passed, failed, skipped = int(downstream_rc == 0), int(downstream_rc != 0), 0
-for path in sys.argv[4:]:
+downstream_rc, wheel_rc = int(sys.argv[3]), int(sys.argv[4])
+passed = int(downstream_rc == 0) + int(wheel_rc == 0)
+failed, skipped = int(downstream_rc != 0) + int(wheel_rc != 0), 0
+for path in sys.argv[5:]:
     if not os.path.exists(path):
         failed += 1
         continue
@@ -57,5 +70,6 @@ for path in sys.argv[4:]:
         failed += bad
         skipped += skip
 print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
-sys.exit(1 if failed or int(sys.argv[1]) or int(sys.argv[2]) or downstream_rc else 0)
+sys.exit(1 if failed or int(sys.argv[1]) or int(sys.argv[2]) or downstream_rc
+         or wheel_rc else 0)
 PY

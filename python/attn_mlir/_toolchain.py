@@ -1,7 +1,10 @@
 """Compiling attn MLIR to host shared libraries, with an on-disk cache.
 
-attn-opt --attn-lower-to-cpu-pipeline | mlir-translate | opt -O3 | llc, then
-the system C compiler links a shared library. Libraries are cached by a hash
+attn-compile (the CPU pipeline, LLVM IR, -O3 and code generation in one
+process) makes the kernel; built with LLD's libraries, as the wheel's is, it
+also links the shared library, else the system C compiler does. Without
+attn-compile: attn-opt --attn-lower-to-cpu-pipeline | mlir-translate | opt
+-O3 | llc, then the C compiler. Libraries are cached by a hash
 of the MLIR text and of the attn-opt binary, under `cache_dir()`
 ($ATTN_MLIR_CACHE, else $XDG_CACHE_HOME/attn_mlir, else ~/.cache/attn_mlir;
 a private temporary directory, with a CacheWarning, where that cannot be
@@ -37,6 +40,9 @@ from . import _log
 # $ATTN_MLIR_OPT and PATH. The one path relative to the checkout; nothing
 # else the package needs lives outside it (the GPU runtime's source is
 # package data, _native/).
+# The wheel's own compiler (pyproject.toml, ATTN_MLIR_WHEEL): statically
+# linked, looked for first.
+_PACKAGE_BIN = Path(__file__).resolve().parent / "_bin"
 _CHECKOUT_ATTN_OPT = (Path(__file__).resolve().parents[2] / "build" / "bin" /
                       "attn-opt")
 _LLVM_BIN = Path(os.environ.get("ATTN_MLIR_LLVM_BIN", "/usr/lib/llvm-22/bin"))
@@ -74,9 +80,11 @@ def _find(tool, first=(), last=()):
 
 
 def attn_opt():
-    """$ATTN_MLIR_OPT, else attn-opt on PATH, else the development
-    checkout's build/bin/attn-opt."""
-    return _find("attn-opt", first=[os.environ.get("ATTN_MLIR_OPT")],
+    """$ATTN_MLIR_OPT, else the one installed with the package (the wheel's
+    attn_mlir/_bin), else attn-opt on PATH, else the development checkout's
+    build/bin/attn-opt."""
+    return _find("attn-opt", first=[os.environ.get("ATTN_MLIR_OPT"),
+                                    _PACKAGE_BIN / "attn-opt"],
                  last=[_CHECKOUT_ATTN_OPT])
 
 
@@ -238,9 +246,21 @@ def _build(mlir_text, out_so):
         src.write_text(mlir_text)
         tool = attn_compile()
         if tool:
-            _run([tool, str(src), f"--plan-target={target}"] +
-                 ([f"--plan-chip={chip}"] if chip else []) +
-                 ["-o", str(tmp / "kernel.o")], "attn-compile")
+            plan = [f"--plan-target={target}"] + \
+                ([f"--plan-chip={chip}"] if chip else [])
+            if _links_itself(tool):
+                try:
+                    _run([tool, str(src), *plan, "--shared", "-o",
+                          str(out_so)], "attn-compile")
+                    return
+                except CompileError as e:
+                    # Only a link failure (a libcall the host's C libraries
+                    # lack) falls back to the C compiler.
+                    if "attn-compile: linking" not in str(e) or \
+                            not shutil.which(os.environ.get("CC", "cc")):
+                        raise
+            _run([tool, str(src), *plan, "-o", str(tmp / "kernel.o")],
+                 "attn-compile")
             _link(tmp / "kernel.o", out_so)
             return
         _run([attn_opt(), str(src),
@@ -256,6 +276,22 @@ def _build(mlir_text, out_so):
               "-filetype=obj", str(tmp / "kernel.bc"),
               "-o", str(tmp / "kernel.o")], "llc")
         _link(tmp / "kernel.o", out_so)
+
+
+_LINKS_ITSELF = {}
+
+
+def _links_itself(tool):
+    """Whether attn-compile links shared libraries itself (built with LLD:
+    `--can-link` exits 0), so that no C compiler is needed."""
+    if tool not in _LINKS_ITSELF:
+        try:
+            _LINKS_ITSELF[tool] = subprocess.run(
+                [tool, "--can-link"], capture_output=True,
+                timeout=60).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            _LINKS_ITSELF[tool] = False
+    return _LINKS_ITSELF[tool]
 
 
 def _link(obj, out_so):

@@ -34,6 +34,7 @@
 #include <link.h>
 #endif
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -75,20 +76,40 @@ static int fail(const llvm::Twine &message) {
 }
 
 #ifdef ATTN_HAVE_LLD
-/// The files of this process's libc and libm: the kernel library names them
-/// (DT_NEEDED) so that malloc, memset and exp2f resolve wherever it is
-/// loaded, with the symbol versions of the C library it will run with.
+/// The host's C runtime libraries: this process's libc and libm, and
+/// libgcc_s (f16 conversions such as __extendhfsf2 are libcalls on CPUs
+/// without F16C). The kernel library names them (DT_NEEDED), so its symbols
+/// resolve wherever it is loaded, with the versions of the libraries it
+/// will run with.
 static std::vector<std::string> hostCLibraries() {
   std::vector<std::string> found;
   dl_iterate_phdr(
       [](dl_phdr_info *info, size_t, void *data) {
         llvm::StringRef path(info->dlpi_name ? info->dlpi_name : "");
         llvm::StringRef name = llvm::sys::path::filename(path);
-        if (name.starts_with("libc.so.") || name.starts_with("libm.so."))
+        if (name.starts_with("libc.so.") || name.starts_with("libm.so.") ||
+            name.starts_with("libgcc_s.so."))
           static_cast<std::vector<std::string> *>(data)->push_back(path.str());
         return 0;
       },
       &found);
+  bool haveGcc = llvm::any_of(found, [](const std::string &p) {
+    return llvm::sys::path::filename(p).starts_with("libgcc_s.so.");
+  });
+  // A statically linked libgcc (the wheel's tools) loads no libgcc_s: the
+  // system's, where the usual places have it.
+  for (const char *p :
+       {"/lib/x86_64-linux-gnu/libgcc_s.so.1",
+        "/usr/lib/x86_64-linux-gnu/libgcc_s.so.1", "/lib64/libgcc_s.so.1",
+        "/usr/lib64/libgcc_s.so.1", "/lib/aarch64-linux-gnu/libgcc_s.so.1",
+        "/usr/lib/libgcc_s.so.1"}) {
+    if (haveGcc)
+      break;
+    if (llvm::sys::fs::exists(p)) {
+      found.push_back(p);
+      haveGcc = true;
+    }
+  }
   return found;
 }
 
@@ -96,8 +117,12 @@ static std::vector<std::string> hostCLibraries() {
 static int linkShared(llvm::StringRef object, llvm::StringRef output) {
   std::string out = output.str(), obj = object.str();
   std::vector<std::string> libs = hostCLibraries();
-  std::vector<const char *> args = {"ld.lld", "-shared", "--hash-style=gnu",
-                                    "-o", out.c_str(), obj.c_str()};
+  // -z defs: a symbol none of these libraries defines (an f16 libcall on a
+  // libgcc_s older than GCC 12) fails here, not at dlopen; attn_mlir then
+  // links with the C compiler.
+  std::vector<const char *> args = {"ld.lld",   "-shared", "--hash-style=gnu",
+                                    "-z",       "defs",    "--as-needed",
+                                    "-o",       out.c_str(), obj.c_str()};
   for (const std::string &lib : libs)
     args.push_back(lib.c_str());
   std::string log;
