@@ -1,4 +1,5 @@
-//===- PollyStub.cpp - Polly's plugin entry for static LLVM links --*- C++ -*-===//
+//===- PollyStub.cpp - Polly's plugin entry for static LLVM links --*- C++
+//-*-===//
 //
 // Debian builds Polly into libLLVM.so, so its static LTO code (pulled in by
 // LLD) calls getPollyPluginInfo(), which no static archive defines. Linked

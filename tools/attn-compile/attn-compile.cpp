@@ -120,15 +120,15 @@ static int linkShared(llvm::StringRef object, llvm::StringRef output) {
   // -z defs: a symbol none of these libraries defines (an f16 libcall on a
   // libgcc_s older than GCC 12) fails here, not at dlopen; attn_mlir then
   // links with the C compiler.
-  std::vector<const char *> args = {"ld.lld",   "-shared", "--hash-style=gnu",
-                                    "-z",       "defs",    "--as-needed",
-                                    "-o",       out.c_str(), obj.c_str()};
+  std::vector<const char *> args = {"ld.lld", "-shared",   "--hash-style=gnu",
+                                    "-z",     "defs",      "--as-needed",
+                                    "-o",     out.c_str(), obj.c_str()};
   for (const std::string &lib : libs)
     args.push_back(lib.c_str());
   std::string log;
   llvm::raw_string_ostream logStream(log);
-  lld::Result result = lld::lldMain(args, logStream, logStream,
-                                    {{lld::Gnu, &lld::elf::link}});
+  lld::Result result =
+      lld::lldMain(args, logStream, logStream, {{lld::Gnu, &lld::elf::link}});
   if (result.retCode != 0)
     return fail("linking " + output + " failed: " + log);
   return 0;
