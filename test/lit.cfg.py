@@ -37,6 +37,12 @@ if _ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", _ptxas))
 
+# attn-compile built with LLD's libraries links shared libraries itself.
+import subprocess as _subprocess
+if _subprocess.run([os.path.join(config.attn_tools_dir, "attn-compile"),
+                    "--can-link"], capture_output=True).returncode == 0:
+    config.available_features.add("attn-compile-lld")
+
 # The GPU backends built in (CMake ATTN_ENABLE_NVVM / ATTN_ENABLE_ROCDL).
 if config.attn_enable_nvvm:
     config.available_features.add("nvvm-backend")

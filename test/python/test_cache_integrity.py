@@ -730,3 +730,58 @@ def test_attn_compile_sits_beside_attn_opt(monkeypatch, tmp_path):
     tool.write_text("#!/bin/sh\n")
     tool.chmod(0o755)
     assert _toolchain.attn_compile() == str(tool)
+
+
+def _fresh_cpu_compile(monkeypatch):
+    monkeypatch.setattr(_toolchain, "_cpu_hash", None)
+    monkeypatch.setattr(_toolchain, "_loaded", {})
+
+
+def test_attn_compile_links_without_a_c_compiler(cache, monkeypatch):
+    """attn-compile built with LLD links the kernel library itself: with no
+    C compiler (CC names nothing) a CPU kernel still builds, loads and
+    computes."""
+    tool = _toolchain.attn_compile()
+    if tool is None or not _toolchain._links_itself(tool):
+        pytest.skip("attn-compile built without LLD (liblld-22-dev)")
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    _fresh_cpu_compile(monkeypatch)
+    acc, lse = merge_args()
+    out = np.full((3, 2, 16), np.nan, np.float32)
+    ops.merge_states(acc, out, segment_lse=lse)
+    np.testing.assert_allclose(out, merge_reference(acc, lse), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_failed_in_process_link_falls_back_to_the_c_compiler(
+        cache, monkeypatch, tmp_path):
+    """A link attn-compile cannot make (a symbol the host's C libraries lack)
+    falls back to the object file and the C compiler; without one, the
+    CompileError names the link."""
+    real = _toolchain.attn_compile()
+    if real is None:
+        pytest.skip("no attn-compile")
+    # A wrapper whose --shared link fails as attn-compile reports it.
+    tool = tmp_path / "attn-compile"
+    tool.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" --can-link "*) exit 0;; esac\n'
+        'case " $* " in *" --shared "*) echo "attn-compile: linking x.so '
+        'failed: undefined symbol: __extendhfsf2" >&2; exit 1;; esac\n'
+        f'exec {real} "$@"\n')
+    tool.chmod(0o755)
+    monkeypatch.setattr(_toolchain, "attn_compile", lambda: str(tool))
+    _fresh_cpu_compile(monkeypatch)
+    acc, lse = merge_args()
+    out = np.full((3, 2, 16), np.nan, np.float32)
+    ops.merge_states(acc, out, segment_lse=lse)
+    np.testing.assert_allclose(out, merge_reference(acc, lse), rtol=1e-5,
+                               atol=1e-6)
+    # No C compiler either: the link failure is reported.
+    for f in cache.glob("*"):
+        f.unlink()
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    _fresh_cpu_compile(monkeypatch)
+    with pytest.raises(_toolchain.CompileError, match="attn-compile: linking"):
+        ops.merge_states(acc, np.zeros((3, 2, 16), np.float32),
+                         segment_lse=lse)
