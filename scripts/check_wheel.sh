@@ -3,7 +3,8 @@
 # statically), checks that its binaries need nothing but glibc, installs it
 # into a fresh virtualenv, and from a directory outside the checkout, with
 # no access to build/, PATH's attn-opt, Debian's LLVM tools or a C compiler,
-# runs `python -m attn_mlir info`, the examples and a test subset.
+# runs `python -m attn_mlir info`, the examples and a test subset (the
+# venv's bin/ is all of PATH).
 #
 #   scripts/check_wheel.sh          (scripts/test.sh runs it; CI too)
 # Environment: WHEEL_DIR (default build/dist), WHEEL_VENV (a temporary one).
@@ -12,7 +13,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WHEEL_DIR="${WHEEL_DIR:-$ROOT/build/dist}"
 WORK="$(mktemp -d /tmp/attn-wheel-check.XXXXXX)"
 VENV="${WHEEL_VENV:-$WORK/venv}"
-trap 'rm -rf "$WORK"' EXIT
+ORIG_PATH="$PATH"
+trap 'PATH="$ORIG_PATH" rm -rf "$WORK"' EXIT
 
 if [ -z "${CXX:-}" ] && command -v clang++ >/dev/null; then
   export CC=clang CXX=clang++
@@ -58,7 +60,8 @@ mkdir -p "$WORK/outside/test"
 cp -r "$ROOT/examples" "$WORK/outside/"
 cp -r "$ROOT/test/python" "$WORK/outside/test/"
 cd "$WORK/outside"
-export PATH="$VENV/bin:/usr/bin:/bin"
+# PATH: the venv alone (no Debian LLVM tools, linker or C compiler on it).
+export PATH="$VENV/bin"
 export ATTN_MLIR_CACHE="$WORK/cache" ATTN_MLIR_LLVM_BIN=/nonexistent \
   CC=/nonexistent CXX=/nonexistent
 unset ATTN_MLIR_OPT PYTHONPATH ATTN_MLIR_CPU_PLAN
