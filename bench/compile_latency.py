@@ -2,9 +2,10 @@
 
 For one representative call of every op (flash, unified, prefix prefill,
 block-sparse, merge_states), prints:
-  * CPU cold: load_kernel with an empty cache (attn-compile and cc where
-    attn-compile is built, else attn-opt, mlir-translate, opt, llc and cc;
-    then dlopen), and each stage timed alone;
+  * CPU cold: load_kernel with an empty cache (attn-compile --shared where
+    attn-compile is built with LLD, attn-compile and cc where it is built
+    without, else attn-opt, mlir-translate, opt, llc and cc; then dlopen),
+    and each stage timed alone;
   * CPU warm: load_kernel from the filled cache in a fresh process (digest
     check and dlopen);
   * sm_90a cold: bundle_for with an empty cache (attn-opt's NVVM pipeline
@@ -101,6 +102,13 @@ def cpu_stages(text):
             times["attn-compile"] = timed(lambda: subprocess.run(
                 [compiler, str(tmp / "k.mlir"), "-o", str(tmp / "c.o")],
                 check=True, capture_output=True))
+            if _toolchain._links_itself(compiler):
+                # Object and shared library in one process (LLD), as
+                # _toolchain._build runs it: no cc stage.
+                times["attn-compile --shared"] = timed(
+                    lambda: subprocess.run(
+                        [compiler, str(tmp / "k.mlir"), "--shared", "-o",
+                         str(tmp / "c.so")], check=True, capture_output=True))
         tool = _toolchain._llvm_tool
         steps = [
             ("attn-opt", [_toolchain.attn_opt(), str(tmp / "k.mlir"),
