@@ -40,8 +40,8 @@ from . import _log
 # $ATTN_MLIR_OPT and PATH. The one path relative to the checkout; nothing
 # else the package needs lives outside it (the GPU runtime's source is
 # package data, _native/).
-# The wheel's own compiler (pyproject.toml, ATTN_MLIR_WHEEL): statically
-# linked, looked for first.
+# The wheel's own compiler (built and installed there by pyproject.toml's
+# CMake options, docs/wheel.md): statically linked, looked for first.
 _PACKAGE_BIN = Path(__file__).resolve().parent / "_bin"
 _CHECKOUT_ATTN_OPT = (Path(__file__).resolve().parents[2] / "build" / "bin" /
                       "attn-opt")
