@@ -737,6 +737,15 @@ def _fresh_cpu_compile(monkeypatch):
     monkeypatch.setattr(_toolchain, "_loaded", {})
 
 
+def _merge_computes():
+    """A merge_states call on the CPU gives the float64 answer."""
+    acc, lse = merge_args()
+    out = np.full((3, 2, 16), np.nan, np.float32)
+    ops.merge_states(acc, out, segment_lse=lse)
+    np.testing.assert_allclose(out, merge_reference(acc, lse), rtol=1e-5,
+                               atol=1e-6)
+
+
 def test_attn_compile_links_without_a_c_compiler(cache, monkeypatch):
     """attn-compile built with LLD links the kernel library itself: with no
     C compiler (CC names nothing) a CPU kernel still builds, loads and
@@ -746,11 +755,7 @@ def test_attn_compile_links_without_a_c_compiler(cache, monkeypatch):
         pytest.skip("attn-compile built without LLD (liblld-22-dev)")
     monkeypatch.setenv("CC", "/nonexistent/cc")
     _fresh_cpu_compile(monkeypatch)
-    acc, lse = merge_args()
-    out = np.full((3, 2, 16), np.nan, np.float32)
-    ops.merge_states(acc, out, segment_lse=lse)
-    np.testing.assert_allclose(out, merge_reference(acc, lse), rtol=1e-5,
-                               atol=1e-6)
+    _merge_computes()
 
 
 def test_failed_in_process_link_falls_back_to_the_c_compiler(
@@ -772,16 +777,11 @@ def test_failed_in_process_link_falls_back_to_the_c_compiler(
     tool.chmod(0o755)
     monkeypatch.setattr(_toolchain, "attn_compile", lambda: str(tool))
     _fresh_cpu_compile(monkeypatch)
-    acc, lse = merge_args()
-    out = np.full((3, 2, 16), np.nan, np.float32)
-    ops.merge_states(acc, out, segment_lse=lse)
-    np.testing.assert_allclose(out, merge_reference(acc, lse), rtol=1e-5,
-                               atol=1e-6)
+    _merge_computes()
     # No C compiler either: the link failure is reported.
     for f in cache.glob("*"):
         f.unlink()
     monkeypatch.setenv("CC", "/nonexistent/cc")
     _fresh_cpu_compile(monkeypatch)
     with pytest.raises(_toolchain.CompileError, match="attn-compile: linking"):
-        ops.merge_states(acc, np.zeros((3, 2, 16), np.float32),
-                         segment_lse=lse)
+        _merge_computes()
