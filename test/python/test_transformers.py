@@ -184,6 +184,30 @@ def test_greedy_generation(name, cache):
             f"prefers its token by {margin:.3g}:\n{got[b]}\n{want[b]}")
 
 
+def test_static_cache_generation_under_torch_compile(monkeypatch):
+    """transformers compiles the decode of a static cache (on CUDA; forced
+    here on any device): the attention function runs inside dynamo's
+    trace. The H100 (torch 2.11) failed here with "cu_seqlens_q: expected
+    int32": a plan made inside the traced frame came back with int64
+    offsets (reproduced on the CPU with torch 2.11 and transformers 5.17
+    under inductor); plans are now made eagerly. Tokens as uncompiled."""
+    from transformers.generation.configuration_utils import CompileConfig
+    model, _ = models("gemma2")
+    ids, mask = batch("left")
+    kw = dict(max_new_tokens=6, do_sample=False,
+              pad_token_id=COMMON["pad_token_id"],
+              cache_implementation="static")
+    want = model.generate(ids, attention_mask=mask, **kw)
+    torch._dynamo.reset()
+    monkeypatch.setattr(type(model), "_valid_auto_compile_criteria",
+                        lambda self, *a, **k: True)
+    monkeypatch.setattr(model.generation_config, "compile_config",
+                        CompileConfig(mode="default"))
+    got = model.generate(ids, attention_mask=mask, **kw)
+    torch._dynamo.reset()
+    assert torch.equal(got, want)
+
+
 @pytest.mark.parametrize("name", ["llama", "gemma2"])
 def test_several_new_tokens_over_cache(name):
     """A chunk of 3 new tokens after a cached, left-padded prefix (chunked

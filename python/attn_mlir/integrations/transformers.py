@@ -177,9 +177,8 @@ class _Plan:
             starts[:, 1:] &= ~ksel[:, :-1]
             self.contiguous = bool((starts.sum(1) <= 1).all())
         zero = torch.zeros(1, **i32)
-        # .to(int32): under torch.compile (transformers compiles the forward
-        # of static caches on CUDA) the cumsums came back int64 on an H100
-        # (torch 2.11); the kernels read int32.
+        # int32 throughout: the kernels read int32 offsets (see _plan for
+        # torch.compile).
         self.cu_q = torch.cat([zero, lq.cumsum(0, dtype=torch.int32)]).to(
             torch.int32)
         self.cu_k = torch.cat([zero, self.lk.cumsum(0, dtype=torch.int32)]).to(
@@ -195,6 +194,12 @@ class _Plan:
 _PLANS = {}
 
 
+# Made eagerly, also under torch.compile (transformers compiles the decode of
+# static caches): a plan reads the mask on the host (data-dependent branches,
+# graph breaks anyway), and dynamo 2.11 rebuilt a plan made inside a traced
+# frame with an int64 tensor for its int32 cu_q (the call then failed with
+# "cu_seqlens_q: expected int32"). Its tensors enter the graph as inputs.
+@torch.compiler.disable
 def _plan(mask, batch, q_len, k_len, causal, window, device):
     key = (id(mask), mask._version if mask is not None else None, batch,
            q_len, k_len, causal, window, str(device))
