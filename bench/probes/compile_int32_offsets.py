@@ -2,7 +2,10 @@
 the plan is built inside torch.compile on CUDA. On the H100 (torch 2.11) a
 static-cache generate reached attn_mlir.unified with int64 cu_seqlens_q
 although _Plan converts to int32; this prints what each step gives under
-eager, aot_eager and inductor."""
+eager, aot_eager and inductor. Result (H100, torch 2.11): int32 at every
+step. The cause was the plan object being built inside a traced frame
+(reproduced on the CPU with torch 2.11 + transformers 5.17); _plan is now
+made eagerly (integrations/transformers.py)."""
 import sys
 
 import torch

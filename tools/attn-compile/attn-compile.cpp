@@ -96,18 +96,18 @@ static std::vector<std::string> hostCLibraries() {
   bool haveGcc = llvm::any_of(found, [](const std::string &p) {
     return llvm::sys::path::filename(p).starts_with("libgcc_s.so.");
   });
+  if (haveGcc)
+    return found;
   // A statically linked libgcc (the wheel's tools) loads no libgcc_s: the
-  // system's, where the usual places have it.
+  // system's, from the first of the usual places that has it.
   for (const char *p :
        {"/lib/x86_64-linux-gnu/libgcc_s.so.1",
         "/usr/lib/x86_64-linux-gnu/libgcc_s.so.1", "/lib64/libgcc_s.so.1",
         "/usr/lib64/libgcc_s.so.1", "/lib/aarch64-linux-gnu/libgcc_s.so.1",
         "/usr/lib/libgcc_s.so.1"}) {
-    if (haveGcc)
-      break;
     if (llvm::sys::fs::exists(p)) {
       found.push_back(p);
-      haveGcc = true;
+      break;
     }
   }
   return found;

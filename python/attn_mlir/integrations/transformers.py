@@ -179,11 +179,8 @@ class _Plan:
         zero = torch.zeros(1, **i32)
         # int32 throughout: the kernels read int32 offsets (see _plan for
         # torch.compile).
-        self.cu_q = torch.cat([zero, lq.cumsum(0, dtype=torch.int32)]).to(
-            torch.int32)
-        self.cu_k = torch.cat([zero, self.lk.cumsum(0, dtype=torch.int32)]).to(
-            torch.int32)
-        self.lk = self.lk.to(torch.int32)
+        self.cu_q = torch.cat([zero, lq.cumsum(0, dtype=torch.int32)])
+        self.cu_k = torch.cat([zero, self.lk.cumsum(0, dtype=torch.int32)])
         if qsel is not None and bool((lq > self.lk).any()):
             raise ValueError("attention_mask: a sequence has more query rows "
                              "than visible keys")
