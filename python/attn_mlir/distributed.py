@@ -76,6 +76,30 @@ def _offsets(x, name):
     return a
 
 
+def _ndim(x):
+    return x.dim() if is_torch(x) else np.ndim(x)
+
+
+def _host_ints2(x, name):
+    """A 2-D index array's values as int64 numpy (see _host_ints)."""
+    if is_torch(x):
+        x = x.detach().cpu().numpy()
+    a = np.asarray(x)
+    if a.ndim != 2 or (a.size and a.dtype.kind not in "iu"):
+        raise ValueError(f"{name}: expected a 2-D integer array, got "
+                         f"{a.dtype} of shape {a.shape}")
+    return a.astype(np.int64)
+
+
+def _check_within(kv_start, n, seqlens_k, name):
+    bad = np.nonzero((kv_start < 0) | (kv_start + n > seqlens_k))[0]
+    if bad.size:
+        b = int(bad[0])
+        raise ValueError(f"{name}: sequence {b}'s shard [{kv_start[b]}, "
+                         f"{kv_start[b] + n[b]}) is not within its "
+                         f"seqlens_k = {seqlens_k[b]} keys")
+
+
 def _per_sequence(x, name, batch):
     a = _host_ints(x, name)
     if a.size != batch:
@@ -237,6 +261,11 @@ class FlashPlan:
     [batch] (the sequence's keys over all ranks). Without them the ranks
     hold contiguous ranges in rank order, and the plan gathers every rank's
     shard lengths: then every rank of the group must build it together.
+    A rank holding several key ranges of each sequence (split_keys'
+    zigzag) passes cu_seqlens_k_shard [pieces, batch + 1] (piece p's rows
+    after piece p - 1's in k_shard) and, causal, kv_start [pieces, batch]:
+    each piece is planned as a shard, and all of them merge in one
+    merge_states with the other ranks'.
     `device`: where q will be (for the plan's index arrays); default: that
     of cu_seqlens_q when a tensor, else the CPU."""
 
@@ -246,6 +275,10 @@ class FlashPlan:
         self.causal = bool(causal)
         self.device = _device(cu_seqlens_q) if device is None else \
             _normalized(device)
+        if _ndim(cu_seqlens_k_shard) == 2:
+            self._plan_pieces(cu_seqlens_q, cu_seqlens_k_shard, kv_start,
+                              seqlens_k)
+            return
         if not self.causal:
             host = not is_torch(cu_seqlens_q) or cu_seqlens_q.is_cpu
             host = host and (not is_torch(cu_seqlens_k_shard) or
@@ -255,14 +288,15 @@ class FlashPlan:
                 ck = _offsets(cu_seqlens_k_shard, "cu_seqlens_k_shard")
                 self._check_batch(cq, ck)
                 self.tokens = (int(cq[-1]), int(ck[-1]))
-                self.calls = [(cq.astype(np.int32), ck.astype(np.int32),
-                               False)]
+                self.pieces = [(0, [(cq.astype(np.int32),
+                                     ck.astype(np.int32), False)])]
                 self._to_device()
             else:
                 # Device offsets are used as they are: nothing is read on
                 # the host, so nothing synchronizes.
                 self.tokens = None
-                self.calls = [(cu_seqlens_q, cu_seqlens_k_shard, False)]
+                self.pieces = [(0, [(cu_seqlens_q, cu_seqlens_k_shard,
+                                     False)])]
             return
         cq = _offsets(cu_seqlens_q, "cu_seqlens_q")
         ck = _offsets(cu_seqlens_k_shard, "cu_seqlens_k_shard")
@@ -277,16 +311,56 @@ class FlashPlan:
         else:
             kv_start = _per_sequence(kv_start, "kv_start", batch)
             seqlens_k = _per_sequence(seqlens_k, "seqlens_k", batch)
-            bad = np.nonzero((kv_start < 0) | (kv_start + n > seqlens_k))[0]
-            if bad.size:
-                b = int(bad[0])
-                raise ValueError(
-                    f"kv_start: sequence {b}'s shard [{kv_start[b]}, "
-                    f"{kv_start[b] + n[b]}) is not within its seqlens_k = "
-                    f"{seqlens_k[b]} keys")
+            _check_within(kv_start, n, seqlens_k, "kv_start")
         self.kv_start, self.seqlens_k = kv_start, seqlens_k
         self.tokens = (int(cq[-1]), int(ck[-1]))
-        self.calls = shard_calls(cq, ck, kv_start, seqlens_k)
+        self.pieces = [(0, shard_calls(cq, ck, kv_start, seqlens_k))]
+        self._to_device()
+
+    def _plan_pieces(self, cu_seqlens_q, cu_seqlens_k_shard, kv_start,
+                     seqlens_k):
+        """Several key ranges of each sequence on this rank (split_keys'
+        zigzag layout): cu_seqlens_k_shard [pieces, batch + 1], piece p's
+        rows following piece p - 1's, and with causal kv_start [pieces,
+        batch]. Each piece is planned as a shard of its own."""
+        cq = _offsets(cu_seqlens_q, "cu_seqlens_q")
+        ck = _host_ints2(cu_seqlens_k_shard, "cu_seqlens_k_shard")
+        at = 0
+        for p, row in enumerate(ck):
+            if row[0] != at or np.any(np.diff(row) < 0):
+                raise ValueError(
+                    f"cu_seqlens_k_shard: piece {p}'s offsets must be "
+                    f"non-decreasing and start where piece {p - 1}'s end "
+                    f"({at}), got {_show(row)}" if p else
+                    f"cu_seqlens_k_shard: piece 0's offsets must be "
+                    f"non-decreasing and start at 0, got {_show(row)}")
+            at = row[-1]
+            self._check_batch(cq, row)
+        batch = cq.size - 1
+        self.tokens = (int(cq[-1]), int(at))
+        if not self.causal:
+            self.pieces = [(int(row[0]), [(cq.astype(np.int32),
+                                           (row - row[0]).astype(np.int32),
+                                           False)]) for row in ck]
+            self._to_device()
+            return
+        if kv_start is None or seqlens_k is None:
+            raise ValueError("kv_start: a causal plan over several pieces "
+                             "per sequence needs kv_start [pieces, batch] "
+                             "and seqlens_k [batch]")
+        starts = _host_ints2(kv_start, "kv_start")
+        if starts.shape != (ck.shape[0], batch):
+            raise ValueError(f"kv_start: expected shape {(ck.shape[0], batch)}"
+                             f" (one per piece and sequence), got "
+                             f"{starts.shape}")
+        seqlens_k = _per_sequence(seqlens_k, "seqlens_k", batch)
+        self.pieces = []
+        for p, row in enumerate(ck):
+            n = np.diff(row)
+            _check_within(starts[p], n, seqlens_k, f"kv_start[{p}]")
+            self.pieces.append((int(row[0]), shard_calls(
+                cq, row - row[0], starts[p], seqlens_k)))
+        self.kv_start, self.seqlens_k = starts, seqlens_k
         self._to_device()
 
     @staticmethod
@@ -300,15 +374,18 @@ class FlashPlan:
         CPU, a one-time copy on a GPU)."""
         if self.device.type == "cpu":
             return
-        self.calls = [(torch.as_tensor(a, device=self.device),
-                       torch.as_tensor(b, device=self.device), causal)
-                      for a, b, causal in self.calls]
+        self.pieces = [(row0, [(torch.as_tensor(a, device=self.device),
+                                torch.as_tensor(b, device=self.device),
+                                causal) for a, b, causal in calls])
+                       for row0, calls in self.pieces]
 
     def partial(self, q, k_shard, v_shard, *, scale):
         """This rank's share alone, no communication: (partial [tokens,
         q_heads, D] in q's dtype, lse [tokens, q_heads] float32), torch
-        tensors on q's device. Rows that see none of the shard are 0 with
-        lse -inf."""
+        tensors on q's device; with several pieces per sequence, one of
+        each per piece ([pieces, tokens, q_heads, D], [pieces, tokens,
+        q_heads]), which merge_partials takes as they are. Rows that see
+        none of a shard are 0 with lse -inf."""
         qv, kv = _check_qkv(q, k_shard, v_shard)
         if _device(q) != self.device:
             raise ValueError(f"q: on {_device(q)}, but the plan was built "
@@ -321,21 +398,33 @@ class FlashPlan:
                                      f"it has {have}")
         dtype = _TORCH_FLOATS[qv.dtype]
         shape = tuple(qv.shape)
-        part = torch.empty(shape, dtype=dtype, device=self.device)
-        lse = torch.empty(shape[:2], dtype=torch.float32, device=self.device)
-        for i, (cu_q, cu_k, causal) in enumerate(self.calls):
+        many = len(self.pieces) > 1
+        lead = (len(self.pieces),) if many else ()
+        part = torch.empty(lead + shape, dtype=dtype, device=self.device)
+        lse = torch.empty(lead + shape[:2], dtype=torch.float32,
+                          device=self.device)
+        for p, (row0, calls) in enumerate(self.pieces):
+            k_p, v_p = (k_shard, v_shard) if row0 == 0 else \
+                (k_shard[row0:], v_shard[row0:])
+            self._run_calls(calls, q, k_p, v_p, part[p] if many else part,
+                            lse[p] if many else lse, scale)
+        return part, lse
+
+    @staticmethod
+    def _run_calls(calls, q, k, v, part, lse, scale):
+        """One piece's flash calls, summed into part/lse."""
+        for i, (cu_q, cu_k, causal) in enumerate(calls):
             if i == 0:
                 o, m = part, lse
             else:
                 o, m = torch.empty_like(part), torch.empty_like(lse)
-            ops.flash(q, k_shard, v_shard, cu_q, cu_k, o, scale=scale,
-                      causal=causal, lse=m)
+            ops.flash(q, k, v, cu_q, cu_k, o, scale=scale, causal=causal,
+                      lse=m)
             if i:
                 # Disjoint rows: the other call left exact zeros and -inf
                 # there, so the sum and the maximum are exact.
                 part.add_(o)
                 torch.maximum(lse, m, out=lse)
-        return part, lse
 
     def __call__(self, q, k_shard, v_shard, out, *, scale, sinks=None,
                  lse=None):
@@ -419,24 +508,29 @@ def merge_partials(partial, partial_lse, out, *, sinks=None, lse=None,
     """All-gathers every rank's partial [tokens, q_heads, D] (torch, f32,
     f16 or bf16) and partial_lse [tokens, q_heads] (torch f32) and merges
     them with ops.merge_states(segment_lse=...) into out [tokens, q_heads,
-    D] on every rank. Every rank passes the same shapes. sinks [q_heads]
-    f32: the attention sinks, applied once here. lse: [tokens, q_heads] f32
-    output of the merged log-sum-exp (sinks included)."""
+    D] on every rank. A rank with several pieces passes them stacked
+    ([pieces, tokens, q_heads, D] and [pieces, tokens, q_heads], the same
+    count on every rank). Every rank passes the same shapes. sinks
+    [q_heads] f32: the attention sinks, applied once here. lse: [tokens,
+    q_heads] f32 output of the merged log-sum-exp (sinks included)."""
     for name, t in (("partial", partial), ("partial_lse", partial_lse)):
         if not is_torch(t):
             raise ValueError(f"{name}: expected a torch tensor (it is "
                              f"exchanged with torch.distributed), got "
                              f"{type(t).__name__}")
-    if partial.dim() != 3 or partial.dtype not in _TORCH_FLOATS.values():
-        raise ValueError(f"partial: expected [tokens, q_heads, head_dim] f32, "
-                         f"f16 or bf16, got {partial.dtype} of shape "
+    if partial.dim() not in (3, 4) or \
+            partial.dtype not in _TORCH_FLOATS.values():
+        raise ValueError(f"partial: expected [tokens, q_heads, head_dim] (or "
+                         f"[pieces, tokens, q_heads, head_dim]) f32, f16 or "
+                         f"bf16, got {partial.dtype} of shape "
                          f"{tuple(partial.shape)}")
-    tokens, heads, dim = partial.shape
+    pieces = partial.shape[0] if partial.dim() == 4 else 1
+    tokens, heads, dim = partial.shape[-3:]
+    want = ((pieces,) if partial.dim() == 4 else ()) + (tokens, heads)
     if partial_lse.dtype != torch.float32 or \
-            tuple(partial_lse.shape) != (tokens, heads):
-        raise ValueError(f"partial_lse: expected float32 [{tokens}, {heads}],"
-                         f" got {partial_lse.dtype} "
-                         f"{list(partial_lse.shape)}")
+            tuple(partial_lse.shape) != want:
+        raise ValueError(f"partial_lse: expected float32 {list(want)}, got "
+                         f"{partial_lse.dtype} {list(partial_lse.shape)}")
     ov = view(out, "out")
     if tuple(ov.shape) != (tokens, heads, dim):
         raise ValueError(f"out: expected shape {(tokens, heads, dim)} (q's), "
@@ -448,19 +542,23 @@ def merge_partials(partial, partial_lse, out, *, sinks=None, lse=None,
                              f"{lv.dtype} {list(lv.shape)}")
     _, world = _group_info(group)
     device = partial.device
-    # Gathered along dim 0 ([world * tokens, ...]): the form both NCCL and
-    # gloo take. The partials travel in their own precision.
-    gathered = torch.empty((world * tokens, heads, dim), dtype=partial.dtype,
-                           device=device)
-    dist.all_gather_into_tensor(gathered, partial.contiguous(), group=group)
-    lses = torch.empty((world * tokens, heads), dtype=torch.float32,
+    segments = world * pieces
+    # Gathered along dim 0 ([world * pieces * tokens, ...]): the form both
+    # NCCL and gloo take. The partials travel in their own precision.
+    gathered = torch.empty((segments * tokens, heads, dim),
+                           dtype=partial.dtype, device=device)
+    dist.all_gather_into_tensor(gathered, partial.contiguous().view(
+        pieces * tokens, heads, dim), group=group)
+    lses = torch.empty((segments * tokens, heads), dtype=torch.float32,
                        device=device)
-    dist.all_gather_into_tensor(lses, partial_lse.contiguous(), group=group)
-    gathered = gathered.view(world, tokens, heads, dim)
+    dist.all_gather_into_tensor(lses, partial_lse.contiguous().view(
+        pieces * tokens, heads), group=group)
+    gathered = gathered.view(segments, tokens, heads, dim)
     if gathered.dtype != torch.float32:
         gathered = gathered.float()   # merge_states reads f32 partials
-    lses = lses.view(world, tokens, heads)
-    # Segment s of merge_states is rank s: strided views, no copy.
+    lses = lses.view(segments, tokens, heads)
+    # Segment s of merge_states is piece s % pieces of rank s // pieces:
+    # strided views, no copy.
     ops.merge_states(gathered.permute(1, 2, 0, 3), out,
                      segment_lse=lses.permute(1, 2, 0), sinks=sinks)
     if lse is not None:
@@ -478,12 +576,18 @@ def merge_partials(partial, partial_lse, out, *, sinks=None, lse=None,
 # Sharding helper
 # ---------------------------------------------------------------------------
 
-def split_keys(cu_seqlens_k, world_size, rank, weights=None):
+def split_keys(cu_seqlens_k, world_size, rank, weights=None, zigzag=False):
     """Rank `rank`'s keys when each sequence is cut into `world_size`
     contiguous ranges in rank order, of sizes proportional to `weights`
     (non-negative ints, one per rank; default equal; a 0 gives that rank an
     empty shard). Returns numpy (rows, cu_seqlens_k_shard, kv_start,
-    seqlens_k): k_shard = k[rows], and the positions FlashPlan takes."""
+    seqlens_k): k_shard = k[rows], and the positions FlashPlan takes.
+
+    zigzag: each sequence is cut into 2 * world_size equal chunks and rank
+    r holds chunks r and 2 * world_size - 1 - r, which gives every rank the
+    same causal work. Then cu_seqlens_k_shard is [2, batch + 1] and
+    kv_start [2, batch] (one row per chunk; rows holds the first chunk of
+    every sequence, then the second), which FlashPlan takes as pieces."""
     ck = _offsets(cu_seqlens_k, "cu_seqlens_k")
     world_size = ops.check_int(world_size, "world_size")
     if world_size < 1:
@@ -491,6 +595,26 @@ def split_keys(cu_seqlens_k, world_size, rank, weights=None):
     rank = ops.check_int(rank, "rank")
     if not 0 <= rank < world_size:
         raise ValueError(f"rank: must be in [0, {world_size}), got {rank}")
+    lens = np.diff(ck)
+    if zigzag:
+        if weights is not None:
+            raise ValueError("weights: zigzag chunks are equal; give "
+                             "weights or zigzag, not both")
+        chunks = 2 * world_size
+        bounds = lens[:, None] * np.arange(chunks + 1)[None, :] // chunks
+        picked = (rank, chunks - 1 - rank)
+        rows, cu, starts = [], [], []
+        at = 0
+        for c in picked:
+            lo, hi = bounds[:, c], bounds[:, c + 1]
+            rows += [np.arange(ck[b] + lo[b], ck[b] + hi[b])
+                     for b in range(lens.size)]
+            cu.append(at + np.concatenate([[0], np.cumsum(hi - lo)]))
+            at = cu[-1][-1]
+            starts.append(lo)
+        rows = np.concatenate(rows + [np.zeros(0, int)])
+        return (rows.astype(np.int64), np.stack(cu).astype(np.int32),
+                np.stack(starts), lens)
     w = np.ones(world_size, np.int64) if weights is None else \
         _host_ints(weights, "weights")
     if w.size != world_size:
@@ -499,7 +623,6 @@ def split_keys(cu_seqlens_k, world_size, rank, weights=None):
     if (w < 0).any() or w.sum() == 0:
         raise ValueError(f"weights: expected non-negative values, not all "
                          f"0, got {w.tolist()}")
-    lens = np.diff(ck)
     cum = np.concatenate([[0], np.cumsum(w)])
     bounds = lens[:, None] * cum[None, :] // cum[-1]   # [batch, world + 1]
     lo, hi = bounds[:, rank], bounds[:, rank + 1]

@@ -195,6 +195,83 @@ def test_shards_merge_on_one_process(causal, weights):
         assert not np.allclose(parts[0].numpy(), full, atol=1e-3)
 
 
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_zigzag_pieces_merge_on_one_process(causal, world):
+    """Zigzag shards: two key ranges of each sequence per rank, planned as
+    pieces; every rank's pieces and every rank merged in one merge_states."""
+    rng = np.random.default_rng(4)
+    q, k, v, cq, ck = varlen(rng, Q_LENS, K_LENS)
+    parts, lses, rows_seen = [], [], []
+    for rank in range(world):
+        rows, ck_s, start, lens = cp.split_keys(ck, world, rank, zigzag=True)
+        assert ck_s.shape == (2, len(cq)) and start.shape == (2, len(cq) - 1)
+        rows_seen.append(rows)
+        plan = cp.FlashPlan(cq, ck_s, causal=causal, kv_start=start,
+                            seqlens_k=lens)
+        part, lse = plan.partial(q, np.ascontiguousarray(k[rows]),
+                                 np.ascontiguousarray(v[rows]), scale=SCALE)
+        assert part.shape == (2,) + q.shape and lse.shape == (2,) + q.shape[:2]
+        parts += list(part)
+        lses += list(lse)
+    assert sorted(np.concatenate(rows_seen).tolist()) == list(range(ck[-1]))
+    merged = np.full(q.shape, np.nan, np.float32)
+    ops.merge_states(torch.stack(parts, dim=2), merged,
+                     segment_lse=torch.stack(lses, dim=2))
+    full, full_lse = one_process(q, k, v, cq, ck, causal)
+    np.testing.assert_allclose(merged, full, rtol=MERGE_RTOL, atol=MERGE_RTOL)
+    ref, ref_lse = reference(q, k, v, cq, ck, causal)
+    np.testing.assert_allclose(merged, ref, rtol=TOL["f32"], atol=TOL["f32"])
+    check_lse(torch.logsumexp(torch.stack(lses), dim=0).numpy(), ref_lse)
+
+
+def test_zigzag_balances_causal_work():
+    """Every rank's zigzag chunks see the same number of (query, key)
+    pairs of a causal prefill (the reason for the layout); rank-order
+    shards do not."""
+    n, world = 64, 2
+    ck = np.array([0, n])
+
+    def pairs(start, size):   # queries at 0..n-1 see keys <= their position
+        keys = np.arange(start, start + size)
+        return int(sum(n - kk for kk in keys))
+    zig = [sum(pairs(s, b - a) for s, a, b in
+               zip(got[2][:, 0], got[1][:, 0], got[1][:, 1]))
+           for got in (cp.split_keys(ck, world, r, zigzag=True)
+                       for r in range(world))]
+    order = [pairs(got[2][0], got[1][1]) for got in
+             (cp.split_keys(ck, world, r) for r in range(world))]
+    assert zig[0] == zig[1] and sum(zig) == n * (n + 1) // 2
+    assert order[0] > 2.5 * order[1]   # about 3x (the diagonal aside)
+
+
+def test_bad_pieces_are_named():
+    q, k, v, cq, ck = plan_args()
+    with pytest.raises(ValueError, match=r"piece 1's offsets must be non-"
+                                         r"decreasing and start where piece "
+                                         r"0's end \(9\)"):
+        cp.FlashPlan(cq, np.stack([ck, ck]), causal=False)
+    with pytest.raises(ValueError, match=r"piece 0's offsets must be non-"
+                                         r"decreasing and start at 0"):
+        cp.FlashPlan(cq, np.stack([ck + 1, ck + 10]), causal=False)
+    pieces = np.stack([ck, ck + 9])
+    with pytest.raises(ValueError, match=r"kv_start: a causal plan over "
+                                         r"several pieces"):
+        cp.FlashPlan(cq, pieces, causal=True)
+    with pytest.raises(ValueError, match=r"kv_start: expected shape \(2, 2\)"):
+        cp.FlashPlan(cq, pieces, causal=True, kv_start=[[0, 0]],
+                     seqlens_k=[8, 10])
+    with pytest.raises(ValueError, match=r"kv_start: expected a 2-D integer"):
+        cp.FlashPlan(cq, pieces, causal=True, kv_start=[0, 0],
+                     seqlens_k=[8, 10])
+    with pytest.raises(ValueError, match=r"kv_start\[1\]: sequence 0's shard "
+                                         r"\[5, 9\) is not within"):
+        cp.FlashPlan(cq, pieces, causal=True, kv_start=[[0, 0], [5, 5]],
+                     seqlens_k=[8, 10])
+    with pytest.raises(ValueError, match="weights: zigzag chunks are equal"):
+        cp.split_keys(ck, 2, 0, [1, 1], zigzag=True)
+
+
 def test_rows_before_a_shard_are_empty():
     """A causal shard past a query's position: that row sees nothing of it
     (0, lse -inf), whatever its keys hold."""
@@ -343,7 +420,7 @@ def case_inputs(name, world):
 
 
 CASES = ["causal", "uneven", "full", "decode", "sinks_lse", "bf16",
-         "paged_decode"]
+         "paged_decode", "zigzag"]
 
 
 def run_case(name, world, rank):
@@ -354,13 +431,15 @@ def run_case(name, world, rank):
     lse = torch.full(q.shape[:2], float("nan"))
     if name == "paged_decode":
         return run_paged_decode(c, world, rank, q, out, lse)
-    rows, ck_s, start, lens = cp.split_keys(c["ck"], world, rank, c["weights"])
+    zigzag = name == "zigzag"
+    rows, ck_s, start, lens = cp.split_keys(c["ck"], world, rank,
+                                            c["weights"], zigzag=zigzag)
     k = np.ascontiguousarray(c["k"][rows])
     v = np.ascontiguousarray(c["v"][rows])
-    # Explicit positions for uneven shards; rank order (a gather of the
-    # shard lengths) otherwise.
+    # Explicit positions for uneven and zigzag shards; rank order (a gather
+    # of the shard lengths) otherwise.
     positions = dict(kv_start=start, seqlens_k=lens) \
-        if c["weights"] is not None else {}
+        if c["weights"] is not None or zigzag else {}
     sinks = None if c["sinks"] is None else torch.from_numpy(c["sinks"])
     cp.context_parallel_flash(q, k, v, c["cq"], ck_s, out, scale=SCALE,
                               causal=c["causal"], sinks=sinks, lse=lse,
