@@ -14,7 +14,8 @@ For each S it times, with CUDA events around whole calls (median):
 and checks the W-GPU outputs against the one-GPU output on rank 0.
 
     python3 bench/bench_context_parallel.py [--sizes 131072,262144] [--heads 32/8]
-    ATTN_MLIR_RECORD=f.jsonl ATTN_MLIR_DRY_RUN=1 python3 bench/bench_context_parallel.py --dry-run
+    ATTN_MLIR_RECORD=f.jsonl ATTN_MLIR_DRY_RUN=1 \
+        python3 bench/bench_context_parallel.py --dry-run
 
 --dry-run runs two gloo CPU processes on tiny sizes (records the kernels'
 specializations for python -m attn_mlir.aot without a GPU). Prints one
@@ -24,7 +25,6 @@ JSON line per size and a table.
 import argparse
 import datetime
 import json
-import os
 import sys
 import tempfile
 import time
@@ -105,12 +105,6 @@ def run_size(s, hq, hk, reps, device, rank, world):
             row[f"{layout}_speedup"] = row["one_gpu_ms"] / row[f"{layout}_ms"]
             row[f"{layout}_max_err"] = \
                 (out.float() - full.float()).abs().max().item()
-        del k_s, v_s, out, plan
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
-    del q, k, v, full
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
     return row
 
 
@@ -133,6 +127,8 @@ def worker(rank, world, init, args):
             s = int(s)
             reps = args.reps if s <= 262144 else max(1, args.reps - 1)
             row = run_size(s, hq, hk, reps, device, rank, world)
+            if device.type == "cuda":   # the size's buffers, given back
+                torch.cuda.empty_cache()
             if rank == 0:
                 if device.type == "cuda":
                     row["gpu"] = torch.cuda.get_device_name(device)
