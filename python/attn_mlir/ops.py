@@ -1000,7 +1000,13 @@ def _blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, *, scale,
 def _merge_states(partial, out, *, segment_max=None, segment_sum=None,
                   segment_lse=None, sinks=None, out_scale=None):
     c = _Call("merge_states")
-    c.mem("partial", partial, (1, 3))
+    pv = c.mem("partial", partial, (1, 3))
+    allowed = ("f32", "f16", "bf16") if segment_lse is not None else ("f32",)
+    if pv is not None and pv.dtype not in allowed:
+        form = "the lse form" if segment_lse is not None else \
+            "the max/sum form (16-bit partials need segment_lse)"
+        raise ValueError(f"partial: expected {', '.join(allowed)} in {form}, "
+                         f"got {pv.dtype}")
     c.mem("segment_max", segment_max, (1,))
     c.mem("segment_sum", segment_sum, (1,))
     c.mem("segment_lse", segment_lse, (1,))

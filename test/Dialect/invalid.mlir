@@ -587,6 +587,14 @@ func.func @merge_states_partial_not_f32(%p: memref<?x32x16x128xbf16>, %m: memref
 
 // -----
 
+func.func @merge_states_lse_partial_not_float(%p: memref<?x32x16x128xf8E4M3FN>, %lse: memref<?x32x16xf32>, %o: memref<?x32x128xbf16>) {
+  // expected-error @+1 {{operand 'partial' must have element type f32, f16, bf16, got 'f8E4M3FN'}}
+  attn.merge_states partial(%p : memref<?x32x16x128xf8E4M3FN>) segment_lse(%lse : memref<?x32x16xf32>) out(%o : memref<?x32x128xbf16>)
+  return
+}
+
+// -----
+
 func.func @merge_states_out_head_dim_mismatch(%p: memref<?x32x16x128xf32>, %m: memref<?x32x16xf32>, %l: memref<?x32x16xf32>, %o: memref<?x32x64xbf16>, %s: f32) {
   // expected-error @+1 {{operand 'out' dimension 2 (head_dim = 64) must match dimension 3 of 'partial' (head_dim = 128)}}
   attn.merge_states partial(%p : memref<?x32x16x128xf32>) segment_max(%m : memref<?x32x16xf32>) segment_sum(%l : memref<?x32x16xf32>) out(%o : memref<?x32x64xbf16>)

@@ -245,6 +245,13 @@ func.func @merge_states_lse(%o_s: memref<?x?x4x64xf32>, %lse: memref<?x?x4xf32>,
   return
 }
 
+// CHECK-LABEL: func.func @merge_states_lse_bf16_partials
+// CHECK: attn.merge_states partial(%{{.*}} : memref<?x8x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>) segment_lse(%{{.*}} : memref<?x8x?xf32, strided<[?, ?, ?], offset: ?>>) out(%{{.*}} : memref<?x8x128xbf16>){{$}}
+func.func @merge_states_lse_bf16_partials(%o_s: memref<?x8x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>, %lse: memref<?x8x?xf32, strided<[?, ?, ?], offset: ?>>, %o: memref<?x8x128xbf16>) {
+  attn.merge_states partial(%o_s : memref<?x8x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>) segment_lse(%lse : memref<?x8x?xf32, strided<[?, ?, ?], offset: ?>>) out(%o : memref<?x8x128xbf16>)
+  return
+}
+
 // CHECK-LABEL: func.func @flash_lse
 // CHECK: out(%{{.*}} : memref<?x16x128xf16>) lse(%{{.*}} : memref<?x16xf32>) {causal}
 func.func @flash_lse(%q: memref<?x16x128xf16>, %k: memref<?x4x128xf16>, %v: memref<?x4x128xf16>,

@@ -56,3 +56,40 @@ def test_lse():
     o = np.full((5, 4, 32), np.nan, np.float32)
     ops.merge_states(acc, o, segment_lse=m)
     check(o, reference(acc, m, None, lse=True), "f32", "merge lse")
+
+
+@pytest.mark.parametrize("partial_dtype", ["bf16", "f16"])
+@pytest.mark.parametrize("sinks", [False, True])
+def test_lse_16bit_partials(partial_dtype, sinks):
+    """Normalized 16-bit partials (as flash writes them) merge as their
+    exact f32 widening: the result is that of the f32 partials holding the
+    same values, and it differs from the unrounded ones' (the comparison
+    can fail)."""
+    from reference import DTYPES
+    rng = np.random.default_rng(3)
+    acc, m, _ = make(rng)
+    acc16 = acc.astype(DTYPES[partial_dtype])
+    sk = rng.standard_normal(4).astype(np.float32) if sinks else None
+    o = np.full((5, 4, 32), np.nan, np.float32)
+    ops.merge_states(acc16, o, segment_lse=m, sinks=sk)
+    ref = reference(f64(acc16), m, None, sinks=sk, lse=True)
+    np.testing.assert_allclose(o, ref, rtol=2e-6, atol=2e-6)
+    o32 = np.full_like(o, np.nan)
+    ops.merge_states(acc16.astype(np.float32), o32, segment_lse=m, sinks=sk)
+    np.testing.assert_array_equal(o, o32)
+    assert not np.allclose(o, reference(acc, m, None, sinks=sk, lse=True),
+                           rtol=0, atol=1e-4)
+
+
+def test_16bit_partials_need_the_lse_form():
+    from reference import DTYPES
+    acc, m, l = make(np.random.default_rng(4))
+    o = np.zeros((5, 4, 32), np.float32)
+    with pytest.raises(ValueError, match=r"partial: expected f32 in the "
+                                         r"max/sum form \(16-bit partials "
+                                         r"need segment_lse\), got bf16"):
+        ops.merge_states(acc.astype(DTYPES["bf16"]), o, segment_max=m,
+                         segment_sum=l)
+    with pytest.raises(ValueError, match=r"partial: expected f32, f16, bf16 "
+                                         r"in the lse form, got f8E4M3FN"):
+        ops.merge_states(acc.astype(DTYPES["f8E4M3FN"]), o, segment_lse=m)

@@ -470,7 +470,8 @@ def Attn_MergeStatesOp : Attn_Op<"merge_states", [AttrSizedOperandSegments]> {
       `out = sum_s exp(m_s - M) a_s / sum_s exp(m_s - M) l_s`.
     * LSE: `partial` holds normalized outputs `o_s` and `segment_lse` the
       log-sum-exps `lse_s`; `out = sum_s exp(lse_s - M) o_s / sum_s
-      exp(lse_s - M)` with `M = max_s lse_s`.
+      exp(lse_s - M)` with `M = max_s lse_s`. These partials may be f16 or
+      bf16 (flash's outputs as they are); they are widened to f32 on load.
 
     Segments with `m_s = -inf` (or `lse_s = -inf`) contribute nothing; a row
     whose segments are all empty outputs 0. `sinks` (`[heads]` f32) add
@@ -484,7 +485,7 @@ def Attn_MergeStatesOp : Attn_Op<"merge_states", [AttrSizedOperandSegments]> {
     ```
   }];
   let arguments = (ins
-    Attn_In<"partial outputs [tokens, heads, segments, head_dim] f32">:$partial,
+    Attn_In<"partial outputs [tokens, heads, segments, head_dim] f32 (f16/bf16 in the LSE form)">:$partial,
     Attn_OptIn<"segment row max [tokens, heads, segments] f32">:$segment_max,
     Attn_OptIn<"segment exp-sum [tokens, heads, segments] f32">:$segment_sum,
     Attn_OptIn<"segment log-sum-exp [tokens, heads, segments] f32">:$segment_lse,

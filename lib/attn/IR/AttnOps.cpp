@@ -713,7 +713,11 @@ LogicalResult MergeStatesOp::verify() {
                                     "out"})))
     return failure();
   OperandChecker c(*this);
-  MemRefType p = c.memref(getPartial(), "partial", kPartialDims, kF32);
+  // Normalized partials (the lse form: flash/unified outputs, which context
+  // parallelism exchanges in their own precision) may be 16-bit; the
+  // max/sum form's unnormalized accumulators stay f32.
+  MemRefType p = c.memref(getPartial(), "partial", kPartialDims,
+                          getSegmentLse() ? kHalfOrFloat : kF32);
   if (!p || failed(c.staticDim(p, "partial", kPartialDims, 3, kMaxHeadDim)))
     return failure();
 

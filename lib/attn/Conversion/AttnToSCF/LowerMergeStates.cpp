@@ -63,7 +63,7 @@ void mlir::attn::emitMergeStates(LoopEmitter &e, ProgramTarget &target,
       Value num =
           e.reduce(e.idx(0), segments, e.f32(0.0), [&](Value s, Value sum) {
             return e.addF(sum,
-                          e.mulF(weight(s), e.load(partial, {t, h, s, d})));
+                          e.mulF(weight(s), e.load32(partial, {t, h, s, d})));
           });
       e.storeOutput(e.mulF(num, inv), op.getOut(), {t, h, d}, bool(outScale));
     });
