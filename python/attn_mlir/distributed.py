@@ -39,7 +39,7 @@ from . import ops
 from ._abi import FLOATS, is_torch, view
 
 __all__ = ["FlashPlan", "context_parallel_flash", "context_parallel_decode",
-           "merge_partials", "shard_calls", "split_keys"]
+           "merge_partials", "merge_pieces", "shard_calls", "split_keys"]
 
 _TORCH_FLOATS = {"f32": torch.float32, "f16": torch.float16,
                  "bf16": torch.bfloat16}
@@ -433,6 +433,10 @@ class FlashPlan:
         f32 enter the merge once; lse [tokens, q_heads] f32 receives the
         merged log-sum-exp (sinks included)."""
         part, part_lse = self.partial(q, k_shard, v_shard, scale=scale)
+        if part.dim() == 4:
+            # This rank's pieces merged first: half the exchange of sending
+            # each piece (one extra rounding to q's dtype).
+            part, part_lse = merge_pieces(part, part_lse)
         merge_partials(part, part_lse, out, sinks=sinks, lse=lse,
                        group=self.group)
 
@@ -503,6 +507,18 @@ def context_parallel_decode(q, k_cache, v_cache, block_table,
 # Exchange and merge
 # ---------------------------------------------------------------------------
 
+def merge_pieces(partial, partial_lse):
+    """One rank's pieces ([pieces, tokens, q_heads, D], [pieces, tokens,
+    q_heads], as FlashPlan.partial returns them) merged on the rank:
+    (partial [tokens, q_heads, D] in the pieces' dtype, lse [tokens,
+    q_heads] f32), no communication."""
+    out = torch.empty(partial.shape[1:], dtype=partial.dtype,
+                      device=partial.device)
+    ops.merge_states(partial.permute(1, 2, 0, 3), out,
+                     segment_lse=partial_lse.permute(1, 2, 0))
+    return out, torch.logsumexp(partial_lse, dim=0)
+
+
 def merge_partials(partial, partial_lse, out, *, sinks=None, lse=None,
                    group=None):
     """All-gathers every rank's partial [tokens, q_heads, D] (torch, f32,
@@ -554,8 +570,6 @@ def merge_partials(partial, partial_lse, out, *, sinks=None, lse=None,
     dist.all_gather_into_tensor(lses, partial_lse.contiguous().view(
         pieces * tokens, heads), group=group)
     gathered = gathered.view(segments, tokens, heads, dim)
-    if gathered.dtype != torch.float32:
-        gathered = gathered.float()   # merge_states reads f32 partials
     lses = lses.view(segments, tokens, heads)
     # Segment s of merge_states is piece s % pieces of rank s // pieces:
     # strided views, no copy.
