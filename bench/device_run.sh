@@ -5,8 +5,9 @@
 # the dense kernel. Expects AOT bundles in .device/bundles and the peers in
 # .peers (carried). Usage:
 #   bench/device_run.sh [all|tests|sanitize|bench|host|profile|sass]...
-#   bench/device_run.sh grid-record | grid   (not in all)
-# (TESTS_PATHS/TESTS_TIMEOUT narrow the tests step; GRID_TIME_LIMIT stops
+#   bench/device_run.sh grid-record | grid | cp   (not in all; cp needs 2 GPUs)
+# (TESTS_PATHS/TESTS_TIMEOUT narrow the tests step; SANITIZE_TOOLS the
+# sanitize step's tools for the sm_90a scripts; GRID_TIME_LIMIT stops
 # the grid's processes after that many seconds and reports what finished;
 # GRID_IDS names a file of the test ids to run instead of the whole grid.)
 # (grid-record: the specializations of vLLM's full kernel-test grids, into
@@ -47,7 +48,7 @@ if want sanitize; then
   # back) on NaN-poisoned outputs against float64, under memcheck,
   # racecheck, and synccheck (the mbarrier/named-barrier protocol of the
   # warp-specialized programs).
-  for tool in memcheck racecheck synccheck; do
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     for what in flash blocksparse; do
       echo "== compute-sanitizer $tool: bench/sanitize_$what.py"
       timeout 250 "$SAN" --tool $tool python3 bench/sanitize_$what.py 2>&1 \
@@ -58,6 +59,20 @@ fi
 if want bench; then
   echo "== benchmark"
   timeout 400 python3 bench/bench_gpu.py ${BENCH_CASES:-} 2>&1 | tee "$OUT/bench.log" | tail -40
+fi
+if [[ " ${steps[*]} " == *" cp "* ]]; then
+  # Context parallel over the machine's GPUs (a 2-GPU kind): the NCCL tests,
+  # the example under torchrun, and the scaling against one GPU.
+  # NVLink multicast stays off (the device machines' rule).
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+  echo "== context parallel: tests on $(nvidia-smi -L | wc -l) GPUs"
+  timeout 200 python3 -m pytest -q -p no:cacheprovider -rs \
+    test/python/test_distributed_cuda.py 2>&1 | tee "$OUT/cp_tests.log" | tail -8
+  timeout 120 torchrun --nproc-per-node 2 examples/context_parallel.py --head-dim 128 2>&1 \
+    | tee "$OUT/cp_example.log" | tail -4
+  echo "== context parallel: scaling"
+  timeout "${CP_TIMEOUT:-300}" python3 bench/bench_context_parallel.py ${CP_ARGS:-} 2>&1 \
+    | tee "$OUT/cp_bench.log" | tail -12
 fi
 if want host; then
   echo "== host time per call"

@@ -13,7 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,6 +57,20 @@ def main():
     def single():
         ops.unified(q, kc, vc, bt, cu, su, o, scale=scale)
 
+    # The same calls without the torch.library layer (torch.ops.attn_mlir):
+    # what that layer adds on this machine.
+    def split_direct():
+        ops._unified(q, kc, vc, bt, cu, su, part, scale=scale,
+                     num_segments=segments, segment_max=smax,
+                     segment_sum=ssum)
+        ops._merge_states(part, o, segment_max=smax, segment_sum=ssum)
+
+    def single_direct():
+        ops._unified(q, kc, vc, bt, cu, su, o, scale=scale)
+
+    def merge_only():
+        ops.merge_states(part, o, segment_max=smax, segment_sum=ssum)
+
     one = torch.ones(1, dtype=torch.float32, device=dev)
     o2 = torch.empty_like(o)
 
@@ -67,6 +80,9 @@ def main():
 
     for name, fn in (("attn_mlir split-KV (2 launches)", split),
                      ("attn_mlir unified (1 launch)", single),
+                     ("attn_mlir merge_states alone", merge_only),
+                     ("split-KV without torch.library", split_direct),
+                     ("unified without torch.library", single_direct),
                      ("seed unified_attention", seed)):
         print(f"{name}: {per_call_us(fn):.1f} us host per call")
     prof = cProfile.Profile()
