@@ -1021,11 +1021,22 @@ def _merge_states(partial, out, *, segment_max=None, segment_sum=None,
 
 
 # ---------------------------------------------------------------------------
-# Entry points: torch tensors go through torch.ops.attn_mlir (torch_ops), so
-# that torch.compile traces the calls; other arrays run directly.
+# Entry points: torch tensors go through torch.ops.attn_mlir (torch_ops) where
+# something traces or observes the call (torch.compile, a dispatch mode, fake
+# tensors), so that torch.compile traces it; other calls run directly.
 # ---------------------------------------------------------------------------
 
 _TORCH_OPS = None
+
+
+def _torch_route(x):
+    """attn_mlir.torch_ops when a call on `x` goes through
+    torch.ops.attn_mlir (torch.compile, dispatch modes, fake tensors:
+    torch_ops.runs_directly), else False: the implementation runs here."""
+    if not is_torch(x):
+        return False
+    t = _torch_ops()
+    return t if t and not t.runs_directly(x) else False
 
 
 def _torch_ops():
@@ -1052,7 +1063,7 @@ def prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
                    alibi_slopes=None, alibi_form=None, sinks=None,
                    out_scale=None, sliding_window=None, skip_decode=False,
                    schedule=None):
-    t = is_torch(q) and _torch_ops()
+    t = _torch_route(q)
     if t:
         return t.prefix_prefill(
             q, k, v, k_cache, v_cache, block_table, query_start, seq_lens,
@@ -1084,7 +1095,7 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     per-token-head scales of i8 or fp8 caches (vLLM's kv_quant_mode 2, 3).
     lse: [tokens, q_heads] f32, receives each row's log-sum-exp (not in the
     split-KV form; see flash)."""
-    t = is_torch(q) and _torch_ops()
+    t = _torch_route(q)
     if t:
         return t.unified(
             q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out,
@@ -1117,7 +1128,7 @@ def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
     f32, receives each row's log-sum-exp (natural log, -inf for a row that
     sees no key): outputs over disjoint key ranges (context parallelism)
     then merge exactly with merge_states(segment_lse=...)."""
-    t = is_torch(q) and _torch_ops()
+    t = _torch_route(q)
     if t:
         return t.flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, scale,
                        causal, bias, dropout, fp8_scales, out_scale, lse,
@@ -1129,7 +1140,7 @@ def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
 
 def blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, *, scale,
                 block_size, q_block_size=None, schedule=None):
-    t = is_torch(q) and _torch_ops()
+    t = _torch_route(q)
     if t:
         return t.blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col,
                              out, scale, block_size, q_block_size, schedule)
@@ -1140,7 +1151,7 @@ def blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, *, scale,
 
 def merge_states(partial, out, *, segment_max=None, segment_sum=None,
                  segment_lse=None, sinks=None, out_scale=None):
-    t = is_torch(partial) and _torch_ops()
+    t = _torch_route(partial)
     if t:
         return t.merge_states(partial, out, segment_max, segment_sum,
                               segment_lse, sinks, out_scale)

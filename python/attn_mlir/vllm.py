@@ -826,8 +826,9 @@ def _blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
 
 
 # ---------------------------------------------------------------------------
-# Entry points: torch tensors go through torch.ops.attn_mlir (torch_ops), so
-# that torch.compile traces the calls; other arrays run directly.
+# Entry points: torch tensors go through torch.ops.attn_mlir (torch_ops) where
+# something traces or observes the call (ops._torch_route), so that
+# torch.compile traces it; other calls run directly.
 # ---------------------------------------------------------------------------
 
 
@@ -836,7 +837,7 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
                           k_scale, v_scale, alibi_slopes=None,
                           sliding_window=None, sm_scale=None,
                           skip_decode=False, fp8_out_scale=None, sinks=None):
-    t = is_torch(q) and ops._torch_ops()
+    t = ops._torch_route(q)
     f = t.context_attention_fwd if t else _context_attention_fwd
     f(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc,
       b_seq_len, max_seq_len, max_input_len, k_scale, v_scale, alibi_slopes,
@@ -880,7 +881,7 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
       ignored here.
 
     `num_segments` (keyword, not in vLLM) forces the split-KV form."""
-    t = is_torch(q) and ops._torch_ops()
+    t = ops._torch_route(q)
     if t:
         return t.unified_attention(
             q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_seqlen_k,
@@ -917,7 +918,7 @@ def triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
                      philox_seed=0x1BF52, philox_offset=0x1D4B42):
     """Returns (o, None). `dropout_p` and the Philox seed/offset (keywords,
     not in vLLM's signature, which always passes 0) enable dropout."""
-    t = is_torch(q) and ops._torch_ops()
+    t = ops._torch_route(q)
     if t:
         return t.triton_attention(
             q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
@@ -934,7 +935,7 @@ def blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
                                       sm_scale, sparse_layout, *,
                                       block_size=64, q_block_size=None,
                                       max_seqlen=None):
-    t = is_torch(q) and ops._torch_ops()
+    t = ops._torch_route(q)
     if t:
         return t.blocksparse_flash_attn_varlen_fwd(
             q, k, v, cu_seqlens_k, cu_seqlens_q, sm_scale, sparse_layout,

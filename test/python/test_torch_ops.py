@@ -315,6 +315,30 @@ def test_numpy_and_mixed_calls_run_directly():
     assert np.array_equal(direct.numpy(), out)
 
 
+def test_unobserved_eager_calls_skip_the_dispatcher(monkeypatch):
+    """Outside torch.compile and any mode, a call on plain tensors runs the
+    implementation itself (the dispatcher's round trip to a Python kernel
+    is most of the torch.library layer's host time);
+    ATTN_MLIR_EAGER_DISPATCH=1 sends every torch call through the op."""
+    from attn_mlir import torch_ops
+    routed = []
+    wrapper = torch_ops.flash
+
+    def spy(*args, **kwargs):
+        routed.append(1)
+        return wrapper(*args, **kwargs)
+    monkeypatch.setattr(torch_ops, "flash", spy)
+    f = flash_inputs("cpu")
+    direct = zeros(8, 4, 32, dev="cpu")
+    ops.flash(*f.values(), direct, scale=0.2, causal=True)
+    assert routed == []
+    monkeypatch.setattr(torch_ops, "_ALWAYS_DISPATCH", True)
+    through = zeros(8, 4, 32, dev="cpu")
+    ops.flash(*f.values(), through, scale=0.2, causal=True)
+    assert routed == [1]
+    assert torch.equal(direct, through) and direct.abs().sum() > 0
+
+
 def test_op_path_matches_direct_path():
     """The torch op runs the implementation the numpy path runs: results
     are bitwise equal for every op."""
