@@ -816,6 +816,48 @@ def _tensor_map(view, box, slot):
     _TENSOR_MAPS[key] = ctypes.string_at(slot, _MAP_BYTES)
 
 
+class PreparedLaunch:
+    """A kernel's launch for one call signature (attn_mlir._replay): the
+    parameter words, grid and tensor-map boxes fixed by the first call's
+    arguments; a later launch only puts in the operands' pointers.
+    `sources[i]` says which of the caller's pointers feeds View argument i
+    (None for scalars)."""
+
+    def __init__(self, kernel, args, sources):
+        self.kernel = kernel
+        self.template, self.ptr_words, self.maps, shapes = [], [], [], []
+        for kind, is_f32, box, arg, src in zip(kernel._kinds, kernel._f32,
+                                               kernel._boxes, args, sources):
+            if kind == "tensor_map":
+                self.maps.append((src, arg, box,
+                                  kernel._map_slots[len(self.maps)]))
+            elif isinstance(arg, View):
+                shapes.append(arg.shape)
+                self.ptr_words.append((len(self.template), src))
+                self.template += [0, 0, 0, *arg.shape, *arg.strides]
+            else:
+                shapes.append(())
+                self.template.append(
+                    _F32_BITS.unpack(_F32.pack(arg))[0] if is_f32
+                    else int(arg) & 0xFFFFFFFFFFFFFFFF)
+        self.grid = kernel.grid(shapes)
+
+    def launch(self, ptrs, stream, backend=0):
+        kernel = self.kernel
+        words = self.template[:]
+        for at, src in self.ptr_words:
+            words[at] = words[at + 1] = ptrs[src]
+        for src, arg, box, slot in self.maps:
+            _tensor_map(View(arg.name, ptrs[src], arg.shape, arg.strides,
+                             arg.dtype, None), box, slot)
+        kernel._words[:] = words
+        gx, gy, gz = self.grid
+        _check(runtime().attn_rt_launch(
+            backend, kernel.function, gx, gy, gz, kernel.record["threads"],
+            kernel.record["shared_bytes"], ctypes.c_void_p(stream),
+            kernel._slots, kernel._err, len(kernel._err)), kernel._err)
+
+
 def launch(kernel, args, stream, backend=0):
     """Launches `kernel` with `args` (one per manifest parameter: Views of
     device memory, or python scalars; a tensor map's is the View it

@@ -37,7 +37,7 @@ import warnings
 
 import numpy as np
 
-from . import _abi
+from . import _abi, _replay
 from ._abi import (FP8, View, checking_metadata, descriptor, device_of,
                    extent, host_values, is_torch, memref_type, reads_values,
                    validating, view)
@@ -665,33 +665,63 @@ class _Call:
         import torch
         from . import _gpu
         dev = self.device
-        # ROCm torch runs the ROCDL kernels (HSACO) through the HIP module
-        # API; that path is the CUDA one with other entry points and has not
-        # run on AMD hardware (docs/runtime.md).
-        backend = 1 if torch.version.hip else 0
         kernels = _GPU_KERNELS.get((text, dev.index))
         if kernels is None:
-            if backend:
+            if _hip(torch):
                 chip = _gpu.chip_for_hip_device(
                     torch.cuda.get_device_properties(dev))
             else:
                 chip = _gpu.chip_for_capability(
                     *torch.cuda.get_device_capability(dev))
             kernels = _gpu.load_bundle(_gpu.bundle_for(text, chip), dev.index,
-                                       backend)
+                                       _hip(torch))
             _GPU_KERNELS[(text, dev.index)] = kernels
-        stream = _current_stream(torch, dev)
-        nvtx = _nvtx_enabled()
+        _launch_kernels(kernels, [p[3] for p in self.params], dev, self.name)
+        _replay.captured(self, kernels)
+
+
+def _hip(torch):
+    """1 on ROCm torch, which runs the ROCDL kernels (HSACO) through the HIP
+    module API (that path is the CUDA one with other entry points and has
+    not run on AMD hardware: docs/runtime.md), else 0."""
+    return 1 if torch.version.hip else 0
+
+
+def _launch_prepared(launches, ptrs, dev, name):
+    """attn_mlir._replay's launches: _gpu.PreparedLaunch objects given the
+    call's operand pointers."""
+    import torch
+    backend = _hip(torch)
+    stream = _current_stream(torch, dev)
+    nvtx = _nvtx_enabled()
+    if nvtx:
+        torch.cuda.nvtx.range_push(name)
+    try:
+        for launch in launches:
+            launch.launch(ptrs, stream, backend)
+    finally:
         if nvtx:
-            torch.cuda.nvtx.range_push(self.name)
-        try:
-            for kernel in kernels:
-                args = [self.params[p["arg"]][3]
-                        for p in kernel.record["params"]]
-                _gpu.launch(kernel, args, stream, backend)
-        finally:
-            if nvtx:
-                torch.cuda.nvtx.range_pop()
+            torch.cuda.nvtx.range_pop()
+
+
+def _launch_kernels(kernels, values, dev, name):
+    """Launches a specialization's kernels on `dev`'s current stream;
+    values[i] is the call's i-th parameter (a View or a scalar)."""
+    import torch
+    from . import _gpu
+    backend = _hip(torch)
+    stream = _current_stream(torch, dev)
+    nvtx = _nvtx_enabled()
+    if nvtx:
+        torch.cuda.nvtx.range_push(name)
+    try:
+        for kernel in kernels:
+            _gpu.launch(kernel, [values[p["arg"]]
+                                 for p in kernel.record["params"]],
+                        stream, backend)
+    finally:
+        if nvtx:
+            torch.cuda.nvtx.range_pop()
 
 
 def _nvtx_enabled():
@@ -1058,6 +1088,7 @@ def _torch_ops():
     return _TORCH_OPS
 
 
+@_replay.replayable("prefix_prefill")
 def prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
                    seq_lens, out, *, scale, k_scale=None, v_scale=None,
                    alibi_slopes=None, alibi_form=None, sinks=None,
@@ -1077,6 +1108,7 @@ def prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
                     schedule=schedule)
 
 
+@_replay.replayable("unified")
 def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
             scale, softcap=None, q_descale=None, k_descale=None,
             v_descale=None, alibi_slopes=None, alibi_form=None, sinks=None,
@@ -1118,6 +1150,7 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
              schedule=schedule)
 
 
+@_replay.replayable("flash")
 def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
           bias=None, dropout=None, fp8_scales=None, out_scale=None,
           lse=None, schedule=None):
@@ -1138,6 +1171,7 @@ def flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
            out_scale=out_scale, lse=lse, schedule=schedule)
 
 
+@_replay.replayable("blocksparse")
 def blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, *, scale,
                 block_size, q_block_size=None, schedule=None):
     t = _torch_route(q)
@@ -1149,6 +1183,7 @@ def blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, *, scale,
                  q_block_size=q_block_size, schedule=schedule)
 
 
+@_replay.replayable("merge_states")
 def merge_states(partial, out, *, segment_max=None, segment_sum=None,
                  segment_lse=None, sinks=None, out_scale=None):
     t = _torch_route(partial)

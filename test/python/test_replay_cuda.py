@@ -1,0 +1,85 @@
+"""attn_mlir._replay on a GPU: a call replayed from its signature's plan
+writes what the full path writes for the same arguments, bit for bit, for
+every op a decode or prefill step makes (unified one-pass and split-KV with
+merge_states, flash). Each case runs three times on fresh data of one
+signature: the first call builds the plan, the second is replayed, and the
+third runs the full path again (plans cleared) on the second's inputs.
+Skipped without a CUDA GPU (test_replay.py checks the same logic on the
+CPU with stand-in launches)."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+
+from attn_mlir import _replay, ops  # noqa: E402
+
+HQ, HK, D, PAGE = 32, 8, 128, 16
+
+
+def decode_inputs(seed, batch=8, ctx=1024):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g, device="cuda").to(
+            torch.bfloat16)
+    pages = ctx // PAGE
+    kc, vc = randn(batch * pages, PAGE, HK, D), randn(batch * pages, PAGE,
+                                                       HK, D)
+    perm = np.random.default_rng(seed).permutation(batch * pages)
+    table = torch.as_tensor(perm.reshape(batch, pages).astype(np.int32),
+                            device="cuda")
+    cu = torch.arange(batch + 1, dtype=torch.int32, device="cuda")
+    used = torch.full((batch,), ctx - seed, dtype=torch.int32, device="cuda")
+    return randn(batch, HQ, D), kc, vc, table, cu, used
+
+
+def one_pass(seed):
+    q, kc, vc, table, cu, used = decode_inputs(seed)
+    out = torch.full_like(q, float("nan"))
+    ops.unified(q, kc, vc, table, cu, used, out, scale=D ** -0.5)
+    return out
+
+
+def split(seed, segments=4):
+    q, kc, vc, table, cu, used = decode_inputs(seed)
+    part = torch.full((q.shape[0], HQ, segments, D), float("nan"),
+                      device="cuda")
+    smax = torch.full(part.shape[:3], float("nan"), device="cuda")
+    ssum = torch.full_like(smax, float("nan"))
+    out = torch.full_like(q, float("nan"))
+    ops.unified(q, kc, vc, table, cu, used, part, scale=D ** -0.5,
+                segment_max=smax, segment_sum=ssum)
+    ops.merge_states(part, out, segment_max=smax, segment_sum=ssum)
+    return out
+
+
+def flash(seed, heads=16, tokens=(300, 1000, 57)):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    n = sum(tokens)
+    q, k, v = (torch.randn(n, heads, D, generator=g, device="cuda").to(
+        torch.bfloat16) for _ in range(3))
+    cu = torch.as_tensor(np.cumsum([0, *tokens]).astype(np.int32),
+                         device="cuda")
+    out = torch.full_like(q, float("nan"))
+    ops.flash(q, k, v, cu, cu, out, scale=D ** -0.5, causal=True)
+    return out
+
+
+@pytest.mark.parametrize("case", [one_pass, split, flash],
+                         ids=lambda f: f.__name__)
+def test_replay_writes_what_the_full_path_writes(case, monkeypatch):
+    monkeypatch.setattr(_replay, "_PLANS", {})
+    first = case(1)
+    assert _replay._PLANS and all(p is not None
+                                  for p in _replay._PLANS.values())
+    replayed = case(2)
+    torch.cuda.synchronize()
+    _replay._PLANS.clear()
+    full = case(2)
+    torch.cuda.synchronize()
+    assert not torch.isnan(replayed).any()
+    assert torch.equal(replayed, full)
+    assert not torch.equal(replayed, first)   # other data, other result
