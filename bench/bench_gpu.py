@@ -20,7 +20,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
-from attn_mlir import ops  # noqa: E402
+from attn_mlir import ops, vllm  # noqa: E402
 
 DRY = bool(os.environ.get("ATTN_MLIR_DRY_RUN"))
 if not DRY:
@@ -295,8 +295,9 @@ def decode():
         cu = ints(np.arange(B + 1))
         su = ints(np.full(B, ctx))
         scale = 1 / math.sqrt(D)
-        # Split KV when the batch alone cannot fill the GPU (132 SMs).
-        segments = 0 if B * Hk >= 264 else min(32, max(2, 528 // (B * Hk)))
+        # The library's split-KV planner (attn_mlir.vllm.plan_segments).
+        segments = vllm.plan_segments(1, ctx, bs, num_seqs=B,
+                                      num_kv_heads=Hk, num_sms=132) or 0
         ws = None
         if segments:
             ws = (randn(B, Hq, segments, D, dtype="f32"),

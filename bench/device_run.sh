@@ -5,7 +5,8 @@
 # the dense kernel. Expects AOT bundles in .device/bundles and the peers in
 # .peers (carried). Usage:
 #   bench/device_run.sh [all|tests|sanitize|bench|host|profile|sass]...
-#   bench/device_run.sh grid-record | grid | cp   (not in all; cp needs 2 GPUs)
+#   bench/device_run.sh grid-record | grid | cp | decode-sweep   (not in all;
+#   cp needs 2 GPUs)
 # (TESTS_PATHS/TESTS_TIMEOUT narrow the tests step; SANITIZE_TOOLS the
 # sanitize step's tools for the sm_90a scripts; GRID_TIME_LIMIT stops
 # the grid's processes after that many seconds and reports what finished;
@@ -73,6 +74,17 @@ if [[ " ${steps[*]} " == *" cp "* ]]; then
   echo "== context parallel: scaling"
   timeout "${CP_TIMEOUT:-300}" python3 bench/bench_context_parallel.py ${CP_ARGS:-} 2>&1 \
     | tee "$OUT/cp_bench.log" | tail -12
+fi
+if [[ " ${steps[*]} " == *" decode-sweep "* ]]; then
+  # Split-KV segment counts against decode bandwidth (plan_segments), and
+  # Nsight Compute of the B=1 split decode (PROFILE_DECODE_ARGS).
+  echo "== decode: segment sweep"
+  timeout 300 python3 bench/sweep_decode_segments.py 2>&1 | tee "$OUT/decode_sweep.log" | tail -30
+  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  timeout 200 "$NCU" --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section WarpStateStats --section Occupancy --section LaunchStats \
+    -k regex:^attn_ -c 2 python3 bench/profile_decode.py ${PROFILE_DECODE_ARGS:-1 32768 32} 2>&1 \
+    | tee "$OUT/ncu_decode.log" | grep -E "attn_|Throughput|Occupancy|Registers|Stall|Block Limit|Waves" | head -60
 fi
 if want host; then
   echo "== host time per call"

@@ -420,12 +420,63 @@ def _context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
 # ---------------------------------------------------------------------------
 
 
-def plan_segments(max_seqlen_q, max_seqlen_k, block_size):
-    """Split-KV for decode-only batches with long contexts, as the seed's 3-D
-    kernel does: up to 16 segments of at least 256 keys."""
-    if max_seqlen_q > 1 or max_seqlen_k < 512:
+def plan_segments(max_seqlen_q, max_seqlen_k, block_size, num_seqs=None,
+                  num_kv_heads=None, num_sms=None):
+    """Split-KV segment count for a decode-only batch (None: no split).
+
+    A decode program walks one (sequence, KV head)'s keys. With P = num_seqs
+    * num_kv_heads programs (num_sms: default an H100's 132), the count is
+    the power of two nearest below SEGMENT_PROGRAMS_PER_SM * num_sms / P (at
+    least 2), with segments of at least SEGMENT_MIN_KEYS keys and at most
+    MAX_SEGMENTS of them; a batch of more than SPLIT_MAX_PROGRAMS_PER_SM *
+    num_sms programs is not split. bench/sweep_decode_segments.py measured
+    every count on an H100 (GQA 32/8, D=128, pages of 16, B=1..256, 2k-32k
+    keys): the best count always kept about 2 programs per SM, one wave at
+    the kernel's two blocks per SM, and 2 segments still paid at 4 programs
+    per SM (B=64). Without the batch: the seed's rule, up to 16 segments of
+    at least 256 keys. The count depends on host integers only, so a CUDA
+    graph replays it."""
+    if max_seqlen_q > 1 or max_seqlen_k < 2 * SEGMENT_MIN_KEYS:
         return None
-    return int(min(16, max(2, max_seqlen_k // 256)))
+    if num_seqs is None or num_kv_heads is None:
+        return int(min(16, max(2, max_seqlen_k // 256)))
+    sms = num_sms or 132
+    programs = max(1, num_seqs * num_kv_heads)
+    if programs > SPLIT_MAX_PROGRAMS_PER_SM * sms:
+        return None
+    cap = max(2, min(MAX_SEGMENTS, max_seqlen_k // SEGMENT_MIN_KEYS))
+    want = SEGMENT_PROGRAMS_PER_SM * sms / programs
+    segments = 2
+    while segments * 2 <= min(want, cap):
+        segments *= 2
+    return segments
+
+
+# plan_segments' constants, from bench/sweep_decode_segments.py on an H100
+# (bench/results/2026-11-25-h100-decode-segment-sweep.log).
+SEGMENT_MIN_KEYS = 128
+SEGMENT_PROGRAMS_PER_SM = 2
+SPLIT_MAX_PROGRAMS_PER_SM = 4
+MAX_SEGMENTS = 64
+
+
+_SM_COUNTS = {}
+
+
+def _sm_count(dev):
+    """Streaming multiprocessors of a torch device (None on the host, or
+    where no driver answers: fake CUDA tensors traced without a GPU)."""
+    if dev is None:
+        return None
+    count = _SM_COUNTS.get(dev)
+    if count is None:
+        import torch
+        try:
+            count = torch.cuda.get_device_properties(dev).multi_processor_count
+        except (RuntimeError, AssertionError):
+            return None
+        _SM_COUNTS[dev] = count
+    return count
 
 
 def _unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
@@ -590,7 +641,10 @@ def _unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
                                        softmax_segm_expsum, tokens, hq,
                                        segments, d, dev)
     else:
-        segments = plan_segments(max_seqlen_q, max_seqlen_k, block_size)
+        segments = plan_segments(max_seqlen_q, max_seqlen_k, block_size,
+                                 num_seqs=len(seqused_k),
+                                 num_kv_heads=kc.shape[2],
+                                 num_sms=_sm_count(dev))
     if not segments:
         ops._unified(qv, kc, vc, table, cu, seqused, ov, sinks=sink_vals,
                      out_scale=output_scale, **common)

@@ -242,6 +242,21 @@ def test_runtime_segment_count_errors():
 def test_planned_split_for_long_decode():
     assert vllm.plan_segments(1, 4096, 16) == 16
     assert vllm.plan_segments(8, 4096, 16) is None
+    # With the batch: no split once (sequences x KV heads) programs fill
+    # the GPU; otherwise a power of two of segments aiming at a few
+    # programs per SM, none shorter than SEGMENT_MIN_KEYS keys.
+    plan = vllm.plan_segments
+    assert plan(1, 2048, 16, num_seqs=256, num_kv_heads=8, num_sms=132) \
+        is None
+    few = plan(1, 32768, 16, num_seqs=1, num_kv_heads=8, num_sms=132)
+    more = plan(1, 32768, 16, num_seqs=8, num_kv_heads=8, num_sms=132)
+    assert few > more >= 2
+    for s in (few, more):
+        assert s & (s - 1) == 0 and 32768 // s >= vllm.SEGMENT_MIN_KEYS
+    assert plan(1, 1024, 16, num_seqs=1, num_kv_heads=1, num_sms=132) \
+        <= 1024 // vllm.SEGMENT_MIN_KEYS
+    assert plan(1, 200, 16, num_seqs=1, num_kv_heads=1) is None
+    assert plan(2, 32768, 16, num_seqs=1, num_kv_heads=8) is None
     rng = np.random.default_rng(14)
     q, kc, vc, cu, su, table = make(rng, hq=4, hk=1, d=64, block_size=16,
                                     dtype="f32", q_lens=[1, 1], k_lens=[700, 2000])
