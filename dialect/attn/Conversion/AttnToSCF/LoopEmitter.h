@@ -102,6 +102,10 @@ public:
                llvm::function_ref<Value(Value, Value)> body) {
     return reduce(idx(lo), idx(hi), init, body);
   }
+  /// A loop carrying several values: body(iv, accs) returns the next ones.
+  SmallVector<Value>
+  reduceN(Value lo, Value hi, ValueRange inits,
+          llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body);
   /// Runs `body` with f32 scratch buffers of the given shapes that live
   /// exactly as long as the body (allocated before, freed after). Heap
   /// buffers rather than allocas: an alloca in a loop body would grow the

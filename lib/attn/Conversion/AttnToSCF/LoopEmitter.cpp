@@ -161,6 +161,20 @@ Value LoopEmitter::reduce(Value lo, Value hi, Value init,
   return loop.getResult(0);
 }
 
+SmallVector<Value> LoopEmitter::reduceN(
+    Value lo, Value hi, ValueRange inits,
+    llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  auto loop = scf::ForOp::create(b, lo, hi, idx(1), inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(loop.getBody());
+    SmallVector<Value> next =
+        body(loop.getInductionVar(), loop.getRegionIterArgs());
+    scf::YieldOp::create(b, next);
+  }
+  return SmallVector<Value>(loop.getResults());
+}
+
 void LoopEmitter::withBuffers(ArrayRef<SmallVector<int64_t>> shapes,
                               llvm::function_ref<void(ArrayRef<Value>)> body) {
   SmallVector<Value> buffers;

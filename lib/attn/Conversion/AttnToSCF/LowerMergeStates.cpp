@@ -43,29 +43,29 @@ void mlir::attn::emitMergeStates(LoopEmitter &e, ProgramTarget &target,
     Value safeMax =
         e.select(e.cmpF(arith::CmpFPredicate::OEQ, globalMax, e.negInf()),
                  e.f32(0.0), globalMax);
-    auto weight = [&](Value s) {
-      return exp(e.subF(e.load(stat, {t, h, s}), safeMax));
-    };
-    Value denom =
-        e.reduce(e.idx(0), segments, e.f32(0.0), [&](Value s, Value sum) {
-          Value w = weight(s);
-          if (!lse)
-            w = e.mulF(w, e.load(op.getSegmentSum(), {t, h, s}));
-          return e.addF(sum, w);
-        });
-    if (sink)
-      denom = e.addF(denom, exp(e.subF(sink, safeMax)));
-    Value inv = e.select(e.cmpF(arith::CmpFPredicate::OGT, denom, e.f32(0.0)),
-                         e.divF(e.f32(1.0), denom), e.f32(0.0));
-    if (outScale)
-      inv = e.divF(inv, outScale);
+    // One pass over the segments for the denominator and each element's
+    // numerator together (after the max): a decode step's merge is a chain
+    // of dependent loads per segment, so each pass costs latency. Every
+    // element sums the same weights in the same order.
     target.spread(e, e.idx(0), e.idx(headDim), [&](Value d) {
-      Value num =
-          e.reduce(e.idx(0), segments, e.f32(0.0), [&](Value s, Value sum) {
-            return e.addF(sum,
-                          e.mulF(weight(s), e.load32(partial, {t, h, s, d})));
+      SmallVector<Value> sums = e.reduceN(
+          e.idx(0), segments, {e.f32(0.0), e.f32(0.0)},
+          [&](Value s, ValueRange acc) -> SmallVector<Value> {
+            Value w = exp(e.subF(e.load(stat, {t, h, s}), safeMax));
+            Value dw =
+                lse ? w : e.mulF(w, e.load(op.getSegmentSum(), {t, h, s}));
+            return {e.addF(acc[0], dw),
+                    e.addF(acc[1], e.mulF(w, e.load32(partial, {t, h, s, d})))};
           });
-      e.storeOutput(e.mulF(num, inv), op.getOut(), {t, h, d}, bool(outScale));
+      Value denom = sums[0];
+      if (sink)
+        denom = e.addF(denom, exp(e.subF(sink, safeMax)));
+      Value inv = e.select(e.cmpF(arith::CmpFPredicate::OGT, denom, e.f32(0.0)),
+                           e.divF(e.f32(1.0), denom), e.f32(0.0));
+      if (outScale)
+        inv = e.divF(inv, outScale);
+      e.storeOutput(e.mulF(sums[1], inv), op.getOut(), {t, h, d},
+                    bool(outScale));
     });
   });
 }
