@@ -296,7 +296,10 @@ def _links_itself(tool):
 
 def _link(obj, out_so):
     cc = os.environ.get("CC", "cc")
-    _run([cc, "-shared", str(obj), "-o", str(out_so), "-lm"], "linking")
+    # -z defs: a symbol nothing provides fails here, with the linker's
+    # message, not when the library is loaded.
+    _run([cc, "-shared", "-Wl,-z,defs", str(obj), "-o", str(out_so), "-lm"],
+         "linking")
 
 
 # --- cache entries that are checked before use -------------------------------

@@ -35,6 +35,7 @@
 #endif
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -53,6 +54,38 @@ LLD_HAS_DRIVER(elf)
 #endif
 
 using namespace mlir;
+
+/// Defines __truncsfbf2 (f32 -> bf16, round to nearest even, NaNs kept
+/// quiet) in the kernel, hidden and linkonce: x86 code generation calls it
+/// where a bf16 value is legalized through f32 (a select of two bf16
+/// values, say), and libgcc provides it only from GCC 13 on, so a kernel
+/// could link and then fail to load. The pipeline already expands every
+/// arith.truncf to bf16 into integer code; this covers the legalizer's own
+/// calls. Integer code only, so it cannot call itself.
+static void addBf16TruncationHelper(llvm::Module &module) {
+  constexpr llvm::StringLiteral name = "__truncsfbf2";
+  if (module.getFunction(name))
+    return;
+  llvm::LLVMContext &ctx = module.getContext();
+  auto *type = llvm::FunctionType::get(llvm::Type::getBFloatTy(ctx),
+                                       {llvm::Type::getFloatTy(ctx)}, false);
+  auto *fn = llvm::Function::Create(type, llvm::GlobalValue::LinkOnceODRLinkage,
+                                    name, module);
+  fn->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  fn->setDoesNotThrow();
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  llvm::Value *x = fn->getArg(0);
+  llvm::Value *bits = b.CreateBitCast(x, b.getInt32Ty());
+  llvm::Value *lsb = b.CreateAnd(b.CreateLShr(bits, 16), 1);
+  llvm::Value *rounded =
+      b.CreateAdd(bits, b.CreateAdd(lsb, b.getInt32(0x7fff)));
+  llvm::Value *high = b.CreateTrunc(b.CreateLShr(rounded, 16), b.getInt16Ty());
+  llvm::Value *quiet = b.CreateTrunc(
+      b.CreateOr(b.CreateLShr(bits, 16), b.getInt32(0x40)), b.getInt16Ty());
+  llvm::Value *isNan = b.CreateFCmpUNO(x, x);
+  b.CreateRet(b.CreateBitCast(b.CreateSelect(isNan, quiet, high),
+                              llvm::Type::getBFloatTy(ctx)));
+}
 
 static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional,
                                             llvm::cl::desc("<kernel.mlir>"));
@@ -207,6 +240,8 @@ int main(int argc, char **argv) {
       makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, machine.get());
   if (llvm::Error e = optimize(llvmModule.get()))
     return fail(llvm::toString(std::move(e)));
+
+  addBf16TruncationHelper(*llvmModule);
 
   // The object goes to -o, or to a temporary file beside it for --shared.
   std::string objectFile = outputFile;
