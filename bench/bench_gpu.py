@@ -277,8 +277,10 @@ def unified_call(q, kc, vc, bt, cu, su, o, scale, segments, ws):
     part, smax, ssum = ws
 
     def run():
+        # The count is the workspace's dim 2, read at run time (one kernel
+        # for every count, as the drop-in runs it).
         ops.unified(q, kc, vc, bt, cu, su, part, scale=scale,
-                    num_segments=segments, segment_max=smax, segment_sum=ssum)
+                    segment_max=smax, segment_sum=ssum)
         ops.merge_states(part, o, segment_max=smax, segment_sum=ssum)
     return run
 
@@ -306,6 +308,13 @@ def decode():
         nbytes = B * ctx * Hk * D * 2 * 2 + 2 * B * Hq * D * 2 + B * nblk * 4
         row = dict(kind="decode", B=B, ctx=ctx, segments=segments)
         row["attn_mlir"] = nbytes / timed(ours) / 1e6
+        # The drop-in (attn_mlir.vllm.unified_attention): its own plan and
+        # workspace, vLLM's arguments.
+        o3 = randn(B, Hq, D)
+        drop = lambda: vllm.unified_attention(
+            q, kc, vc, o3, cu, 1, su, ctx, scale, True, (-1, -1), bt, 0.0,
+            None, None, None)
+        row["drop_in"] = nbytes / timed(drop) / 1e6
         if DRY:
             continue
         one = torch.ones(1, dtype=torch.float32, device=dev)
@@ -317,6 +326,8 @@ def decode():
         row["err_vs_seed"] = relerr(o, o2)
         row["attn_mlir_graph"] = nbytes / timed_graph(ours) / 1e6
         row["seed_graph"] = nbytes / timed_graph(seed) / 1e6
+        row["drop_in_graph"] = nbytes / timed_graph(drop) / 1e6
+        row["err_drop_in"] = relerr(o3, o)
         emit(row)
 
 
@@ -438,6 +449,12 @@ def table():
             g, sg = r["attn_mlir_graph"], r["seed_graph"]
             print(f"| {name[:-7]} CUDA graph (GB/s) | {g:.0f} | {sg:.0f} | - | - | "
                   f"{g / sg:.2f} | - | - |")
+        if k == "decode" and r.get("drop_in"):
+            for label, d, sd in (("", r["drop_in"], seed),
+                                 (" CUDA graph", r["drop_in_graph"],
+                                  r["seed_graph"])):
+                print(f"| {name[:-7]} drop-in{label} (GB/s) | {d:.0f} | "
+                      f"{sd:.0f} | - | - | {d / sd:.2f} | - | - |")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """attn_mlir._replay on a GPU: a call replayed from its signature's plan
 writes what the full path writes for the same arguments, bit for bit, for
-every op a decode or prefill step makes (unified one-pass and split-KV with
-merge_states, flash). Each case runs three times on fresh data of one
-signature: the first call builds the plan, the second is replayed, and the
-third runs the full path again (plans cleared) on the second's inputs.
+every op a decode or prefill step makes (unified one-pass and split-KV
+with merge_states, the vLLM drop-in's split decode, flash). Each case runs
+three times on fresh data of one signature: the first call builds the
+plan, the second is replayed, and the third runs the full path again
+(plans cleared) on the second's inputs.
 Skipped without a CUDA GPU (test_replay.py checks the same logic on the
 CPU with stand-in launches)."""
 
@@ -14,7 +15,7 @@ torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
-from attn_mlir import _replay, ops  # noqa: E402
+from attn_mlir import _replay, ops, vllm  # noqa: E402
 
 HQ, HK, D, PAGE = 32, 8, 128, 16
 
@@ -56,6 +57,16 @@ def split(seed, segments=4):
     return out
 
 
+def drop_in(seed):
+    """The vLLM drop-in's decode step: its own planner and workspace, its
+    inner unified and merge_states calls replayed."""
+    q, kc, vc, table, cu, used = decode_inputs(seed)
+    out = torch.full_like(q, float("nan"))
+    vllm.unified_attention(q, kc, vc, out, cu, 1, used, 1024, D ** -0.5,
+                           True, (-1, -1), table, 0.0, None, None, None)
+    return out
+
+
 def flash(seed, heads=16, tokens=(300, 1000, 57)):
     g = torch.Generator(device="cuda").manual_seed(seed)
     n = sum(tokens)
@@ -68,7 +79,7 @@ def flash(seed, heads=16, tokens=(300, 1000, 57)):
     return out
 
 
-@pytest.mark.parametrize("case", [one_pass, split, flash],
+@pytest.mark.parametrize("case", [one_pass, split, drop_in, flash],
                          ids=lambda f: f.__name__)
 def test_replay_writes_what_the_full_path_writes(case, monkeypatch):
     monkeypatch.setattr(_replay, "_PLANS", {})
