@@ -99,60 +99,96 @@ def _full_path_only():
     return env.get(_VALIDATE, b"") not in (b"", b"0")
 
 
-class _Plan:
-    """How one signature's kernels are launched from a call's arguments."""
+def _span(x):
+    """(pointer, bytes spanned) of a replayable argument in device memory,
+    else None."""
+    if type(x) is View:
+        return x.ptr, _abi.extent(x.shape, x.strides) * \
+            _abi.NUMPY_DTYPES[x.dtype].itemsize
+    if type(x) is _TENSOR:
+        return x.data_ptr(), _abi.extent(tuple(x.shape), x.stride()) * \
+            x.element_size()
+    return None
 
-    def __init__(self, call, kernels, args, kwargs):
+
+class _Plan:
+    """How one signature's kernels are launched from a call's arguments:
+    the launches of every op call the entry point made, in order, and where
+    each operand's pointer comes from: an argument (itself, or memory
+    inside it at a fixed offset: a view the call derived from it), or a
+    buffer of attn_mlir's own (a cached workspace), kept alive here. An
+    operand from neither is never derived from argument values (the checks
+    read none), so its pointer is that buffer's."""
+
+    def __init__(self, captured, args, kwargs):
         from . import _gpu
         sources = list(args) + list(kwargs.values())
-        self.device = call.device
-        self.name = call.name
-        self.sources = []   # argument position of each pointer
-        self.checks = []    # (pointer, chunk alignment)
-        pointer_of = {}     # id(View) -> pointer index
-        for _, _, kind, value in call.params:
-            if kind != "mem":
-                continue
-            at = next((j for j, s in enumerate(sources)
-                       if s is value or s is value.owner), None)
-            if at is None:
-                raise _NotReplayable(value.name)
-            pointer_of[id(value)] = len(self.sources)
-            chunk = _abi.chunk_alignment(value)
-            if chunk:
-                self.checks.append((len(self.sources), chunk))
-            self.sources.append((at, type(sources[at]) is View))
-        # Outputs against every other operand, by byte range (the full
-        # path tells a true overlap from interleaved strides).
-        everything = call.inputs + call.outputs
-        if any(id(v) not in pointer_of for v, _ in everything):
-            raise _NotReplayable("operands")
-        self.ranges = [(pointer_of[id(v)], span) for v, span in everything]
-        self.outputs = [(pointer_of[id(v)], span) for v, span in call.outputs]
-        values = [p[3] for p in call.params]
-        index = [pointer_of.get(id(v)) for v in values]
-        self.launches = []
-        for kernel in kernels:
-            args_of = [p["arg"] for p in kernel.record["params"]]
-            self.launches.append(_gpu.PreparedLaunch(
-                kernel, [values[i] for i in args_of],
-                [index[i] for i in args_of]))
+        spans = [_span(x) for x in sources]
+        self.pointers = []   # ("arg", position, offset) | ("const", ptr)
+        self.keep = []       # owners of constant pointers
+        self.steps = []      # per op call: (device, name, launches, checks,
+        #                       ranges, outputs)
+        for call, kernels in captured:
+            if call.device is None:
+                raise _NotReplayable("a host call")
+            index = {}
+            checks = []
+            for _, _, kind, value in call.params:
+                if kind != "mem" or id(value) in index:
+                    continue
+                index[id(value)] = len(self.pointers)
+                self.pointers.append(self._source(value, sources, spans))
+                chunk = _abi.chunk_alignment(value)
+                if chunk:
+                    checks.append((index[id(value)], chunk))
+            everything = call.inputs + call.outputs
+            if any(id(v) not in index for v, _ in everything):
+                raise _NotReplayable("operands")
+            ranges = [(index[id(v)], span) for v, span in everything]
+            outputs = [(index[id(v)], span) for v, span in call.outputs]
+            values = [p[3] for p in call.params]
+            at = [index.get(id(v)) for v in values]
+            launches = []
+            for kernel in kernels:
+                args_of = [p["arg"] for p in kernel.record["params"]]
+                launches.append(_gpu.PreparedLaunch(
+                    kernel, [values[i] for i in args_of],
+                    [at[i] for i in args_of]))
+            self.steps.append((call.device, call.name, launches, checks,
+                               ranges, outputs))
+
+    def _source(self, value, sources, spans):
+        for j, x in enumerate(sources):
+            if x is value or x is value.owner:
+                return ("arg", j, 0)
+        for j, span in enumerate(spans):
+            if span and span[0] <= value.ptr < span[0] + max(span[1], 1):
+                return ("arg", j, value.ptr - span[0])
+        self.keep.append(value.owner)
+        return ("const", value.ptr)
 
     def launch(self, args, kwargs):
         """Launches on the arguments; False where the full path must run
         (a pointer check failed: it raises the error)."""
         given = args + tuple(kwargs.values()) if kwargs else args
-        ptrs = [given[at].ptr if is_view else given[at].data_ptr()
-                for at, is_view in self.sources]
-        for i, chunk in self.checks:
-            if ptrs[i] % chunk:
-                return False
-        for o, o_span in self.outputs:
-            lo, hi = ptrs[o], ptrs[o] + o_span
-            for i, span in self.ranges:
-                if i != o and ptrs[i] < hi and ptrs[i] + span > lo:
+        ptrs = []
+        for src in self.pointers:
+            if src[0] == "const":
+                ptrs.append(src[1])
+                continue
+            x = given[src[1]]
+            ptrs.append((x.ptr if type(x) is View else x.data_ptr()) + src[2])
+        for _, _, _, checks, ranges, outputs in self.steps:
+            for i, chunk in checks:
+                if ptrs[i] % chunk:
                     return False
-        _ops._launch_prepared(self.launches, ptrs, self.device, self.name)
+            for o, o_span in outputs:
+                lo, hi = ptrs[o], ptrs[o] + o_span
+                for i, span in ranges:
+                    if i != o and ptrs[i] < hi and ptrs[i] + span > lo:
+                        return False
+        for device, name, launches, _, _, _ in self.steps:
+            _ops._launch_prepared(launches, ptrs, device, name)
         return True
 
 
@@ -161,8 +197,8 @@ class _NotReplayable(Exception):
 
 
 def captured(call, kernels):
-    """_Call.run's report of a call it launched on a GPU (under replayable's
-    first call)."""
+    """_Call.run's report of an op call it launched on a GPU (during an
+    entry point's first call with a signature)."""
     seen = _CAPTURE.get()
     if seen is not None:
         seen.append((call, kernels))
@@ -182,7 +218,10 @@ def replayable(op):
                 import torch
                 from . import ops
                 _TENSOR, _ops = torch.Tensor, ops
-            if not args or _full_path_only() or _ops._torch_route(args[0]):
+            # Inside an outer entry point's first call (the vLLM drop-in
+            # around ops), the outer one records the whole call.
+            if not args or _CAPTURE.get() is not None or \
+                    _full_path_only() or _ops._torch_route(args[0]):
                 return fn(*args, **kwargs)
             key = _signature(op, args, kwargs)
             if key is None:
@@ -199,9 +238,9 @@ def replayable(op):
             finally:
                 _CAPTURE.reset(token)
             plan = None
-            if len(seen) == 1 and seen[0][0].device is not None:
+            if seen and result is None:
                 try:
-                    plan = _Plan(seen[0][0], seen[0][1], args, kwargs)
+                    plan = _Plan(seen, args, kwargs)
                 except Exception:   # anything unforeseen: the full path
                     plan = None
             if len(_PLANS) > 4096:

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from . import ops
+from . import _replay, ops
 from ._abi import (FLOATS, FP8, NUMPY_DTYPES, checking_metadata, device_of,
                    host_values, is_torch, validating, view)
 from .ops import check_head_dim, check_int, check_real, check_scale
@@ -899,6 +899,7 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
       sliding_window, sm_scale, skip_decode, fp8_out_scale, sinks)
 
 
+@_replay.replayable("unified_attention")
 def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
                       max_seqlen_k, softmax_scale, causal, window_size,
                       block_table, softcap, q_descale, k_descale, v_descale,

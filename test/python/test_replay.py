@@ -39,7 +39,9 @@ def gpu(monkeypatch):
     def device_of(x):
         return fake if _abi.is_torch(x) else real_device_of(x)
 
+    from attn_mlir import vllm
     monkeypatch.setattr(ops, "device_of", device_of)
+    monkeypatch.setattr(vllm, "device_of", device_of)
     monkeypatch.setattr(_abi, "device_of", device_of)
     monkeypatch.setattr(_replay, "_on_gpu", lambda t: True)
     monkeypatch.setattr(ops, "_TORCH_OPERANDS", {})
@@ -166,3 +168,58 @@ def test_host_arrays_are_never_replayed():
     assert _replay._signature("unified", (), {"x": {"a": 1}}) is None
     assert _replay._signature("unified", (1, 1.0, True), {}) != \
         _replay._signature("unified", (True, 1, 1.0), {})
+
+
+_WORKSPACE = {}
+
+
+@_replay.replayable("test_entry")
+def _entry(q, kc, vc, table, cu, used):
+    """An entry point of the drop-in's kind: an operand derived from an
+    argument at an offset (the last tokens of q), and a buffer of its own
+    (a cached output)."""
+    out = _WORKSPACE.setdefault(tuple(q.shape), torch.empty(
+        q.shape[0] - 1, *q.shape[1:], dtype=q.dtype))
+    ops._unified(q[1:], kc, vc, table, cu, used, out, scale=0.125)
+
+
+def test_entry_points_replay_offsets_and_own_buffers(gpu):
+    q, kc, vc, table, cu, used, _ = decode(0, batch=4)
+    cu3, used3, table3 = cu[:4], used[:3], table[:3]
+    _entry(q, kc, vc, table3, cu3, used3)
+    q2, kc2, vc2, _, _, _, _ = decode(1, batch=4)
+    _entry(q2, kc2, vc2, table3, cu3, used3)
+    assert [kind for kind, _ in gpu] == ["full", "replay"]
+    replay = gpu[1][1]
+    _replay._PLANS.clear()
+    _entry(q2, kc2, vc2, table3, cu3, used3)
+    assert gpu[2][0] == "full" and gpu[2][1] == replay
+    ptrs = {v[0]: v[1] for v in replay if isinstance(v, tuple)}
+    assert ptrs["q"] == q2[1:].data_ptr() != q2.data_ptr()
+    assert ptrs["out"] == _WORKSPACE[tuple(q.shape)].data_ptr()
+
+
+def test_vllm_drop_in_replays(gpu):
+    """The drop-in's decode step (here one pass: more programs than the
+    planner splits) replays its inner call with the new arguments."""
+    from attn_mlir import vllm
+    batch = 67   # 67 x 8 KV heads: past the split threshold
+    g = torch.Generator().manual_seed(3)
+
+    def step(seed):
+        q = torch.randn(batch, 16, 64, generator=g).to(torch.bfloat16)
+        cache = torch.randn(batch * 2, 16, 8, 64, generator=g).to(
+            torch.bfloat16)
+        table = torch.arange(batch * 2, dtype=torch.int32).view(batch, 2)
+        cu = torch.arange(batch + 1, dtype=torch.int32)
+        used = torch.full((batch,), 20, dtype=torch.int32)
+        out = torch.empty_like(q)
+        return (q, cache, cache.clone(), out, cu, 1, used, 20, 0.125, True,
+                (-1, -1), table, 0.0, None, None, None)
+    first, second = step(0), step(1)
+    vllm.unified_attention(*first)
+    vllm.unified_attention(*second)
+    assert [kind for kind, _ in gpu] == ["full", "replay"]
+    _replay._PLANS.clear()
+    vllm.unified_attention(*second)
+    assert gpu[2] == ("full", gpu[1][1])
