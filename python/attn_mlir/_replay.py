@@ -25,6 +25,7 @@ from ._abi import View
 _PLANS = {}
 _CAPTURE = contextvars.ContextVar("attn_mlir_replay_capture", default=None)
 _ops = None   # attn_mlir.ops (imported on the first torch call)
+_compiling = None   # torch.compiler.is_compiling, likewise
 _SCALARS = (bool, int, float, str, type(None))
 
 
@@ -211,13 +212,18 @@ def replayable(op):
     def wrap(fn):
         @functools.wraps(fn)
         def call(*args, **kwargs):
-            global _TENSOR, _ops
+            global _TENSOR, _ops, _compiling
             if _TENSOR is None:
                 if not args or not _abi.is_torch(args[0]):
                     return fn(*args, **kwargs)
                 import torch
                 from . import ops
                 _TENSOR, _ops = torch.Tensor, ops
+                _compiling = torch.compiler.is_compiling
+            # First, before anything dynamo cannot trace (a ContextVar):
+            # under torch.compile the entry point routes to torch.ops.
+            if _compiling():
+                return fn(*args, **kwargs)
             # Inside an outer entry point's first call (the vLLM drop-in
             # around ops), the outer one records the whole call.
             if not args or _CAPTURE.get() is not None or \
