@@ -331,6 +331,57 @@ def decode():
         emit(row)
 
 
+def serving():
+    """Issue 20's two new decode rows, B=64 ctx=4096 GQA 32/8 D=128 pages
+    of 16: 4 query tokens per sequence (speculative / multi-token decode,
+    causal within the sequence), and one token over an fp8 e4m3 cache (GB/s
+    counted at fp8 width). Through the drop-in and ops.unified, beside the
+    seed, eager and in CUDA graphs."""
+    D, Hq, Hk, bs, B, ctx = 128, 32, 8, 16, 64, 4096
+    nblk = ctx // bs
+    nb = B * nblk + 8
+    bt = ints(np.random.default_rng(3).permutation(nb - 8)[: B * nblk]
+              .reshape(B, nblk))
+    su = ints(np.full(B, ctx))
+    scale = 1 / math.sqrt(D)
+    for name, qlen, cache in (("4 query tokens", 4, "bf16"),
+                              ("fp8 cache", 1, "fp8")):
+        kc, vc = randn(nb, bs, Hk, D, dtype=cache), \
+            randn(nb, bs, Hk, D, dtype=cache)
+        q, o = randn(B * qlen, Hq, D), randn(B * qlen, Hq, D)
+        cu = ints(np.arange(B + 1) * qlen)
+        fp8 = cache == "fp8"
+        descale = np.full(1, 0.5, np.float32) if DRY else \
+            torch.full((1,), 0.5, dtype=torch.float32, device=dev)
+        scales = dict(k_descale=descale, v_descale=descale) if fp8 else {}
+        width = 1 if fp8 else 2
+        nbytes = B * ctx * Hk * D * width * 2 + 2 * B * qlen * Hq * D * 2 + \
+            B * nblk * 4
+        drop = lambda: vllm.unified_attention(
+            q, kc, vc, o, cu, qlen, su, ctx, scale, True, (-1, -1), bt, 0.0,
+            None, scales.get("k_descale"), scales.get("v_descale"))
+        o4 = randn(B * qlen, Hq, D)
+        ours = lambda: ops.unified(q, kc, vc, bt, cu, su, o4, scale=scale,
+                                   **scales)
+        row = dict(kind="serving", case=name, B=B, ctx=ctx, qlen=qlen,
+                   cache=cache)
+        row["attn_mlir"] = nbytes / timed(drop) / 1e6
+        row["ops_unified"] = nbytes / timed(ours) / 1e6
+        if DRY:
+            continue
+        one = torch.ones(1, dtype=torch.float32, device=dev)
+        o2 = torch.empty_like(o)
+        seed = lambda: S.unified.unified_attention(
+            q, kc, vc, o2, cu, qlen, su, ctx, scale, True, (-1, -1), bt, 0.0,
+            None, descale if fp8 else one, descale if fp8 else one)
+        row["seed"] = nbytes / timed(seed) / 1e6
+        row["err_vs_seed"] = relerr(o, o2)
+        row["err_ops_unified"] = relerr(o4, o)
+        row["attn_mlir_graph"] = nbytes / timed_graph(drop) / 1e6
+        row["seed_graph"] = nbytes / timed_graph(seed) / 1e6
+        emit(row)
+
+
 def mixed():
     D, Hq, Hk, bs = 128, 32, 8, 16
     for n_pre, pre_len, n_dec, ctx in ((4, 1024, 60, 2048),):
@@ -432,6 +483,10 @@ def table():
         elif k == "decode":
             name = f"decode B={r['B']} ctx={r['ctx']} (GB/s)"
             ours, seed, fa2, cud = r["attn_mlir"], r["seed"], None, None
+        elif k == "serving":
+            name = (f"decode B={r['B']} ctx={r['ctx']} {r['case']}, drop-in "
+                    "(GB/s)")
+            ours, seed, fa2, cud = r["attn_mlir"], r["seed"], None, None
         else:
             name = f"{k} (us, lower is better)"
             ours, seed, fa2, cud = r["attn_mlir_us"], r["seed_us"], None, None
@@ -445,6 +500,13 @@ def table():
             p = r["persistent"]
             print(f"| {name[:-10]} persistent (TFLOP/s) | {p:.0f} | - | - | "
                   f"{cud:.0f} | - | - | {p / cud:.2f} |")
+        if k == "serving":
+            g, sg = r["attn_mlir_graph"], r["seed_graph"]
+            print(f"| {name[:-7]} CUDA graph (GB/s) | {g:.0f} | {sg:.0f} | - | "
+                  f"- | {g / sg:.2f} | - | - |")
+            print(f"| {name[:-16]} ops.unified (GB/s) | {r['ops_unified']:.0f}"
+                  f" | {seed:.0f} | - | - | {r['ops_unified'] / seed:.2f} | - "
+                  f"| - |")
         if k == "decode" and r.get("attn_mlir_graph"):
             g, sg = r["attn_mlir_graph"], r["seed_graph"]
             print(f"| {name[:-7]} CUDA graph (GB/s) | {g:.0f} | {sg:.0f} | - | - | "
@@ -458,8 +520,8 @@ def table():
 
 
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["dense", "fp8", "prefix", "decode", "mixed",
-                             "blocksparse"]
+    which = sys.argv[1:] or ["dense", "fp8", "prefix", "decode", "serving",
+                             "mixed", "blocksparse"]
     if not DRY:
         print(torch.cuda.get_device_name(), torch.__version__, triton.__version__)
     for name in which:
