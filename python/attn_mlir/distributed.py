@@ -54,16 +54,17 @@ def _show(a, limit=8):
     return str(a) if len(a) <= limit else str(a[:limit])[:-1] + ", ...]"
 
 
-def _host_ints(x, name):
-    """A 1-D index array's values as int64 numpy (a CUDA tensor is copied to
-    the host, which synchronizes)."""
+def _host_ints(x, name, ndim=1):
+    """An index array's values (rank `ndim`) as int64 numpy (a CUDA tensor
+    is copied to the host, which synchronizes)."""
     if x is None:
-        raise ValueError(f"{name}: expected a 1-D integer array, got None")
+        raise ValueError(f"{name}: expected a {ndim}-D integer array, got "
+                         f"None")
     if is_torch(x):
         x = x.detach().cpu().numpy()
     a = np.asarray(x)
-    if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
-        raise ValueError(f"{name}: expected a 1-D integer array, got "
+    if a.ndim != ndim or (a.size and a.dtype.kind not in "iu"):
+        raise ValueError(f"{name}: expected a {ndim}-D integer array, got "
                          f"{a.dtype} of shape {a.shape}")
     return a.astype(np.int64)
 
@@ -78,17 +79,6 @@ def _offsets(x, name):
 
 def _ndim(x):
     return x.dim() if is_torch(x) else np.ndim(x)
-
-
-def _host_ints2(x, name):
-    """A 2-D index array's values as int64 numpy (see _host_ints)."""
-    if is_torch(x):
-        x = x.detach().cpu().numpy()
-    a = np.asarray(x)
-    if a.ndim != 2 or (a.size and a.dtype.kind not in "iu"):
-        raise ValueError(f"{name}: expected a 2-D integer array, got "
-                         f"{a.dtype} of shape {a.shape}")
-    return a.astype(np.int64)
 
 
 def _check_within(kv_start, n, seqlens_k, name):
@@ -324,7 +314,7 @@ class FlashPlan:
         rows following piece p - 1's, and with causal kv_start [pieces,
         batch]. Each piece is planned as a shard of its own."""
         cq = _offsets(cu_seqlens_q, "cu_seqlens_q")
-        ck = _host_ints2(cu_seqlens_k_shard, "cu_seqlens_k_shard")
+        ck = _host_ints(cu_seqlens_k_shard, "cu_seqlens_k_shard", 2)
         at = 0
         for p, row in enumerate(ck):
             if row[0] != at or np.any(np.diff(row) < 0):
@@ -348,7 +338,7 @@ class FlashPlan:
             raise ValueError("kv_start: a causal plan over several pieces "
                              "per sequence needs kv_start [pieces, batch] "
                              "and seqlens_k [batch]")
-        starts = _host_ints2(kv_start, "kv_start")
+        starts = _host_ints(kv_start, "kv_start", 2)
         if starts.shape != (ck.shape[0], batch):
             raise ValueError(f"kv_start: expected shape {(ck.shape[0], batch)}"
                              f" (one per piece and sequence), got "

@@ -690,35 +690,29 @@ def _hip(torch):
 def _launch_prepared(launches, ptrs, dev, name):
     """attn_mlir._replay's launches: _gpu.PreparedLaunch objects given the
     call's operand pointers."""
-    import torch
-    backend = _hip(torch)
-    stream = _current_stream(torch, dev)
-    nvtx = _nvtx_enabled()
-    if nvtx:
-        torch.cuda.nvtx.range_push(name)
-    try:
-        for launch in launches:
-            launch.launch(ptrs, stream, backend)
-    finally:
-        if nvtx:
-            torch.cuda.nvtx.range_pop()
+    _on_stream(dev, name, lambda stream, backend: [
+        launch.launch(ptrs, stream, backend) for launch in launches])
 
 
 def _launch_kernels(kernels, values, dev, name):
     """Launches a specialization's kernels on `dev`'s current stream;
     values[i] is the call's i-th parameter (a View or a scalar)."""
-    import torch
     from . import _gpu
-    backend = _hip(torch)
-    stream = _current_stream(torch, dev)
+    _on_stream(dev, name, lambda stream, backend: [
+        _gpu.launch(kernel, [values[p["arg"]]
+                             for p in kernel.record["params"]],
+                    stream, backend) for kernel in kernels])
+
+
+def _on_stream(dev, name, launch):
+    """launch(stream, backend) on `dev`'s current stream, inside an NVTX
+    range named `name` when ATTN_MLIR_NVTX asks for one."""
+    import torch
     nvtx = _nvtx_enabled()
     if nvtx:
         torch.cuda.nvtx.range_push(name)
     try:
-        for kernel in kernels:
-            _gpu.launch(kernel, [values[p["arg"]]
-                                 for p in kernel.record["params"]],
-                        stream, backend)
+        launch(_current_stream(torch, dev), _hip(torch))
     finally:
         if nvtx:
             torch.cuda.nvtx.range_pop()
