@@ -162,9 +162,14 @@ class _Plan:
         for j, x in enumerate(sources):
             if x is value or x is value.owner:
                 return ("arg", j, 0)
-        for j, span in enumerate(spans):
-            if span and span[0] <= value.ptr < span[0] + max(span[1], 1):
-                return ("arg", j, value.ptr - span[0])
+        inside = [j for j, span in enumerate(spans) if span and
+                  span[0] <= value.ptr < span[0] + max(span[1], 1)]
+        if len(inside) > 1:
+            # Arguments that share memory (k and v views of one cache): the
+            # signature does not say how they will lie next time.
+            raise _NotReplayable(value.name)
+        if inside:
+            return ("arg", inside[0], value.ptr - spans[inside[0]][0])
         self.keep.append(value.owner)
         return ("const", value.ptr)
 

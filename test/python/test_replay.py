@@ -223,3 +223,18 @@ def test_vllm_drop_in_replays(gpu):
     _replay._PLANS.clear()
     vllm.unified_attention(*second)
     assert gpu[2] == ("full", gpu[1][1])
+
+
+@_replay.replayable("test_shared")
+def _shared(q, kc, vc, table, cu, used, out):
+    """k and v caches that share memory, and an operand derived from them
+    (a view of v): where it lies next time is not in the signature."""
+    ops._unified(q, kc, vc[:], table, cu, used, out, scale=0.125)
+
+
+def test_operands_inside_several_arguments_are_not_replayed(gpu):
+    q, kc, _, table, cu, used, out = decode(0)
+    kv = torch.stack([kc, kc.clone()], dim=1)   # [blocks, 2, ...]
+    for _ in range(2):
+        _shared(q, kv[:, 0], kv[:, 1], table, cu, used, out)
+    assert [kind for kind, _ in gpu] == ["full", "full"]
