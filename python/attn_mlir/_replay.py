@@ -87,8 +87,9 @@ _VALIDATE = b"ATTN_MLIR_VALIDATE"
 
 def _full_path_only():
     """Environments in which every call takes the full path: recording, a
-    dry run, validation (ops read these per call too), fake tensors."""
-    if _abi.checking_metadata():
+    dry run, validation (ops read these per call too), fake tensors, and
+    ops.collect_specializations (precompile), whose calls launch nothing."""
+    if _abi.checking_metadata() or _ops._COLLECTING.get() is not None:
         return True
     env = _ENV
     if env is None:
@@ -229,8 +230,8 @@ def replayable(op):
             # under torch.compile the entry point routes to torch.ops.
             if _compiling():
                 return fn(*args, **kwargs)
-            # Inside an outer entry point's first call (the vLLM drop-in
-            # around ops), the outer one records the whole call.
+            # Inside another entry point's first call, that one records the
+            # whole call.
             if not args or _CAPTURE.get() is not None or \
                     _full_path_only() or _ops._torch_route(args[0]):
                 return fn(*args, **kwargs)

@@ -160,6 +160,16 @@ def test_environments_that_need_the_full_path(gpu, monkeypatch, tmp_path):
     assert [kind for kind, _ in gpu] == ["full", "full", "replay"]
 
 
+def test_collecting_specializations_launches_nothing(gpu):
+    """precompile's collect_specializations: a signature with a plan is
+    still collected, not launched."""
+    ops.unified(*decode(0), scale=0.125)
+    with ops.collect_specializations() as texts:
+        ops.unified(*decode(1), scale=0.125)
+    assert [kind for kind, _ in gpu] == ["full"]
+    assert len(texts) == 1 and "attn.unified" in texts[0]
+
+
 def test_host_arrays_are_never_replayed():
     """numpy operands and CPU tensors: their contents are checked on every
     call, so their signatures are not memoized."""
