@@ -1044,12 +1044,6 @@ def _merge_states(partial, out, *, segment_max=None, segment_sum=None,
     c.run()
 
 
-# The implementations with replay (attn_mlir._replay), for callers inside
-# attn_mlir that call them directly (the vLLM drop-in's decode step).
-_unified_replayed = _replay.replayable("unified")(_unified)
-_merge_states_replayed = _replay.replayable("merge_states")(_merge_states)
-
-
 # ---------------------------------------------------------------------------
 # Entry points: torch tensors go through torch.ops.attn_mlir (torch_ops) where
 # something traces or observes the call (torch.compile, a dispatch mode, fake

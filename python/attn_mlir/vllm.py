@@ -646,9 +646,8 @@ def _unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
                                  num_kv_heads=kc.shape[2],
                                  num_sms=_sm_count(dev))
     if not segments:
-        ops._unified_replayed(qv, kc, vc, table, cu, seqused, ov,
-                              sinks=sink_vals, out_scale=output_scale,
-                              **common)
+        ops._unified(qv, kc, vc, table, cu, seqused, ov, sinks=sink_vals,
+                     out_scale=output_scale, **common)
         return
     shapes = [(tokens, hq, segments, d), (tokens, hq, segments),
               (tokens, hq, segments)]
@@ -660,16 +659,16 @@ def _unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
         partial, seg_max, seg_sum = (np.zeros(s, np.float32) for s in shapes)
     # The segment count is the buffers' dim 2, read by the kernel at run
     # time: one kernel (one specialization) serves every count.
-    ops._unified_replayed(qv, kc, vc, table, cu, seqused, partial,
-                          segment_max=seg_max, segment_sum=seg_sum, **common)
+    ops._unified(qv, kc, vc, table, cu, seqused, partial,
+                 segment_max=seg_max, segment_sum=seg_sum, **common)
     # Only rows that belong to a sequence are written, as in the one-pass
     # form. On the GPU the offsets stay on the device: every row is merged,
     # and rows of no sequence (padding past cu_seqlens_q[-1]) are left
     # unspecified.
     lo, hi = (0, tokens) if dev is not None else (int(cu[0]), int(cu[-1]))
-    ops._merge_states_replayed(
-        partial[lo:hi], view(out[lo:hi], "out"), segment_max=seg_max[lo:hi],
-        segment_sum=seg_sum[lo:hi], sinks=sink_vals, out_scale=output_scale)
+    ops._merge_states(partial[lo:hi], view(out[lo:hi], "out"),
+                      segment_max=seg_max[lo:hi], segment_sum=seg_sum[lo:hi],
+                      sinks=sink_vals, out_scale=output_scale)
 
 
 # ---------------------------------------------------------------------------
