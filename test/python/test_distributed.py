@@ -157,6 +157,22 @@ def check_lse(lse, ref, tol=2e-5):
     np.testing.assert_allclose(lse[~empty], ref[~empty], rtol=tol, atol=tol)
 
 
+def check_merge(parts, lses, q, k, v, cq, ck, causal):
+    """Shards' partials merged by merge_states against one-process flash
+    (1e-5) and float64, the merged lse against the whole sequence's, and
+    one-process flash's lse too; returns the one-process output."""
+    merged = np.full(q.shape, np.nan, np.float32)
+    ops.merge_states(torch.stack(parts, dim=2), merged,
+                     segment_lse=torch.stack(lses, dim=2))
+    full, full_lse = one_process(q, k, v, cq, ck, causal)
+    np.testing.assert_allclose(merged, full, rtol=MERGE_RTOL, atol=MERGE_RTOL)
+    ref, ref_lse = reference(q, k, v, cq, ck, causal)
+    np.testing.assert_allclose(merged, ref, rtol=TOL["f32"], atol=TOL["f32"])
+    check_lse(torch.logsumexp(torch.stack(lses), dim=0).numpy(), ref_lse)
+    check_lse(full_lse, ref_lse)
+    return full
+
+
 # Sequence 3 has more queries than keys (its first causal rows see nothing);
 # sequence 1 is a decode row.
 Q_LENS, K_LENS = [6, 1, 9, 5], [11, 8, 9, 3]
@@ -179,17 +195,7 @@ def test_shards_merge_on_one_process(causal, weights):
                                  np.ascontiguousarray(v[rows]), scale=SCALE)
         parts.append(part)
         lses.append(lse)
-    merged = np.full(q.shape, np.nan, np.float32)
-    ops.merge_states(torch.stack(parts, dim=2), merged,
-                     segment_lse=torch.stack(lses, dim=2))
-    full, full_lse = one_process(q, k, v, cq, ck, causal)
-    np.testing.assert_allclose(merged, full, rtol=MERGE_RTOL, atol=MERGE_RTOL)
-    ref, ref_lse = reference(q, k, v, cq, ck, causal)
-    np.testing.assert_allclose(merged, ref, rtol=TOL["f32"], atol=TOL["f32"])
-    # The merged log-sum-exp is that of the whole sequence.
-    total = torch.logsumexp(torch.stack(lses), dim=0).numpy()
-    check_lse(total, ref_lse)
-    check_lse(full_lse, ref_lse)
+    full = check_merge(parts, lses, q, k, v, cq, ck, causal)
     # A shard alone is not the answer (the comparison can fail).
     if weights[0]:
         assert not np.allclose(parts[0].numpy(), full, atol=1e-3)
@@ -215,14 +221,7 @@ def test_zigzag_pieces_merge_on_one_process(causal, world):
         parts += list(part)
         lses += list(lse)
     assert sorted(np.concatenate(rows_seen).tolist()) == list(range(ck[-1]))
-    merged = np.full(q.shape, np.nan, np.float32)
-    ops.merge_states(torch.stack(parts, dim=2), merged,
-                     segment_lse=torch.stack(lses, dim=2))
-    full, full_lse = one_process(q, k, v, cq, ck, causal)
-    np.testing.assert_allclose(merged, full, rtol=MERGE_RTOL, atol=MERGE_RTOL)
-    ref, ref_lse = reference(q, k, v, cq, ck, causal)
-    np.testing.assert_allclose(merged, ref, rtol=TOL["f32"], atol=TOL["f32"])
-    check_lse(torch.logsumexp(torch.stack(lses), dim=0).numpy(), ref_lse)
+    check_merge(parts, lses, q, k, v, cq, ck, causal)
 
 
 def test_zigzag_balances_causal_work():
