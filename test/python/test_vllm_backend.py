@@ -242,9 +242,9 @@ def check_cache(before, after, batch, k, v, cache, k_scale=1.0, v_scale=1.0):
     assert not len(bad), f"cache differs at (block, k/v, offset, ...) {bad[:4]}"
 
 
-def check_out(out, ref, dtype, batch, what):
+def check_out(out, ref, dtype, batch, what, tol=None):
     n = batch.common.num_actual_tokens
-    check(f64(out[:n]), ref, dtype, what)
+    check(f64(out[:n]), ref, dtype, what, tol)
     # Rows past num_actual_tokens (padding) are the caller's: untouched.
     assert (f64(out[n:]) == 7.0).all(), f"{what}: padding rows were written"
 
@@ -308,7 +308,12 @@ def test_features(feature):
     plain = attention_f64(q, kc, vc, batch, scale)
     assert np.abs(ref - plain).max() > 100 * TOL["f32"], \
         f"{feature} does not change this batch's result"
-    check_out(out, ref, "f32", batch, feature)
+    # TF32 (GPU f32 at the default precision) rounds q and k to 10 mantissa
+    # bits, so a score's error grows with the score: these are 8 times the
+    # unit-scale scores the tolerance was set on (ALiBi on H100 missed it
+    # by 0.3%, bench/results/2026-11-26-h100-gpu-tests.log).
+    tol = 8 * TOL["f32"] if TOL["f32"] > 2e-5 else None
+    check_out(out, ref, "f32", batch, feature, tol)
 
 
 def test_sinks_are_reread_after_weight_loading():
