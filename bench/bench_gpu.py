@@ -222,6 +222,13 @@ def prefix():
                 scale=scale, k_scale=kv_scale, v_scale=kv_scale,
                 schedule=(16, 64, 4, 0))
             row["attn_mlir_mma_sync"] = flops / timed(old) / 1e9
+        else:
+            # The step back from the plan's producer warpgroup (which
+            # gathers the pages with cp.async): every warp staging.
+            old = lambda: ops.prefix_prefill(
+                q, k, v, k_cache, v_cache, b_loc, b_start, b_seq, o,
+                scale=scale, schedule=(128 // (Hq // Hk), 128, Hq // Hk, 8))
+            row["attn_mlir_no_producer"] = flops / timed(old) / 1e9
         if DRY:
             continue
         one = torch.ones(1, dtype=torch.float32, device=dev)
@@ -500,6 +507,10 @@ def table():
             p = r["persistent"]
             print(f"| {name[:-10]} persistent (TFLOP/s) | {p:.0f} | - | - | "
                   f"{cud:.0f} | - | - | {p / cud:.2f} |")
+        if k == "prefix" and r.get("attn_mlir_no_producer"):
+            p = r["attn_mlir_no_producer"]
+            print(f"| {name[:-10]} no producer warpgroup (TFLOP/s) | {p:.0f}"
+                  f" | {seed:.0f} | - | - | {p / seed:.2f} | - | - |")
         if k == "serving":
             g, sg = r["attn_mlir_graph"], r["seed_graph"]
             print(f"| {name[:-7]} CUDA graph (GB/s) | {g:.0f} | {sg:.0f} | - | "

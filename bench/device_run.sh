@@ -7,8 +7,9 @@
 #   bench/device_run.sh [all|tests|sanitize|bench|host|profile|sass]...
 #   bench/device_run.sh grid-record | grid | cp | decode-sweep   (not in all;
 #   cp needs 2 GPUs)
-# (TESTS_PATHS/TESTS_TIMEOUT narrow the tests step; SANITIZE_TOOLS the
-# sanitize step's tools for the sm_90a scripts; GRID_TIME_LIMIT stops
+# (TESTS_PATHS/TESTS_TIMEOUT narrow the tests step; SANITIZE_TOOLS and
+# SANITIZE_SCRIPTS the sanitize step's tools and sm_90a scripts, and
+# SANITIZE_VLLM=0 leaves out its memcheck of one call per op; GRID_TIME_LIMIT stops
 # the grid's processes after that many seconds and reports what finished;
 # GRID_IDS names a file of the test ids to run instead of the whole grid.)
 # (grid-record: the specializations of vLLM's full kernel-test grids, into
@@ -39,18 +40,20 @@ fi
 if want sanitize; then
   # One call per op (prefix prefill, unified, split-KV + merge_states, flash,
   # blocksparse) on CUDA tensors, under memcheck.
-  echo "== compute-sanitizer memcheck"
   SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  ATTN_MLIR_TEST_DEVICE=cuda timeout 400 "$SAN" --tool memcheck --error-exitcode 9 \
-    python3 -m pytest -q -p no:cacheprovider test/python/test_vllm_cuda.py 2>&1 \
-    | tee "$OUT/memcheck.log" | tail -15
-  echo "memcheck exit: ${PIPESTATUS[0]}"
+  if [ "${SANITIZE_VLLM:-1}" = 1 ]; then
+    echo "== compute-sanitizer memcheck"
+    ATTN_MLIR_TEST_DEVICE=cuda timeout 400 "$SAN" --tool memcheck --error-exitcode 9 \
+      python3 -m pytest -q -p no:cacheprovider test/python/test_vllm_cuda.py 2>&1 \
+      | tee "$OUT/memcheck.log" | tail -15
+    echo "memcheck exit: ${PIPESTATUS[0]}"
+  fi
   # The sm_90a flash and block-sparse schedules (plan, persistent, steps
   # back) on NaN-poisoned outputs against float64, under memcheck,
   # racecheck, and synccheck (the mbarrier/named-barrier protocol of the
   # warp-specialized programs).
   for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
-    for what in flash blocksparse; do
+    for what in ${SANITIZE_SCRIPTS:-flash blocksparse prefix}; do
       echo "== compute-sanitizer $tool: bench/sanitize_$what.py"
       timeout 250 "$SAN" --tool $tool python3 bench/sanitize_$what.py 2>&1 \
         | tee "$OUT/${tool}_$what.log" | tail -4

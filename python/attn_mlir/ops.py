@@ -330,12 +330,12 @@ def _schedule_attr(schedule):
     if producers not in (0, 4):
         raise ValueError(f"schedule: producer_warps = {producers}: 0 or 4 "
                          f"(a producer warpgroup)")
-    if producers and not tma:
-        raise ValueError("schedule: producer_warps issue TMA copies: they "
-                         "need tma = true")
     for flag, on in (("pingpong", pingpong), ("persistent", persistent)):
         if on and not producers:
             raise ValueError(f"schedule: {flag} needs producer_warps = 4")
+    if persistent and not tma:
+        raise ValueError("schedule: persistent needs tma = true (its "
+                         "producer loads by TMA)")
     extra = f", warps = {warps}" if warps else ""
     extra += ", tma = true" if tma else ""
     extra += f", producer_warps = {producers}" if producers else ""

@@ -651,9 +651,9 @@ func.func @schedule_producer_warps_not_a_warpgroup(%q: memref<?x16x128xf16>, %k:
 
 // -----
 
-func.func @schedule_producer_warps_without_tma(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
-  // expected-error @+1 {{#attn.schedule producer_warps issue TMA copies: they need tma = true}}
-  attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8, producer_warps = 4>}
+func.func @schedule_persistent_without_tma(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
+  // expected-error @+1 {{#attn.schedule persistent needs tma = true (its producer loads by TMA)}}
+  attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8, producer_warps = 4, persistent = true>}
   return
 }
 

@@ -172,6 +172,26 @@ func.func @prefix_fp8_cache(
   return
 }
 
+// 16-bit caches like Q: on sm_90a the Hopper pipeline with a producer
+// warpgroup that gathers the pages (vLLM's split-x K cache is no TMA box),
+// so producer_warps without tma; a page of 1 (no 8-key chunks) keeps the
+// warpgroups' own staging.
+// CHECK-LABEL: func.func @prefix_bf16_cache
+// NVVM-LABEL: func.func @prefix_bf16_cache
+// NVVM: schedule = #attn.schedule<block_q = 32, block_n = 32, heads_per_program = 4, warps = 4>
+// HOPPER-LABEL: func.func @prefix_bf16_cache
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, producer_warps = 4, pingpong = true>
+// HOPPER-LABEL: func.func @prefix_page1
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8>
+func.func @prefix_bf16_cache(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
+  return
+}
+func.func @prefix_page1(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x1x8xbf16>, %vc: memref<?x8x128x1xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x1x8xbf16>) v_cache(%vc : memref<?x8x128x1xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
+  return
+}
+
 // Register budgets (the resource sweep of test/Pipelines checks the
 // kernels): unified heads between 64 and 128 take 32-key tiles, whose 128
 // threads ptxas holds to 168 registers.

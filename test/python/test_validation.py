@@ -505,7 +505,7 @@ def test_schedule_bounds(op, schedule, match):
 @pytest.mark.parametrize("schedule,match", [
     (dict(tma=True, persistent=True), "persistent needs producer_warps = 4"),
     (dict(tma=True, pingpong=True), "pingpong needs producer_warps = 4"),
-    (dict(producer_warps=4), "producer_warps issue TMA copies"),
+    (dict(producer_warps=4, persistent=True), "persistent needs tma = true"),
     (dict(tma=True, producer_warps=2), "producer_warps = 2: 0 or 4"),
 ])
 def test_schedule_pipeline_rules(schedule, match):

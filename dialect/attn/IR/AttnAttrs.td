@@ -43,8 +43,10 @@ def Attn_ScheduleAttr : AttrDef<Attn_Dialect, "Schedule"> {
 
     The KV pipeline (NVVM sm_90a): `tma` loads K/V tiles with the bulk tensor
     copy engine into an mbarrier ring; `producer_warps` (0 or 4) adds a
-    warpgroup that only issues those copies, with the registers moved to the
-    consumer warps (setmaxnreg); `pingpong` makes the two consumer
+    warpgroup that only loads K/V, with the registers moved to the consumer
+    warps (setmaxnreg): by those TMA copies, or without `tma` by 16-byte
+    cp.async gathers of all its threads that arrive on the ring's mbarriers
+    (paged caches, whose tiles are no TMA box); `pingpong` makes the two consumer
     warpgroups take turns at the tensor cores (named barriers), each one's
     softmax running under the other's MMAs, and issues QK of tile j before
     the softmax of tile j - 1 is done with PV. `persistent` launches at most

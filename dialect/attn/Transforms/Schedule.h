@@ -17,6 +17,12 @@ FailureOr<ScheduleAttr> defaultSchedule(Operation *op, StringRef target,
 /// The op's own schedule, or the CPU default when it has none.
 ScheduleAttr scheduleOrDefault(Operation *op);
 
+/// Whether `op` is a prefix prefill whose cache pages and new keys a
+/// producer warpgroup can gather as stored, 16 bytes per cp.async (schedule
+/// producer_warps without tma): f16 or bf16 like Q, unscaled, rows of unit
+/// stride, pages and key splits of whole 8-element chunks.
+bool gathersCaches(Operation *op);
+
 } // namespace mlir::attn
 
 #endif // ATTN_TRANSFORMS_SCHEDULE_H

@@ -57,13 +57,14 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "#attn.schedule needs 0 or 4 producer_warps (a "
                           "producer warpgroup), got "
                        << producerWarps;
-  if (producerWarps && !tma)
-    return emitError() << "#attn.schedule producer_warps issue TMA copies: "
-                          "they need tma = true";
   if (pingpong && !producerWarps)
     return emitError() << "#attn.schedule pingpong needs producer_warps = 4";
-  // Only the producer's ring carries work from one program to the next.
+  // Only the producer's ring carries work from one program to the next,
+  // and only a TMA producer runs ahead into the next program's Q.
   if (persistent && !producerWarps)
     return emitError() << "#attn.schedule persistent needs producer_warps = 4";
+  if (persistent && !tma)
+    return emitError() << "#attn.schedule persistent needs tma = true (its "
+                          "producer loads by TMA)";
   return success();
 }

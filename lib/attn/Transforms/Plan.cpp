@@ -279,6 +279,15 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
                              /*producer_warps=*/4,
                              /*pingpong=*/blockQ * pack == 128,
                              /*persistent=*/false);
+  // sm_90a prefix prefill over caches stored like Q (16-bit, unscaled,
+  // 8-element chunks: vLLM's split-x K cache and [D, page] V cache are no
+  // TMA boxes): the same pipeline, its producer warpgroup gathering pages
+  // and new keys with cp.async (WarpSpecialized.cpp, setUpGather).
+  if (warpgroups && warps == 8 && gathersCaches(op) && headDim % 64 == 0 &&
+      headDim <= 128)
+    return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps,
+                             /*tma=*/false, /*producer_warps=*/4,
+                             /*pingpong=*/true, /*persistent=*/false);
   if (warpgroups && warps == 8 && tmaOperands(op)) {
     if (headDim <= 64)
       keys = 128;
@@ -293,6 +302,23 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
                              /*persistent=*/false);
   }
   return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps);
+}
+
+bool mlir::attn::gathersCaches(Operation *op) {
+  auto prefix = dyn_cast<PrefixPrefillOp>(op);
+  if (!prefix || prefix.getKScale() || prefix.getVScale())
+    return false;
+  Type qType = cast<MemRefType>(prefix.getQ().getType()).getElementType();
+  if (!qType.isF16() && !qType.isBF16())
+    return false;
+  // (Rows of unit stride: every chunk is one 16-byte copy.)
+  for (Value x : {prefix.getQ(), prefix.getK(), prefix.getV(),
+                  prefix.getKCache(), prefix.getVCache()}) {
+    auto type = cast<MemRefType>(x.getType());
+    if (type.getElementType() != qType || !type.isLastDimUnitStride())
+      return false;
+  }
+  return prefix.getBlockSize() % 8 == 0 && prefix.getKeySplit() % 8 == 0;
 }
 
 ScheduleAttr mlir::attn::scheduleOrDefault(Operation *op) {

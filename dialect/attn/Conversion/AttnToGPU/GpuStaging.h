@@ -75,6 +75,15 @@ public:
         copyChunk;
     /// Decodes vector<8 x fp8> to 8 exact f32 values. Null: Fp8Codec.
     std::function<SmallVector<Value>(Value raw)> decodeFp8;
+    /// A ragged chunk (part of a row past its run-time limit) is one copy
+    /// of its elements that exist, zero-filling the rest, instead of
+    /// element-by-element stores: staging is then copies only, which a
+    /// producer tracks on an mbarrier (cp.async.mbarrier.arrive).
+    bool partialCopies = false;
+    /// Consecutive chunks go down a column (chunk c is row c % rows): with
+    /// as many threads as rows, each thread stages one row's chunks, and a
+    /// row located through a block table is looked up once.
+    bool rowsFirst = false;
   };
 
   /// `tid` counts the `threads` threads that share the staging; rows are

@@ -140,6 +140,13 @@ public:
   tensorMaps(Operation *op, const TileShape &shape, Type ct) const {
     return {};
   }
+  /// Whether the programs of `op` (tile shape `shape`, producer_warps
+  /// without tma) have a producer warpgroup that gathers K/V with
+  /// cp.async; false by default (the convert pass rejects the schedule).
+  virtual bool gathersKeys(Operation *op, const TileShape &shape,
+                           Type ct) const {
+    return false;
+  }
   /// The program builder of one kernel: `entry` is its entry block (where
   /// per-thread state is allocated), `shared` its dynamic shared memory
   /// (memref<?xi8, workgroup>, null when the launch needs none), `maps` the

@@ -225,6 +225,15 @@ struct ConvertAttnToGPUPass
                   "(head dim a multiple of 64, contiguous rows, "
                   "double-buffered tiles of at most 256 keys; one warpgroup "
                   "only with producer_warps)";
+      if (shape.producerWarps && !shape.tma &&
+          !gpuTarget.gathersKeys(op, shape, computeType))
+        return op->emitOpError("convert-attn-to-gpu: the schedule ")
+               << s
+               << " asks for a producer warpgroup that gathers K/V with "
+                  "cp.async (producer_warps without tma), which only sm_90a "
+                  "prefix prefill programs of warpgroups have, over f16/bf16 "
+                  "caches like Q without scales (head dim 64 or 128, "
+                  "double-buffered tiles)";
       if (launch.threads > 1024 ||
           launch.sharedBytes > gpuTarget.maxSharedBytes())
         return op->emitOpError("convert-attn-to-gpu: the schedule ")

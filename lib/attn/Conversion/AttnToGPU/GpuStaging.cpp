@@ -50,8 +50,13 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
   };
   auto prepare = [&](Value c) {
     Chunk k;
-    k.r = e.divU(c, e.idx(chunksPerRow));
-    k.x0 = e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8));
+    if (hooks.rowsFirst) {
+      k.r = e.remU(c, e.idx(numRows));
+      k.x0 = e.mul(e.divU(c, e.idx(numRows)), e.idx(8));
+    } else {
+      k.r = e.divU(c, e.idx(chunksPerRow));
+      k.x0 = e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8));
+    }
     k.src = source(k.r);
     k.limit = k.src.limit ? k.src.limit : e.idx(headDim);
     auto srcType = cast<MemRefType>(k.src.mem.getType());
@@ -160,6 +165,14 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
       // copy of 0 source bytes zero-fills, so no branch splits the walk's
       // basic block (the source index is in range either way).
       Value n = e.select(k.whole, e.idx(8), e.idx(0));
+      hooks.copyChunk(dst, tileAt(k.r, k.x0), k.src.mem, k.at, n);
+      return;
+    }
+    if (hooks.partialCopies) {
+      // (The elements of a chunk are adjacent from k.at, which is in range
+      // even for a chunk past the limit: no bytes are read there.)
+      Value n = e.max(e.min(e.sub(k.limit, k.x0), e.idx(8)), e.idx(0));
+      n = e.select(k.src.valid, n, e.idx(0));
       hooks.copyChunk(dst, tileAt(k.r, k.x0), k.src.mem, k.at, n);
       return;
     }

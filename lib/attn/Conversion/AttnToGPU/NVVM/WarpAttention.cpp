@@ -8,6 +8,7 @@
 #include "WarpProgram.h"
 #include "attn/Conversion/AttnToGPU/Targets.h"
 #include "attn/IR/AttnOps.h"
+#include "attn/Transforms/Schedule.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -53,12 +54,16 @@ void WarpAttentionBuilder::setUp(const ProgramRows &rows,
   qS = tile(e.idx(0), g.mRows, g.dPad, g.stride);
   cur = kvBuffers(e.idx(0));
   tma = setUpTma(rows, walks);
+  if (!tma)
+    setUpGather(rows, walks);
 }
 
 void WarpAttentionBuilder::stageQuery(const ProgramRows &rows) {
-  if (qMap) {
+  if (qMap || gather) {
     // The producer's copy (WarpSpecialized.cpp).
     waitBarrier(e.idx(kQueryBarrier), e.remU(programIndex, e.idx(2)));
+    if (gather)
+      wgmma::fenceProxyAsync(b);
     if (math.linearScores())
       foldScoreFactor();
     return;
@@ -648,9 +653,10 @@ bool WarpAttentionBuilder::visitOutputChunks(
 KernelLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct,
                                        NvidiaChip chip) {
   Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
-  // (A producer warpgroup only where its TMA copies can be made: see
-  // warpTensorMaps; the convert pass rejects the schedule otherwise.)
-  int64_t warps = g.warps + (shape.tma ? shape.producerWarps : 0);
+  // (A producer warpgroup only where its TMA copies can be made, see
+  // warpTensorMaps, or it gathers, see warpGathersKeys: the convert pass
+  // rejects the schedule otherwise.)
+  int64_t warps = g.warps + shape.producerWarps;
   int64_t elems = saturatingAdd(saturatingMul(g.mRows, g.stride),
                                 saturatingMul(g.stages, g.kvElems()));
   int64_t bytes = saturatingMul(elems, ct.getIntOrFloatBitWidth() / 8);
@@ -715,6 +721,17 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
     requests.push_back({qOperand->getOperandNumber(),
                         {shape.blockQ, shape.pack, wgmma::kAtomCols}});
   return requests;
+}
+
+bool mlir::attn::warpGathersKeys(Operation *op, const TileShape &shape, Type ct,
+                                 NvidiaChip chip) {
+  // (WarpAttentionBuilder::setUpGather takes the walks these ops make.)
+  if (!shape.producerWarps || shape.tma || shape.persistent || !chip.wgmma ||
+      ct.isF32() || !gathersCaches(op))
+    return false;
+  Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
+  return g.wgmma && g.stages == 2 && (g.warps == 4 || g.warps == 8) &&
+         g.dPad == shape.headDim && g.bn <= 256;
 }
 
 ProgramBody mlir::attn::warpBodyOf(const TileShape &shape, NvidiaChip chip) {
@@ -782,6 +799,10 @@ public:
   SmallVector<TensorMapRequest>
   tensorMaps(Operation *op, const TileShape &shape, Type ct) const override {
     return warpTensorMaps(op, shape, ct, chip);
+  }
+  bool gathersKeys(Operation *op, const TileShape &shape,
+                   Type ct) const override {
+    return warpGathersKeys(op, shape, ct, chip);
   }
   std::unique_ptr<ProgramTarget>
   programs(Block *entry, Value shared, Type ct, const KernelLaunch &launch,

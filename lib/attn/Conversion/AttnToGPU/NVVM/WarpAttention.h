@@ -40,6 +40,10 @@ ProgramBody warpBodyOf(const TileShape &shape, NvidiaChip chip);
 /// tensorMaps): dense K and V of flash on sm_90a warpgroup programs.
 SmallVector<TensorMapRequest>
 warpTensorMaps(Operation *op, const TileShape &shape, Type ct, NvidiaChip chip);
+/// Whether the programs of `op` have a producer warpgroup that gathers K/V
+/// with cp.async (schedule producer_warps without tma; prefix prefill).
+bool warpGathersKeys(Operation *op, const TileShape &shape, Type ct,
+                     NvidiaChip chip);
 
 /// What the programs of a persistent kernel (schedule `persistent`) share:
 /// WarpProgramTarget::grid sets it up once per block, then emits each

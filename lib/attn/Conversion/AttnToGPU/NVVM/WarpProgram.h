@@ -100,18 +100,24 @@ struct SharedTile {
 /// Creates the mbarriers of a TMA ring and has thread `tid` 0 initialize
 /// them, then a block barrier: full/empty of the double buffer for
 /// `consumers` computing threads, K and V apart plus Q's when
-/// `specialized`, and Q's release when `persistent`.
+/// `specialized`, and Q's release when `persistent`. A full barrier
+/// completes on `fillers` arrivals: 1 (the TMA issuer's expect_tx), or
+/// each gathering producer thread's cp.async arrive.
 Value createRingBarriers(ImplicitLocOpBuilder &b, LoopEmitter &e, Value tid,
-                         int64_t consumers, bool specialized, bool persistent);
+                         int64_t consumers, bool specialized, bool persistent,
+                         int64_t fillers = 1);
 
 /// Splits the block at warp `warp` into the producer warpgroup (warps from
 /// `consumerWarps` on), which gives its registers away (setmaxnreg.dec),
 /// and the consumer warpgroups, which take them; sets the kernel's entry
 /// register count that setmaxnreg starts from.
+/// `gather`: the producer stages with cp.async (all its threads compute
+/// addresses) and keeps more registers.
 void splitRoles(ImplicitLocOpBuilder &b, LoopEmitter &e, Block *entry,
                 Value warp, int64_t consumerWarps,
                 llvm::function_ref<void()> producer,
-                llvm::function_ref<void()> consumer, bool persistent);
+                llvm::function_ref<void()> consumer, bool persistent,
+                bool gather = false);
 
 /// Clones into the region of `anchor`, after it, the pure computations
 /// defined above the region that it uses (see WarpSpecialized.cpp).
@@ -290,6 +296,15 @@ private:
   /// of the walk), completing on mbarrier `barrier`.
   void issueTmaBoxes(const KvWalk &walk, const SharedTile &tile, Value map,
                      Value barrier, Value n0);
+  /// Whether the program takes a producer warpgroup that gathers K/V with
+  /// cp.async (schedule producer_warps without tma: paged caches); sets up
+  /// its ring when it does.
+  bool setUpGather(const ProgramRows &rows, ArrayRef<KvWalk> walks);
+  /// The gathering producer's loop over keys [lo, hi) of `walk`, tiles
+  /// numbered on from ring position `base` (every producer thread).
+  void produceGathered(const KvWalk &walk, Value lo, Value hi, Value base);
+  /// Has mbarrier `barrier` track this thread's cp.async copies so far.
+  void arriveOnCopies(Value barrier);
   // Warp specialization (WarpSpecialized.cpp; schedule producer_warps):
   // warps [g.warps, g.warps + 4) form a producer warpgroup that only
   // issues the TMA copies; the consumer warpgroups compute, K and V each on
@@ -298,8 +313,8 @@ private:
   bool specialize(const ProgramRows &rows, ArrayRef<KvWalk> walks,
                   llvm::function_ref<void()> consume) override;
   /// The producer warpgroup's part of a program: its elected thread issues
-  /// Q and every K and V tile.
-  void producerPart(const ProgramRows &rows, const KvWalk &walk);
+  /// Q and every K and V tile (TMA), or all its threads gather them.
+  void producerPart(const ProgramRows &rows, ArrayRef<KvWalk> walks);
   /// The consumer warpgroups' part: `consume` on their own barrier.
   void consumerPart(llvm::function_ref<void()> consume);
   /// The producer's loop over keys [lo, hi) (one elected thread);
@@ -333,12 +348,21 @@ private:
   /// consumeStep with the masked and mask-free copies chosen per tile
   /// (keys [n0, min(n0 + bn, hi)) when `scores`).
   void specializedStep(const ProgramRows &rows, const KvWalk &walk, Value t,
-                       Value n0, Value hi, bool scores, bool values);
+                       Value n0, Value hi, bool scores, bool values,
+                       bool valuesKeyMajor);
   /// One step of walkSpecialized: QK and softmax of tile t at n0 (when
-  /// `scores`), PV of tile t - 1 (when `values`); `masked` as scores().
+  /// `scores`), PV of tile t - 1 (when `values`; its V staged key-major
+  /// when `valuesKeyMajor`); `masked` as scores().
   void consumeStep(const ProgramRows &rows, const KvWalk &walk, Value t,
                    Value n0, Value nValid, bool scores, bool values,
-                   bool masked);
+                   bool valuesKeyMajor, bool masked);
+  /// A ranged walk's step whose PV is that of the tile walked last, if
+  /// any (pendingValues: 0 none, 1 + its V's valueKeyMajor); `layouts`
+  /// are the V layouts that tile can have. Without `scores`, `none` runs
+  /// where no PV is pending.
+  void pendingStep(const ProgramRows &rows, const KvWalk &walk, Value t,
+                   Value n0, Value hi, bool scores, ArrayRef<bool> layouts,
+                   llvm::function_ref<void()> none = {});
   /// Persistent programs: this consumer thread is done with the query
   /// tile (kQueryFreeBarrier).
   void releaseQuery();
@@ -447,10 +471,19 @@ private:
   /// Warp-specialized (a producer warpgroup; see specialize()), with
   /// pingpong between the consumer warpgroups.
   bool ws = false, pingpong = false;
-  /// The walk visits several ranges (block-sparse): the consumers' tiles
-  /// walked so far and whether a PV is pending (i32 counters).
+  /// The walk visits several ranges (block-sparse, or several walks:
+  /// prefix prefill's cache and new tokens): the consumers' tiles walked so
+  /// far and whether a PV is pending (i32 counters).
   bool ranged = false;
   Value walkedTiles, pendingValues;
+  /// V layouts (KvWalk::valueKeyMajor) of the walks emitted so far.
+  SmallVector<bool, 2> walkedLayouts;
+  /// The producer gathers K/V with cp.async (setUpGather): the consumers
+  /// fence the generic proxy's writes before the MMAs read them.
+  bool gather = false;
+  /// stage() for the gathering producer: copies only
+  /// (TileStager::Hooks::partialCopies), and rowsFirst where set.
+  bool producerStaging = false, rowsFirstStaging = false;
   /// Inside the consumer warps of a specialized program (`threads` is
   /// then theirs).
   bool consumersOnly = false;

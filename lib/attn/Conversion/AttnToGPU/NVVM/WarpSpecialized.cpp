@@ -23,6 +23,12 @@
 //   the ranges too, and the ring and the consumers' pipeline run on from
 //   range to range (walkSpecializedRange, finishWalks). Programs of one
 //   consumer warpgroup (64 rows) launch at 128 registers, two per SM.
+// * Gathering producers (schedule producer_warps without tma; prefix
+//   prefill over paged caches, whose tiles are no TMA box): all producer
+//   threads copy Q and each K/V tile with cp.async, the tile's full
+//   barrier tracking the copies (noinc arrivals counting the threads);
+//   the walks (cache, then new tokens) share one ring, the PV pending
+//   across them taking the V layout of its own walk (pendingStep).
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,7 +55,14 @@ namespace {
 struct RegisterSplit {
   int32_t entry, producer, consumer;
 };
-RegisterSplit registerSplit(int64_t consumerWarps, bool persistent) {
+RegisterSplit registerSplit(int64_t consumerWarps, bool persistent,
+                            bool gather) {
+  // A gathering producer addresses its 16 + 16 copies of a tile: 56
+  // registers (at 40 a head of 128 spilled 250 bytes), 128 * 56 + 256 * 224
+  // fit the SM, and the consumers of heads of 128 spill nothing at 224.
+  if (gather)
+    return consumerWarps == 4 ? RegisterSplit{128, 56, 200}
+                              : RegisterSplit{168, 56, 224};
   // One consumer warpgroup (block-sparse programs of 64 rows): two blocks
   // of 256 threads share an SM, 128 registers each at launch (the
   // persistent producer's loop takes 32, as below).
@@ -96,11 +109,12 @@ void writeCounter(LoopEmitter &e, Value v, Value counter) {
 void splitRoles(ImplicitLocOpBuilder &b, LoopEmitter &e, Block *entry,
                 Value warp, int64_t consumerWarps,
                 llvm::function_ref<void()> producer,
-                llvm::function_ref<void()> consumer, bool persistent) {
+                llvm::function_ref<void()> consumer, bool persistent,
+                bool gather) {
   MLIRContext *ctx = b.getContext();
   // setmaxnreg moves registers from a known count at entry (ptxas ignores
   // it otherwise: C7508).
-  RegisterSplit split = registerSplit(consumerWarps, persistent);
+  RegisterSplit split = registerSplit(consumerWarps, persistent, gather);
   entry->getParentOp()->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
                                 b.getI32IntegerAttr(split.entry));
   SmallVector<Operation *> moves;
@@ -305,19 +319,82 @@ bool WarpAttentionBuilder::specialize(const ProgramRows &rows,
                                       llvm::function_ref<void()> consume) {
   if (!ws)
     return false;
-  // (setUpTma: a TMA ring of one walk of one range.)
-  const KvWalk &walk = walks.front();
   if (!persistent) {
     splitRoles(
-        b, e, entry, warp, g.warps, [&] { producerPart(rows, walk); },
-        [&] { consumerPart(consume); }, /*persistent=*/false);
+        b, e, entry, warp, g.warps, [&] { producerPart(rows, walks); },
+        [&] { consumerPart(consume); }, /*persistent=*/false, gather);
     return true;
   }
   if (persistent->role == PersistentKernel::Role::Producer)
-    producerPart(rows, walk);
+    producerPart(rows, walks);
   else
     consumerPart(consume);
   return true;
+}
+
+bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,
+                                       ArrayRef<KvWalk> walks) {
+  // Every walk's rows must be bytes to move (KvWalk::raw) in 16-byte runs
+  // of the swizzled tiles: K rows of whole chunks, V key-major chunks or
+  // rows.
+  if (!shape.producerWarps || shape.tma || persistent || !g.wgmma ||
+      g.stages != 2 || (g.warps != 4 && g.warps != 8) || walks.empty() ||
+      g.dPad != shape.headDim)
+    return false;
+  for (const KvWalk &walk : walks)
+    if (!walk.raw || walk.keyType != ct || walk.forEachRange)
+      return false;
+  ws = gather = true;
+  ranged = walks.size() > 1;
+  pingpong = shape.pingpong && g.warps == 8;
+  bars = createRingBarriers(b, e, tid, consumerThreads(), /*specialized=*/true,
+                            /*persistent=*/false,
+                            /*fillers=*/kProducerWarps * kLanes);
+  return true;
+}
+
+void WarpAttentionBuilder::arriveOnCopies(Value barrier) {
+  // Arrives once this thread's cp.async copies so far have landed,
+  // without waiting for them (noinc: the barrier counts the producer's
+  // threads).
+  Value address =
+      nvgpu::MBarrierGetOp::create(b, b.getI64Type(), bars, barrier);
+  Value pointer = LLVM::IntToPtrOp::create(
+      b, LLVM::LLVMPointerType::get(b.getContext(), /*addressSpace=*/3),
+      address);
+  NVVM::CpAsyncMBarrierArriveOp::create(b, pointer, /*noinc=*/true);
+}
+
+void WarpAttentionBuilder::produceGathered(const KvWalk &walk, Value lo,
+                                           Value hi, Value base) {
+  // Every producer thread issues its share of a tile's 16-byte chunks with
+  // cp.async (zero-filling what is past the keys) and has the tile's full
+  // barrier track them: it completes once every producer thread's copies
+  // have landed, while the producer goes on to the next tile. (The
+  // consumers fence the copies for the async proxy that wgmma reads
+  // through.)
+  Value bn = e.idx(g.bn);
+  e.forLoop(lo, hi, bn, [&](Value n0) {
+    Value r = e.add(base, e.divU(e.sub(n0, lo), bn));
+    Value s = e.remU(r, e.idx(2));
+    Value nValid = e.min(bn, e.sub(hi, n0));
+    KvBuffers buf = kvBuffers(s);
+    auto awaitFree = [&](Value empty) {
+      e.ifThen(e.le(e.idx(2), r),
+               [&] { waitBarrier(empty, parityOf(e.sub(r, e.idx(2)))); });
+    };
+    // The chunks' addresses are computed in the loop (LLVM otherwise hoists
+    // each chunk's shared offset out of it, about 50 registers).
+    Value loopTid = tid;
+    tid = pinned(tid);
+    awaitFree(emptyK(s));
+    stageKeys(walk, buf.k, n0, nValid, /*isK=*/true);
+    arriveOnCopies(fullK(s));
+    awaitFree(emptyV(s));
+    stageValues(walk, buf, n0, nValid);
+    arriveOnCopies(fullV(s));
+    tid = loopTid;
+  });
 }
 
 void WarpAttentionBuilder::loadCounters() {
@@ -338,7 +415,39 @@ Value WarpAttentionBuilder::tilesOf(Value lo, Value hi) {
 }
 
 void WarpAttentionBuilder::producerPart(const ProgramRows &rows,
-                                        const KvWalk &walk) {
+                                        ArrayRef<KvWalk> walks) {
+  if (gather) {
+    // All 128 threads stage, counting from 0; one ring over every walk.
+    Value allTid = tid;
+    int64_t allThreads = threads;
+    tid = e.sub(tid, e.idx(consumerThreads()));
+    threads = kProducerWarps * kLanes;
+    producerStaging = true;
+    // Q first: QK(0) needs it with K(0). Landed before the arrival (not
+    // tracked by it: racecheck reported the Q copies against the producer's
+    // later cp.async arrivals, which its minimal probe of the K/V pattern,
+    // bench/probes/cpasync_noinc_racecheck.cu, does not show).
+    stage(qS, g.mRows, g.dPad,
+          [&](Value r) { return queryRow(rows, r, /*scaled=*/true); });
+    nvgpu::DeviceAsyncWaitOp::create(b, commitGroup(), b.getI32IntegerAttr(0));
+    wgmma::fenceProxyAsync(b);
+    nvgpu::MBarrierArriveOp::create(b, bars, e.idx(kQueryBarrier));
+    Value walked = newCounter(e, entry);
+    for (const KvWalk &walk : walks) {
+      Value lo = walk.lo, hi = walk.hi;
+      e.ifThen(e.lt(lo, hi), [&] {
+        Value base = readCounter(e, walked);
+        produceGathered(walk, lo, hi, base);
+        writeCounter(e, e.add(base, tilesOf(lo, hi)), walked);
+      });
+    }
+    tid = allTid;
+    threads = allThreads;
+    producerStaging = false;
+    return;
+  }
+  // (setUpTma: a TMA ring of one walk.)
+  const KvWalk &walk = walks.front();
   e.ifThen(e.eq(tid, e.idx(consumerThreads())), [&] {
     loadCounters();
     auto issueQuery = [&] {
@@ -383,6 +492,7 @@ void WarpAttentionBuilder::consumerPart(llvm::function_ref<void()> consume) {
   }
   // Walks of several ranges: the tiles walked so far and whether a PV is
   // pending (walkSpecializedRange).
+  walkedLayouts.clear();
   if (ranged) {
     walkedTiles = newCounter(e, entry);
     pendingValues = newCounter(e, entry);
@@ -496,7 +606,7 @@ void WarpAttentionBuilder::passTurn(Value skip) {
 void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
                                        const KvWalk &walk, Value t, Value n0,
                                        Value nValid, bool scores, bool values,
-                                       bool masked) {
+                                       bool valuesKeyMajor, bool masked) {
   // The turns (see walkSpecialized): warpgroup 0 starts without waiting,
   // and warpgroup 1 hands no turn on after its last MMAs, so that every
   // wait has its arrival and none is left over.
@@ -513,6 +623,10 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
     waitBarrier(fullK(s), parityOf(r));
   if (values)
     waitBarrier(fullV(sPrev), parityOf(prev));
+  // The producer's cp.async copies are generic-proxy writes; the MMAs read
+  // through the async proxy.
+  if (gather)
+    wgmma::fenceProxyAsync(b);
   awaitTurn(e.andI(first, e.eq(group, e.idx(0))));
   // Every QK of the program is done: Q may be refilled. (Only after the
   // turn: the other warpgroup's next program then cannot hand this one a
@@ -533,7 +647,7 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
     KvBuffers buf = kvBuffers(sPrev);
     cur.v = buf.v;
     cur.vt = buf.vt;
-    oPending = issueWarpgroupPV(probs, walk.valueKeyMajor, 0);
+    oPending = issueWarpgroupPV(probs, valuesKeyMajor, 0);
   }
   passTurn(e.andI(last, e.eq(group, e.idx(1))));
   if (!scores) {
@@ -569,15 +683,46 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
 void WarpAttentionBuilder::specializedStep(const ProgramRows &rows,
                                            const KvWalk &walk, Value t,
                                            Value n0, Value hi, bool scores,
-                                           bool values) {
+                                           bool values, bool valuesKeyMajor) {
   Value nValid = scores ? e.min(e.idx(g.bn), e.sub(hi, n0)) : Value();
+  auto step = [&](bool masked) {
+    consumeStep(rows, walk, t, n0, nValid, scores, values, valuesKeyMajor,
+                masked);
+  };
   if (!scores || f.bias)
-    return consumeStep(rows, walk, t, n0, nValid, scores, values,
-                       /*masked=*/scores);
+    return step(/*masked=*/scores);
   e.ifThenElse(
-      tileUnmasked(rows, n0, nValid),
-      [&] { consumeStep(rows, walk, t, n0, nValid, scores, values, false); },
-      [&] { consumeStep(rows, walk, t, n0, nValid, scores, values, true); });
+      tileUnmasked(rows, n0, nValid), [&] { step(false); },
+      [&] { step(true); });
+}
+
+void WarpAttentionBuilder::pendingStep(const ProgramRows &rows,
+                                       const KvWalk &walk, Value t, Value n0,
+                                       Value hi, bool scores,
+                                       ArrayRef<bool> layouts,
+                                       llvm::function_ref<void()> none) {
+  Value pending = readCounter(e, pendingValues);
+  auto withValues = [&](ArrayRef<bool> rest, auto &self) -> void {
+    bool keyMajor = rest.front();
+    auto here = [&] {
+      specializedStep(rows, walk, t, n0, hi, scores, true, keyMajor);
+    };
+    if (rest.size() == 1)
+      return here();
+    e.ifThenElse(e.eq(pending, e.idx(1 + keyMajor)), here,
+                 [&] { self(rest.drop_front(), self); });
+  };
+  auto without = [&] {
+    if (scores)
+      specializedStep(rows, walk, t, n0, hi, true, false, false);
+    else if (none)
+      none();
+  };
+  if (layouts.empty())
+    return without();
+  e.ifThenElse(
+      e.notI(e.eq(pending, e.idx(0))), [&] { withValues(layouts, withValues); },
+      without);
 }
 
 void WarpAttentionBuilder::walkSpecialized(const ProgramRows &rows,
@@ -590,7 +735,7 @@ void WarpAttentionBuilder::walkSpecialized(const ProgramRows &rows,
   // all past the tokens: the turns need both.
   Value bn = e.idx(g.bn);
   auto step = [&](Value t, Value n0, bool scores, bool values) {
-    specializedStep(rows, walk, t, n0, hi, scores, values);
+    specializedStep(rows, walk, t, n0, hi, scores, values, walk.valueKeyMajor);
   };
   e.ifThenElse(
       e.lt(lo, hi),
@@ -620,23 +765,27 @@ void WarpAttentionBuilder::walkSpecializedRange(const ProgramRows &rows,
   // range's last tile is issued with the next range's first QK), so the
   // first step of a range has a pending PV unless it is the program's
   // first; finishWalks() issues the program's last PV.
+  // The pending PV's V is laid out as its walk's: this walk's (from an
+  // earlier range of it) or an earlier walk's.
   Value bn = e.idx(g.bn);
+  SmallVector<bool, 2> layouts(walkedLayouts);
+  if (walk.forEachRange && !llvm::is_contained(layouts, walk.valueKeyMajor))
+    layouts.push_back(walk.valueKeyMajor);
+  if (!llvm::is_contained(walkedLayouts, walk.valueKeyMajor))
+    walkedLayouts.push_back(walk.valueKeyMajor);
   e.ifThen(e.lt(lo, hi), [&] {
     Value base = readCounter(e, walkedTiles);
-    Value pending = e.notI(e.eq(readCounter(e, pendingValues), e.idx(0)));
     pinLaneCoordinates();
-    e.ifThenElse(
-        pending, [&] { specializedStep(rows, walk, base, lo, hi, true, true); },
-        [&] { specializedStep(rows, walk, base, lo, hi, true, false); });
+    pendingStep(rows, walk, base, lo, hi, /*scores=*/true, layouts);
     unpinLaneCoordinates();
     e.forLoop(e.add(lo, bn), hi, bn, [&](Value n0) {
       pinLaneCoordinates();
       Value t = e.add(base, e.divU(e.sub(n0, lo), bn));
-      specializedStep(rows, walk, t, n0, hi, true, true);
+      specializedStep(rows, walk, t, n0, hi, true, true, walk.valueKeyMajor);
       unpinLaneCoordinates();
     });
     writeCounter(e, e.add(base, tilesOf(lo, hi)), walkedTiles);
-    writeCounter(e, e.idx(1), pendingValues);
+    writeCounter(e, e.idx(1 + walk.valueKeyMajor), pendingValues);
   });
 }
 
@@ -645,16 +794,11 @@ void WarpAttentionBuilder::finishWalks(const ProgramRows &rows,
   if (!ws || !ranged || !consumersOnly)
     return;
   Value tiles = readCounter(e, walkedTiles);
-  e.ifThenElse(
-      e.notI(e.eq(readCounter(e, pendingValues), e.idx(0))),
-      [&] {
-        specializedStep(rows, walks.front(), tiles, Value(), Value(),
-                        /*scores=*/false, /*values=*/true);
-      },
-      [&] {
-        if (persistent)
-          releaseQuery();
-      });
+  pendingStep(rows, walks.front(), tiles, Value(), Value(), /*scores=*/false,
+              walkedLayouts, [&] {
+                if (persistent)
+                  releaseQuery();
+              });
   storeCounters(tiles);
 }
 

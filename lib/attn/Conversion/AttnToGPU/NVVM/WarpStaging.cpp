@@ -190,6 +190,9 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
       return decoded;
     };
   }
+  // (The gathering producer's staging: copies only.)
+  hooks.partialCopies = producerStaging;
+  hooks.rowsFirst = rowsFirstStaging;
   TileStager(e, tid, threads, shape.headDim, ct, std::move(hooks))
       .stage(
           dst.mem, [&](Value r, Value x0) { return tileAt(dst, r, x0); },
@@ -231,8 +234,14 @@ void WarpAttentionBuilder::stageKeys(const KvWalk &walk, const SharedTile &dst,
                                      Value n0, Value nValid, bool isK) {
   KvTileRows tile(e, walk, n0, nValid, shape.headDim);
   bool raw = isK && qk8;
+  // The gathering producer stages a paged row's chunks in one thread: one
+  // block-table read per key (its 128 threads, a tile of 128 keys), and
+  // vLLM's split-x K cache holds a chunk of 16 consecutive keys' rows
+  // contiguously.
+  rowsFirstStaging = producerStaging && walk.paged && g.bn == threads;
   stage(raw ? bytesOf(dst, kType) : dst, g.bn, g.dPad,
         [&](Value r) { return tile.key(r, isK, /*scaled=*/!raw); });
+  rowsFirstStaging = false;
 }
 
 void WarpAttentionBuilder::stageValuesTransposed(const KvWalk &walk,

@@ -89,7 +89,8 @@ bool WarpAttentionBuilder::setUpTma(const ProgramRows &rows,
 }
 
 Value createRingBarriers(ImplicitLocOpBuilder &b, LoopEmitter &e, Value tid,
-                         int64_t consumers, bool specialized, bool persistent) {
+                         int64_t consumers, bool specialized, bool persistent,
+                         int64_t fillers) {
   MLIRContext *ctx = b.getContext();
   auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   int64_t count = !specialized ? kBarriers
@@ -98,17 +99,17 @@ Value createRingBarriers(ImplicitLocOpBuilder &b, LoopEmitter &e, Value tid,
   Value bars = nvgpu::MBarrierCreateOp::create(
       b, nvgpu::MBarrierGroupType::get(ctx, space, count));
   e.ifThen(e.eq(tid, e.idx(0)), [&] {
-    // full: the copy engine's bytes (one arrival, the expect_tx); empty:
-    // every computing thread.
+    // full: the copy engine's bytes (one arrival, the expect_tx) or the
+    // gathering threads' copies; empty: every computing thread.
     int64_t fulls = specialized ? 4 : 2;
     for (int64_t s = 0; s < fulls; ++s) {
-      nvgpu::MBarrierInitOp::create(b, bars, e.idx(1), e.idx(s), Value());
+      nvgpu::MBarrierInitOp::create(b, bars, e.idx(fillers), e.idx(s), Value());
       nvgpu::MBarrierInitOp::create(b, bars, e.idx(consumers), e.idx(fulls + s),
                                     Value());
     }
     if (specialized)
-      nvgpu::MBarrierInitOp::create(b, bars, e.idx(1), e.idx(kQueryBarrier),
-                                    Value());
+      nvgpu::MBarrierInitOp::create(b, bars, e.idx(fillers),
+                                    e.idx(kQueryBarrier), Value());
     if (persistent)
       nvgpu::MBarrierInitOp::create(b, bars, e.idx(consumers),
                                     e.idx(kQueryFreeBarrier), Value());

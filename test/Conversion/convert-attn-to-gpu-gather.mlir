@@ -1,0 +1,85 @@
+// REQUIRES: nvvm-backend
+// RUN: attn-opt %s --split-input-file --attn-plan="target=nvvm chip=sm_90a" --convert-attn-to-gpu=chip=sm_90a --verify-diagnostics | FileCheck %s
+
+// sm_90a prefix prefill over bf16 caches in vLLM's layouts (split-x K
+// cache, [D, page] V cache): the Hopper pipeline whose producer warpgroup
+// gathers instead of issuing TMA boxes (schedule producer_warps = 4
+// without tma). No tensor maps; 384 threads.
+// CHECK-LABEL: func.func @prefix
+// CHECK-NOT: nvgpu.tma.create.descriptor
+// CHECK: gpu.func @prefix(%{{.*}}: memref<?x32x128xbf16>
+// CHECK-SAME: known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32
+// The full barriers (K and V of each buffer, 0-3) and Q's (8) count the
+// 128 producer threads; the empty ones (4-7) the 256 consumer threads.
+// CHECK: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 9>
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c0{{.*}}], %c128
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c4{{.*}}], %c256
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c8{{.*}}], %c128
+// The producer keeps 56 registers; all its threads stage Q (16 copies
+// each), wait for them, fence them for the async proxy and arrive on Q's
+// barrier.
+// CHECK: nvvm.setmaxregister  decrease 56
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg0
+// CHECK: nvgpu.device_async_wait
+// CHECK-NEXT: "fence.proxy.async.shared::cta;"
+// CHECK: nvgpu.mbarrier.arrive %{{.*}}[%c8
+// The cache walk: once the consumers freed the buffer (tile t - 2), K(t)
+// from the split-x cache and V(t) from the [D, page] cache, 16 copies each
+// per thread, each tile's full barrier tracking them (noinc: it counts
+// the threads), without waiting for them.
+// CHECK: scf.for
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg3
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg4
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
+// Then the new tokens, ring positions numbered on.
+// CHECK: scf.for
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg1
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true}
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg2
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true}
+// The consumers take 224 registers, wait for Q (no staging of their own)
+// and fence each buffer the producer filled before their MMAs read it.
+// CHECK: nvvm.setmaxregister  increase 224
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: nvgpu.mbarrier.try_wait.parity %{{.*}}[%c8
+// CHECK-NEXT: "fence.proxy.async.shared::cta;"
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK-NEXT: "fence.proxy.async.shared::cta;"
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: gpu.return
+func.func @prefix(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
+  return
+}
+
+// -----
+
+// The pipeline's step across walks: the first PV of the new tokens' walk
+// is that of the cache walk's last tile, whose V is key-major ([D, keys]:
+// the MMA's B operand not transposed), while the new tokens' V is
+// row-major (transposed). The last PV of the program may be either: the
+// consumers pick it from the pending layout at run time.
+// CHECK-LABEL: gpu.func @prefix_layouts
+// CHECK: nvvm.setmaxregister  increase 224
+// CHECK-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.*}}}, {$128, $129, $130, $131}, $132, p, 1, 1, 0;
+// CHECK-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.*}}}, {$128, $129, $130, $131}, $132, p, 1, 1, 1;
+func.func @prefix_layouts(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x16x16x8xbf16>) v_cache(%vc : memref<?x8x128x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>)
+  return
+}
+
+// -----
+
+// A pinned gathering producer where the program cannot have one (flash's
+// dense K/V take TMA; fp8 caches are dequantized while staged) is rejected.
+func.func @gather_not_possible(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x8x16x16xf8E4M3FN>, %vc: memref<?x8x128x16xf8E4M3FN>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x128xbf16>) {
+  // expected-error @+1 {{asks for a producer warpgroup that gathers K/V with cp.async (producer_warps without tma), which only sm_90a prefix prefill programs of warpgroups have}}
+  attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x8x16x16xf8E4M3FN>) v_cache(%vc : memref<?x8x128x16xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) out(%o : memref<?x32x128xbf16>) {schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, producer_warps = 4, pingpong = true>}
+  return
+}
