@@ -32,6 +32,9 @@ struct StagedRow {
   bool chunks = false; // elements x0 .. x0 + 7 (x0 a multiple of 8) are
                        // adjacent, x0's indices first (KeyRow::kChunks)
   Value limit;         // run-time row length, or null
+  /// The indices stay in bounds where the row is not valid (it reads a
+  /// valid row instead), so its chunks may be loaded regardless.
+  bool inRange = false;
 };
 
 /// The rows a program stages for KV tile [n0, n0 + nValid) of a walk (a
@@ -84,6 +87,11 @@ public:
     /// as many threads as rows, each thread stages one row's chunks, and a
     /// row located through a block table is looked up once.
     bool rowsFirst = false;
+    /// Whole fp8 chunks of rows that are in range (StagedRow::inRange) are
+    /// loaded and decoded whatever the row's validity, then zeroed by a
+    /// select: no branch per chunk, so a thread's loads of a tile are in
+    /// flight together instead of one after the other.
+    bool selectRows = false;
   };
 
   /// `tid` counts the `threads` threads that share the staging; rows are

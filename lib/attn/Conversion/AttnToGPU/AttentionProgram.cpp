@@ -48,6 +48,7 @@ StagedRow AttentionProgram::queryRow(const ProgramRows &rows, Value r,
   Value tok = math.tokenOf(r);
   StagedRow s;
   s.valid = e.lt(tok, rows.numTokens);
+  s.inRange = true; // (clamped below)
   Value qRow =
       e.add(rows.qTokBase, e.min(tok, e.sub(rows.numTokens, e.idx(1))));
   Value head = math.headOf(rows, r);

@@ -118,7 +118,7 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
   };
   // A whole fp8 chunk: one 8-byte load, decoded exactly and scaled in
   // registers, stored as 16 bytes.
-  auto widen = [&](const Chunk &k) {
+  auto widen = [&](const Chunk &k, Value keep = Value()) {
     Type srcElem = cast<MemRefType>(k.src.mem.getType()).getElementType();
     // (Chunks are 8-byte aligned: operands are 16-byte aligned with row
     // strides of whole chunks, which the runtime checks.)
@@ -143,6 +143,9 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
     for (Value v : decoded) {
       if (k.src.scale)
         v = e.mulF(v, k.src.scale);
+      // (A select, not a product: an invalid row's bytes may decode to NaN.)
+      if (keep)
+        v = e.select(keep, v, e.f32(0.0));
       elems.push_back(toCompute(b, ct, v));
     }
     storeChunk(vector::FromElementsOp::create(b, vecType, elems), k.r, k.x0);
@@ -152,6 +155,10 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
     storeChunk(vector::LoadOp::create(b, vecType, k.src.mem, k.at), k.r, k.x0);
   };
   auto issue = [&](const Chunk &k) {
+    // (Rows of whole chunks only: every chunk lies inside its row.)
+    if (k.widen && hooks.selectRows && k.src.inRange && !k.src.limit &&
+        rowElems == headDim && headDim % 8 == 0)
+      return widen(k, k.src.valid);
     if (k.widen)
       return e.ifThenElse(
           k.whole, [&] { widen(k); }, [&] { gather(k); });
@@ -208,6 +215,7 @@ StagedRow KvTileRows::key(Value r, bool isK, bool scaled) const {
   KeyRow kr = walk.locate(e, k);
   StagedRow s;
   s.valid = nValid ? e.lt(r, nValid) : e.boolean(true);
+  s.inRange = true; // (the key is clamped to the range's last)
   s.mem = isK ? kr.k : kr.v;
   s.at = isK ? kr.kAt : kr.vAt;
   s.scale = !scaled ? Value() : isK ? kr.kScale : kr.vScale;

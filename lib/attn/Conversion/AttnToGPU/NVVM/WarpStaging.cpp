@@ -192,6 +192,7 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
   }
   // (The gathering producer's staging: copies only.)
   hooks.partialCopies = producerStaging;
+  hooks.selectRows = true;
   hooks.rowsFirst = rowsFirstStaging;
   TileStager(e, tid, threads, shape.headDim, ct, std::move(hooks))
       .stage(
