@@ -35,7 +35,7 @@ if want tests; then
   echo "== GPU tests"
   ATTN_MLIR_TEST_DEVICE=cuda timeout "${TESTS_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider \
     ${TESTS_PATHS:-test/python} \
-    -k "${TESTS_K:-not nothing}" 2>&1 | tee "$OUT/gpu_tests.log" | tail -30
+    ${TESTS_K:+-k "$TESTS_K"} 2>&1 | tee "$OUT/gpu_tests.log" | tail -30
 fi
 if want sanitize; then
   # One call per op (prefix prefill, unified, split-KV + merge_states, flash,
