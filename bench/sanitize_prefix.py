@@ -8,8 +8,10 @@ V cache, shuffled block table), pages of 16 and 64: sequences with no
 context, with a context that ends inside a KV tile and inside a page,
 with one new token, and with several query tiles, so that the producer
 warpgroup's ring runs from the cache walk into the new tokens' walk at
-every phase. Schedules: the plan's (a producer warpgroup gathering with
-cp.async, pingpong) and the step back (every warp staging). Outputs are
+every phase, and an fp8 e4m3 cache with scales (whose plan keeps every
+warp staging and decoding). Schedules: the plan's (for 16-bit caches a
+producer warpgroup gathering, pingpong) and the step back (every warp
+staging). Outputs are
 NaN-poisoned first; exits non-zero when one differs from the reference.
 """
 import math
@@ -25,9 +27,11 @@ from attn_mlir import ops  # noqa: E402
 DRY = bool(os.environ.get("ATTN_MLIR_DRY_RUN"))
 D, HQ, HK, X = 128, 32, 8, 8
 SCHEDULES = [None, (32, 128, 4, 8)]
-# (page size, context lengths, new-token lengths)
-CASES = [(16, (0, 300, 1000, 37), (77, 130, 300, 1)),
-         (64, (129, 2048, 5), (512, 64, 200))]
+# (page size, context lengths, new-token lengths, fp8 cache)
+CASES = [(16, (0, 300, 1000, 37), (77, 130, 300, 1), False),
+         (64, (129, 2048, 5), (512, 64, 200), False),
+         (16, (0, 300, 1000, 37), (77, 130, 300, 1), True)]
+K_SCALE, V_SCALE = 0.5, 1.5
 
 
 def reference(q, k, v, kc, vc, table, starts, ctx, page, scale):
@@ -51,7 +55,7 @@ def reference(q, k, v, kc, vc, table, starts, ctx, page, scale):
     return out
 
 
-def check(page, ctx, lens):
+def check(page, ctx, lens, fp8):
     rng = np.random.default_rng(0)
     ctx, lens = np.array(ctx), np.array(lens)
     starts = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
@@ -65,32 +69,47 @@ def check(page, ctx, lens):
         table[b, :n] = perm[pos:pos + n]
         pos += n
     tokens = int(starts[-1])
+    x = 16 if fp8 else X
     shapes = [(tokens, HQ, D), (tokens, HK, D), (tokens, HK, D),
-              (nb, HK, D // X, page, X), (nb, HK, D, page)]
+              (nb, HK, D // x, page, x), (nb, HK, D, page)]
     host = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     scale = 1 / math.sqrt(D)
+    scales = {}
     if DRY:
         import ml_dtypes
-        arrays = [x.astype(ml_dtypes.bfloat16) for x in host]
+        arrays = [a.astype(ml_dtypes.float8_e4m3fn if fp8 and i >= 3
+                           else ml_dtypes.bfloat16)
+                  for i, a in enumerate(host)]
+        if fp8:
+            scales = dict(k_scale=np.array([K_SCALE], np.float32),
+                          v_scale=np.array([V_SCALE], np.float32))
         for sched in SCHEDULES:
             ops.prefix_prefill(*arrays, table, starts, seq_lens,
                                np.zeros_like(arrays[0]), scale=scale,
-                               schedule=sched)
+                               schedule=sched, **scales)
         return 0
     import torch
-    dev = [torch.tensor(x, dtype=torch.bfloat16, device="cuda") for x in host]
-    exact = [x.float().cpu().double().numpy() for x in dev]
+    dev = [torch.tensor(a, dtype=torch.bfloat16, device="cuda") for a in host]
+    if fp8:
+        dev[3:] = [a.float().to(torch.float8_e4m3fn) for a in dev[3:]]
+        scales = {k: torch.tensor([s], device="cuda") for k, s in
+                  (("k_scale", K_SCALE), ("v_scale", V_SCALE))}
+    exact = [a.float().cpu().double().numpy() for a in dev]
+    if fp8:
+        exact[3] *= K_SCALE
+        exact[4] *= V_SCALE
     ref = reference(*exact, table, starts, ctx, page, scale)
     ints = [torch.tensor(a, device="cuda") for a in (table, starts, seq_lens)]
     bad = 0
     for sched in SCHEDULES:
         o = torch.full_like(dev[0], float("nan"))
-        ops.prefix_prefill(*dev, *ints, o, scale=scale, schedule=sched)
+        ops.prefix_prefill(*dev, *ints, o, scale=scale, schedule=sched,
+                           **scales)
         torch.cuda.synchronize()
         err = np.abs(o.float().cpu().double().numpy() - ref).max()
-        ok = bool(np.isfinite(err) and err < 3e-2)
+        ok = bool(np.isfinite(err) and err < (6e-2 if fp8 else 3e-2))
         bad += not ok
-        print(f"page={page} ctx={tuple(ctx)} new={tuple(lens)} "
+        print(f"page={page} ctx={tuple(ctx)} new={tuple(lens)} fp8={fp8} "
               f"schedule={sched or 'plan'}: max|err| {err:.3e} "
               f"{'ok' if ok else 'WRONG'}", flush=True)
     return bad
