@@ -116,11 +116,6 @@ struct KvWalk {
   bool valueKeyMajor = false;
   /// Keys are located through a block table (each staged row reads it).
   bool paged = false;
-  /// K and V are stored as the programs compute (neither scaled nor
-  /// converted): staging only moves bytes (16-byte cp.async), as a
-  /// gathering producer warpgroup needs (schedule producer_warps without
-  /// tma).
-  bool raw = false;
   /// The element type of K and its dequantization scale (null for none),
   /// the same for every key of the walk (as KeyRow's kScale): programs that
   /// multiply stored fp8 values directly apply the scale to the dot product.

@@ -253,10 +253,6 @@ void emitPrefixPrefill(LoopEmitter &e, ProgramTarget &target,
           cache.keyScale = kScale;
           Value kc = op.getKCache(), vc = op.getVCache(),
                 bt = op.getBlockTable();
-          Type qElem = elemOf(op.getQ());
-          cache.raw = !kScale && !vScale && elemOf(kc) == qElem &&
-                      elemOf(vc) == qElem && split % 8 == 0 &&
-                      blockSize % 8 == 0;
           cache.locate = [=](LoopEmitter &e, Value key) {
             Value blk = e.loadIndex(bt, {bIdx, e.divU(key, e.idx(blockSize))});
             Value off = e.remU(key, e.idx(blockSize));
@@ -282,7 +278,6 @@ void emitPrefixPrefill(LoopEmitter &e, ProgramTarget &target,
               cast<MemRefType>(op.getK().getType()).getElementType();
           fresh.locate = denseKeys(op.getK(), op.getV(), e.sub(qStart, ctx),
                                    kvHead, Value(), Value());
-          fresh.raw = elemOf(op.getK()) == qElem && elemOf(op.getV()) == qElem;
           target.emitProgram(e, shape, f, out, op.getQ(), rows, {cache, fresh});
         });
       });

@@ -725,9 +725,11 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
 
 bool mlir::attn::warpGathersKeys(Operation *op, const TileShape &shape, Type ct,
                                  NvidiaChip chip) {
-  // (WarpAttentionBuilder::setUpGather takes the walks these ops make.)
+  // (WarpAttentionBuilder::setUpGather then gathers: its tiles are whole
+  // swizzle atoms, double-buffered, of heads of 64 or 128 (the register
+  // split is sized for those), staged by 16-byte copies.)
   if (!shape.producerWarps || shape.tma || shape.persistent || !chip.wgmma ||
-      ct.isF32() || !gathersCaches(op))
+      ct.isF32() || !gathersCaches(op) || shape.headDim > 128)
     return false;
   Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
   return g.wgmma && g.stages == 2 && (g.warps == 4 || g.warps == 8) &&

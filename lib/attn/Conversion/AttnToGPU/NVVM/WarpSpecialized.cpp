@@ -334,16 +334,12 @@ bool WarpAttentionBuilder::specialize(const ProgramRows &rows,
 
 bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,
                                        ArrayRef<KvWalk> walks) {
-  // Every walk's rows must be bytes to move (KvWalk::raw) in 16-byte runs
-  // of the swizzled tiles: K rows of whole chunks, V key-major chunks or
-  // rows.
-  if (!shape.producerWarps || shape.tma || persistent || !g.wgmma ||
-      g.stages != 2 || (g.warps != 4 && g.warps != 8) || walks.empty() ||
-      g.dPad != shape.headDim)
+  // convert-attn-to-gpu accepts producer_warps without tma only where the
+  // program gathers (warpGathersKeys: prefix prefill over caches stored
+  // like Q, the geometry of the pipeline), and the launch then holds the
+  // producer warpgroup: no second check here that could disagree.
+  if (!shape.producerWarps || shape.tma)
     return false;
-  for (const KvWalk &walk : walks)
-    if (!walk.raw || walk.keyType != ct || walk.forEachRange)
-      return false;
   ws = gather = true;
   ranged = walks.size() > 1;
   pingpong = shape.pingpong && g.warps == 8;

@@ -190,10 +190,11 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
       return decoded;
     };
   }
-  // (The gathering producer's staging: copies only.)
+  // The gathering producer's staging is copies only; fp8 chunks go out
+  // without a branch each.
   hooks.partialCopies = producerStaging;
-  hooks.selectRows = true;
   hooks.rowsFirst = rowsFirstStaging;
+  hooks.selectRows = true;
   TileStager(e, tid, threads, shape.headDim, ct, std::move(hooks))
       .stage(
           dst.mem, [&](Value r, Value x0) { return tileAt(dst, r, x0); },
