@@ -26,19 +26,25 @@
 // The cache walk: once the consumers freed the buffer (tile t - 2), K(t)
 // from the split-x cache and V(t) from the [D, page] cache, 16 copies each
 // per thread, each tile's full barrier tracking them (noinc: it counts
-// the threads), without waiting for them.
+// the threads), without waiting for them. Both keep the cache's layout
+// (16-byte units: K in core matrices, V in 32-byte swizzled k steps, each
+// [2048, 8]); V's full tiles copy whole chunks, a ragged one its bytes.
 // CHECK: scf.for
 // CHECK: nvgpu.mbarrier.try_wait.parity
-// CHECK-COUNT-16: nvgpu.device_async_copy %arg3
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg3{{.*}} to memref<2048x8xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
 // CHECK: nvgpu.mbarrier.try_wait.parity
-// CHECK-COUNT-16: nvgpu.device_async_copy %arg4
+// CHECK: scf.if
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg4{{.*}} to memref<2048x8xbf16, #gpu.address_space<workgroup>>
+// CHECK: } else {
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg4{{.*}} to memref<2048x8xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
-// Then the new tokens, ring positions numbered on.
+// Then the new tokens, ring positions numbered on, into 128-byte swizzled
+// tiles ([atoms * rows, 64]), which keep a row's 128 bytes together.
 // CHECK: scf.for
-// CHECK-COUNT-16: nvgpu.device_async_copy %arg1
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg1{{.*}} to memref<256x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true}
-// CHECK-COUNT-16: nvgpu.device_async_copy %arg2
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg2{{.*}} to memref<256x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true}
 // The consumers take 224 registers, wait for Q (no staging of their own)
 // and fence each buffer the producer filled before their MMAs read it.
@@ -50,7 +56,14 @@
 // CHECK: nvgpu.mbarrier.try_wait.parity
 // CHECK-NEXT: "fence.proxy.async.shared::cta;"
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// The cache's K through no-swizzle descriptors (leading byte offset 2048
+// between chunk columns, stride 128 between 8-key groups, mode 0):
+// (2048 >> 4) << 16 | (128 >> 4) << 32.
+// CHECK: arith.constant 34368126976 : i64
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// The cache's V through 32-byte swizzled ones (stride 256, mode 3):
+// 1 << 16 | (256 >> 4) << 32 | 3 << 62, as i64.
+// CHECK: arith.constant -4611685949707845632 : i64
 // CHECK-NOT: nvgpu.device_async_copy
 // CHECK: gpu.return
 func.func @prefix(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {

@@ -32,6 +32,7 @@ struct StagedRow {
   bool chunks = false; // elements x0 .. x0 + 7 (x0 a multiple of 8) are
                        // adjacent, x0's indices first (KeyRow::kChunks)
   Value limit;         // run-time row length, or null
+  int64_t length = 0;  // the row length when limit is null (0: head dim)
   /// The indices stay in bounds where the row is not valid (it reads a
   /// valid row instead), so its chunks may be loaded regardless.
   bool inRange = false;
@@ -52,8 +53,9 @@ public:
   /// scale (tiles of raw fp8).
   StagedRow key(Value r, bool isK, bool scaled = true) const;
   /// Row d of V^T on a key-major walk: elements are keys, 8-key chunks of
-  /// one page (n0 is a multiple of 8, KvWalk::valueKeyMajor; nValid set).
-  StagedRow valueColumn(Value d) const;
+  /// one page (n0 is a multiple of 8, KvWalk::valueKeyMajor). Without
+  /// nValid (a full tile), a row of `keys` keys: whole chunks, no clamp.
+  StagedRow valueColumn(Value d, int64_t keys = 0) const;
 
 private:
   LoopEmitter &e;
@@ -83,10 +85,13 @@ public:
     /// element-by-element stores: staging is then copies only, which a
     /// producer tracks on an mbarrier (cp.async.mbarrier.arrive).
     bool partialCopies = false;
-    /// Consecutive chunks go down a column (chunk c is row c % rows): with
-    /// as many threads as rows, each thread stages one row's chunks, and a
-    /// row located through a block table is looked up once.
-    bool rowsFirst = false;
+    /// Where this thread's it-th chunk goes: (row, x0), x0 a multiple of 8,
+    /// the chunks of all threads and iterations covering the tile once.
+    /// Null: chunk tid + it * threads in row-major order. (Staging in
+    /// unrolled steps only; otherwise row-major.) Lets a tile's layout
+    /// decide which chunks a warp's copies take together, and a thread
+    /// stage chunks that share a row or a page, looked up once.
+    std::function<std::pair<Value, Value>(int64_t it)> place;
     /// Whole fp8 chunks of rows that are in range (StagedRow::inRange) are
     /// loaded and decoded whatever the row's validity, then zeroed by a
     /// select: no branch per chunk, so a thread's loads of a tile are in

@@ -8,6 +8,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace mlir::attn;
 
@@ -48,23 +50,23 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
     Value whole;           // it may, at run time: all 8 elements exist
     SmallVector<Value> at; // source indices of element x0
   };
-  auto prepare = [&](Value c) {
+  auto prepare = [&](Value c, std::optional<int64_t> it = std::nullopt) {
     Chunk k;
-    if (hooks.rowsFirst) {
-      k.r = e.remU(c, e.idx(numRows));
-      k.x0 = e.mul(e.divU(c, e.idx(numRows)), e.idx(8));
+    if (it && hooks.place) {
+      std::tie(k.r, k.x0) = hooks.place(*it);
     } else {
       k.r = e.divU(c, e.idx(chunksPerRow));
       k.x0 = e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8));
     }
     k.src = source(k.r);
-    k.limit = k.src.limit ? k.src.limit : e.idx(headDim);
+    int64_t length = k.src.length ? k.src.length : headDim;
+    k.limit = k.src.limit ? k.src.limit : e.idx(length);
     auto srcType = cast<MemRefType>(k.src.mem.getType());
     k.vector = k.widen = false;
     Type srcElem = srcType.getElementType();
     // fp8 and i8 chunks are widened in registers.
     bool fp8 = isFp8(srcElem) || srcElem.isSignlessInteger(8);
-    if (k.src.chunks && (k.src.limit || headDim % 8 == 0) &&
+    if (k.src.chunks && (k.src.limit || length % 8 == 0) &&
         ((!k.src.scale && srcElem == dt) || fp8)) {
       SmallVector<int64_t> strides;
       int64_t offset;
@@ -199,7 +201,7 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
     // waiting behind the previous copy.
     SmallVector<Chunk> chunks;
     for (int64_t it = 0; it < iters; ++it)
-      chunks.push_back(prepare(e.add(tid, e.idx(it * threads))));
+      chunks.push_back(prepare(e.add(tid, e.idx(it * threads)), it));
     for (const Chunk &k : chunks)
       issue(k);
     return;
@@ -224,7 +226,8 @@ StagedRow KvTileRows::key(Value r, bool isK, bool scaled) const {
   return s;
 }
 
-StagedRow KvTileRows::valueColumn(Value d) const {
+StagedRow KvTileRows::valueColumn(Value d, int64_t keys) const {
+  assert((nValid || keys) && "a full tile's column needs its length");
   StagedRow s;
   s.valid = e.lt(d, e.idx(headDim));
   KeyRow first = walk.locate(e, n0);
@@ -237,9 +240,11 @@ StagedRow KvTileRows::valueColumn(Value d) const {
   const KvWalk *w = &walk;
   Value start = n0, last = lastKey;
   s.at = [=](Value x) {
-    return w->locate(*em, em->min(em->add(start, x), last)).vAt(d);
+    Value key = em->add(start, x);
+    return w->locate(*em, last ? em->min(key, last) : key).vAt(d);
   };
   s.chunks = true;
   s.limit = nValid;
+  s.length = keys;
   return s;
 }

@@ -182,10 +182,18 @@ SmallVector<Value> WarpAttentionBuilder::issueWarpgroupScores(int64_t keyFirst,
         e.add(tileAddress(qS, atom * g.mRows * kAtomRowBytes + within),
               groupRows),
         16, kGroupBytes);
-    Value bDesc = descriptor(
-        b,
-        tileAddress(cur.k, (atom * g.bn + keyFirst) * kAtomRowBytes + within),
-        16, kGroupBytes);
+    // (Core matrices: k step kk is chunk columns 2 kk and 2 kk + 1, a
+    // column of the tile's keys 16 bn bytes from the next; 8 keys 128 bytes
+    // from the next 8.)
+    Value bDesc =
+        cur.k.layout == TileLayout::CoreMatrices
+            ? descriptor(b, tileAddress(cur.k, (2 * kk * g.bn + keyFirst) * 16),
+                         g.bn * 16, 128, Swizzle::None)
+            : descriptor(
+                  b,
+                  tileAddress(cur.k, (atom * g.bn + keyFirst) * kAtomRowBytes +
+                                         within),
+                  16, kGroupBytes);
     acc = wgmma::mma(b, keys, ct, a, {}, bDesc, /*transB=*/false, acc);
   }
   commit(b);
@@ -223,13 +231,18 @@ WarpAttentionBuilder::issueWarpgroupPV(const Probabilities &probs,
     int64_t kk = kFirst + k;
     SmallVector<Value> p(probs.p.begin() + 4 * k, probs.p.begin() + 4 * k + 4);
     Value v =
-        vTransposed
-            ? descriptor(b,
+        !vTransposed
+            ? descriptor(b, tileAddress(cur.v, kk * 16 * kAtomRowBytes),
+                         g.bn * kAtomRowBytes, kGroupBytes)
+        // (32-byte swizzled k steps: step kk is [dPad, 32 bytes], 8 rows
+        // 256 bytes from the next 8.)
+        : cur.vt.layout == TileLayout::Swizzled32
+            ? descriptor(b, tileAddress(cur.vt, kk * g.dPad * 32), 16, 256,
+                         Swizzle::Bytes32)
+            : descriptor(b,
                          tileAddress(cur.vt, kk / 4 * g.dPad * kAtomRowBytes +
                                                  kk % 4 * 32),
-                         16, kGroupBytes)
-            : descriptor(b, tileAddress(cur.v, kk * 16 * kAtomRowBytes),
-                         g.bn * kAtomRowBytes, kGroupBytes);
+                         16, kGroupBytes);
     acc =
         wgmma::mma(b, g.dPad, ct, Value(), p, v, /*transB=*/!vTransposed, acc);
   }

@@ -31,6 +31,8 @@
 #include "Wgmma.h"
 #include "attn/Conversion/AttnToGPU/AttentionProgram.h"
 
+#include <optional>
+
 namespace mlir::attn::warp {
 
 constexpr int64_t kLanes = 32;
@@ -85,16 +87,33 @@ constexpr int64_t kAlignSlack = wgmma::kGroupBytes;
 /// for f32).
 Geometry geometryOf(const TileShape &s, bool wgmma, int64_t elemBytes);
 
-/// A [rows, cols] tile of the compute type in shared memory: row-major with
-/// a padded stride (read by ldmatrix), or in 128-byte swizzled atoms of 64
-/// columns for wgmma's descriptors. Atom a holds columns [64a, 64a + 64)
-/// of every row, row r at byte 128 r of the atom, and the 16-byte chunk c of
-/// that row at chunk c ^ (r % 8); `mem` is then [atoms * rows, 64].
+/// How a [rows, cols] tile of the compute type lies in shared memory.
+enum class TileLayout {
+  /// Row-major with a padded stride (read by ldmatrix).
+  Padded,
+  /// 128-byte swizzled atoms of 64 columns for wgmma's descriptors. Atom a
+  /// holds columns [64a, 64a + 64) of every row, row r at byte 128 r of the
+  /// atom, and the 16-byte chunk c of that row at chunk c ^ (r % 8); `mem`
+  /// is then [atoms * rows, 64].
+  Swizzled,
+  /// wgmma's no-swizzle core matrices: chunk c of row r at 16 (c * rows + r)
+  /// bytes (`mem` [cols / 8 * rows, 8]). A chunk column is contiguous, as
+  /// in vLLM's split-x K cache, whose 32-byte sectors (two keys' chunks)
+  /// then land on 32 contiguous bytes.
+  CoreMatrices,
+  /// 32-byte swizzled k steps (16 columns): step j holds columns
+  /// [16j, 16j + 16) of every row, row r at byte 32 r of the step, its
+  /// chunk h at h ^ (r / 4 % 2) (`mem` [cols / 8 * rows, 8]). A row of a
+  /// step is one 32-byte sector of vLLM's [D, page] V cache.
+  Swizzled32,
+};
+
+/// A tile of the compute type in shared memory (see TileLayout).
 struct SharedTile {
   Value mem;
   Value offset; // elements from the start of the tiles
   int64_t rows = 0;
-  bool swizzled = false;
+  TileLayout layout = TileLayout::Padded;
 };
 
 /// Creates the mbarriers of a TMA ring and has thread `tid` 0 initialize
@@ -192,16 +211,28 @@ private:
   /// Decides qk8 and dotScale for the program's walks.
   void chooseScoreOperands(const ProgramRows &rows, ArrayRef<KvWalk> walks);
   /// The [rows, cols] tile at element `offset`: swizzled for wgmma, else
-  /// with row stride `stride`.
-  SharedTile tile(Value offset, int64_t rows, int64_t cols, int64_t stride);
+  /// with row stride `stride`; in `layout` where given (wgmma).
+  SharedTile tile(Value offset, int64_t rows, int64_t cols, int64_t stride,
+                  std::optional<TileLayout> layout = std::nullopt);
   /// Indices in t.mem of elements (r, x0 .. x0 + 7), x0 a multiple of 8.
   SmallVector<Value> tileAt(const SharedTile &t, Value r, Value x0);
   /// Shared byte address of element `elems` of tile `t` (for descriptors).
   Value tileAddress(const SharedTile &t, int64_t bytes);
+  /// Which chunks of a tile a thread stages (TileStager::Hooks::place).
+  enum class ChunkOrder {
+    RowMajor,   // chunk tid + i * threads in row-major order
+    Rows,       // a row per thread (as many threads as rows)
+    ColumnPairs // a pair of chunk columns per thread (V^T of a paged walk)
+  };
   /// Stages `numRows` rows of `rowElems` elements (a multiple of 8) into
   /// `dst`, 16 bytes per thread and step.
   void stage(const SharedTile &dst, int64_t numRows, int64_t rowElems,
-             llvm::function_ref<StagedRow(Value)> source);
+             llvm::function_ref<StagedRow(Value)> source,
+             ChunkOrder order = ChunkOrder::RowMajor);
+  /// The chunks of a [rows, cols chunks] tile this thread stages in
+  /// `order` (null where the shape does not divide: row-major).
+  std::function<std::pair<Value, Value>(int64_t)>
+  placement(ChunkOrder order, int64_t rows, int64_t cols);
   Value commitGroup();
   /// Waits until at most `pending` of this thread's copy groups are in
   /// flight, then synchronizes the computing threads.
@@ -211,7 +242,9 @@ private:
   struct KvBuffers {
     SharedTile k, v, vt;
   };
-  KvBuffers kvBuffers(Value stage);
+  /// `pagedKeys`: K of a paged walk (the gathering producer keeps the
+  /// split-x cache's core matrices).
+  KvBuffers kvBuffers(Value stage, bool pagedKeys = false);
   /// Stages K (isK) or V of keys [n0, n0 + nValid) as [bn, D] rows.
   void stageKeys(const KvWalk &walk, const SharedTile &dst, Value n0,
                  Value nValid, bool isK);
@@ -482,8 +515,8 @@ private:
   /// fence the generic proxy's writes before the MMAs read them.
   bool gather = false;
   /// stage() for the gathering producer: copies only
-  /// (TileStager::Hooks::partialCopies), and rowsFirst where set.
-  bool producerStaging = false, rowsFirstStaging = false;
+  /// (TileStager::Hooks::partialCopies).
+  bool producerStaging = false;
   /// Inside the consumer warps of a specialized program (`threads` is
   /// then theirs).
   bool consumersOnly = false;

@@ -374,7 +374,7 @@ void WarpAttentionBuilder::produceGathered(const KvWalk &walk, Value lo,
     Value r = e.add(base, e.divU(e.sub(n0, lo), bn));
     Value s = e.remU(r, e.idx(2));
     Value nValid = e.min(bn, e.sub(hi, n0));
-    KvBuffers buf = kvBuffers(s);
+    KvBuffers buf = kvBuffers(s, walk.paged);
     auto awaitFree = [&](Value empty) {
       e.ifThen(e.le(e.idx(2), r),
                [&] { waitBarrier(empty, parityOf(e.sub(r, e.idx(2)))); });
@@ -387,7 +387,16 @@ void WarpAttentionBuilder::produceGathered(const KvWalk &walk, Value lo,
     stageKeys(walk, buf.k, n0, nValid, /*isK=*/true);
     arriveOnCopies(fullK(s));
     awaitFree(emptyV(s));
-    stageValues(walk, buf, n0, nValid);
+    // A full tile of a key-major V is staged without its length: every
+    // copy is whole (a copy of a run-time byte count, which a ragged tile's
+    // columns need, took twice the shared wavefronts and L2 sectors).
+    if (walk.valueKeyMajor)
+      e.ifThenElse(
+          e.eq(nValid, bn),
+          [&] { stageValuesTransposed(walk, buf.vt, n0, Value()); },
+          [&] { stageValuesTransposed(walk, buf.vt, n0, nValid); });
+    else
+      stageValues(walk, buf, n0, nValid);
     arriveOnCopies(fullV(s));
     tid = loopTid;
   });
@@ -631,7 +640,7 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
     releaseQuery();
   SmallVector<Value> sPending, oPending;
   if (scores) {
-    cur.k = kvBuffers(s).k;
+    cur.k = kvBuffers(s, walk.paged).k;
     sPending = issueWarpgroupScores(0, g.bn);
   }
   if (values) {

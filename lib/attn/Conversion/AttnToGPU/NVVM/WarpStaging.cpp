@@ -101,19 +101,32 @@ Value WarpAttentionBuilder::view(Value offset, int64_t numRows,
 }
 
 SharedTile WarpAttentionBuilder::tile(Value offset, int64_t rows, int64_t cols,
-                                      int64_t stride) {
+                                      int64_t stride,
+                                      std::optional<TileLayout> layout) {
   SharedTile t;
   t.offset = offset;
   t.rows = rows;
-  t.swizzled = g.wgmma;
-  t.mem = g.wgmma
-              ? view(offset, cols / wgmma::kAtomCols * rows, wgmma::kAtomCols)
-              : view(offset, rows, stride);
+  t.layout = layout    ? *layout
+             : g.wgmma ? TileLayout::Swizzled
+                       : TileLayout::Padded;
+  switch (t.layout) {
+  case TileLayout::Padded:
+    t.mem = view(offset, rows, stride);
+    break;
+  case TileLayout::Swizzled:
+    t.mem = view(offset, cols / wgmma::kAtomCols * rows, wgmma::kAtomCols);
+    break;
+  case TileLayout::CoreMatrices:
+  case TileLayout::Swizzled32:
+    assert(g.wgmma && "wgmma operand layouts");
+    t.mem = view(offset, cols / 8 * rows, 8);
+    break;
+  }
   return t;
 }
 
 SharedTile WarpAttentionBuilder::bytesOf(const SharedTile &t, Type elem) {
-  assert(!t.swizzled && "raw fp8 tiles are plain");
+  assert(t.layout == TileLayout::Padded && "raw fp8 tiles are plain");
   SharedTile raw = t;
   raw.mem = view(t.offset, t.rows, 2 * g.stride, elem);
   return raw;
@@ -121,12 +134,27 @@ SharedTile WarpAttentionBuilder::bytesOf(const SharedTile &t, Type elem) {
 
 SmallVector<Value> WarpAttentionBuilder::tileAt(const SharedTile &t, Value r,
                                                 Value x0) {
-  if (!t.swizzled)
+  Value chunk = e.divU(x0, e.idx(8));
+  switch (t.layout) {
+  case TileLayout::Padded:
     return {r, x0};
+  case TileLayout::CoreMatrices:
+    return {e.add(e.mul(chunk, e.idx(t.rows)), r), e.idx(0)};
+  case TileLayout::Swizzled32: {
+    // (16-byte units: step x0 / 16 of 2 rows each, the half swizzled.)
+    Value step = e.divU(chunk, e.idx(2));
+    Value half = arith::XOrIOp::create(b, e.remU(chunk, e.idx(2)),
+                                       e.remU(e.divU(r, e.idx(4)), e.idx(2)));
+    return {e.add(e.mul(e.add(e.mul(step, e.idx(t.rows)), r), e.idx(2)), half),
+            e.idx(0)};
+  }
+  case TileLayout::Swizzled:
+    break;
+  }
   Value atomCols = e.idx(wgmma::kAtomCols);
   Value atom = e.divU(x0, atomCols);
-  Value chunk = e.divU(e.remU(x0, atomCols), e.idx(8));
-  Value swizzled = arith::XOrIOp::create(b, chunk, e.remU(r, e.idx(8)));
+  Value inAtom = e.divU(e.remU(x0, atomCols), e.idx(8));
+  Value swizzled = arith::XOrIOp::create(b, inAtom, e.remU(r, e.idx(8)));
   return {e.add(e.mul(atom, e.idx(t.rows)), r), e.mul(swizzled, e.idx(8))};
 }
 
@@ -137,8 +165,10 @@ Value WarpAttentionBuilder::tileAddress(const SharedTile &t, int64_t bytes) {
 
 void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
                                  int64_t rowElems,
-                                 llvm::function_ref<StagedRow(Value)> source) {
+                                 llvm::function_ref<StagedRow(Value)> source,
+                                 ChunkOrder order) {
   TileStager::Hooks hooks;
+  hooks.place = placement(order, numRows, rowElems / 8);
   // Whole chunks: 16 bytes (8 of raw fp8) with cp.async, which bypasses L1
   // only for 16-byte copies. A chunk of 8 f32 is two copies of 16 bytes.
   hooks.copyChunk = [&](Value dstMem, ValueRange dstAt, Value src,
@@ -193,7 +223,6 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
   // The gathering producer's staging is copies only; fp8 chunks go out
   // without a branch each.
   hooks.partialCopies = producerStaging;
-  hooks.rowsFirst = rowsFirstStaging;
   hooks.selectRows = true;
   TileStager(e, tid, threads, shape.headDim, ct, std::move(hooks))
       .stage(
@@ -215,13 +244,71 @@ void WarpAttentionBuilder::waitGroups(Value token, int32_t pending) {
   syncComputeThreads();
 }
 
-WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::kvBuffers(Value stage) {
+WarpAttentionBuilder::KvBuffers
+WarpAttentionBuilder::kvBuffers(Value stage, bool pagedKeys) {
   Value base =
       e.add(e.idx(g.mRows * g.stride), e.mul(stage, e.idx(g.kvElems())));
   Value vBase = e.add(base, e.idx(g.bn * g.stride));
-  return {tile(base, g.bn, g.dPad, g.stride),
+  // The gathering producer keeps the layouts of vLLM's caches so that each
+  // 32-byte sector it copies lands on 32 contiguous bytes (a cp.async warp
+  // instruction otherwise takes a shared wavefront and an L2 sector per
+  // lane): the split-x K cache in core matrices, the [D, page] V cache in
+  // 32-byte swizzled k steps. Row-major tiles (the new tokens' K and V)
+  // stay 128-byte swizzled, which keeps a row's 128 bytes together.
+  std::optional<TileLayout> kLayout, vtLayout;
+  if (gather) {
+    if (pagedKeys)
+      kLayout = TileLayout::CoreMatrices;
+    vtLayout = TileLayout::Swizzled32;
+  }
+  return {tile(base, g.bn, g.dPad, g.stride, kLayout),
           tile(vBase, g.bn, g.dPad, g.stride),
-          tile(vBase, g.dPad, g.bn, g.vtStride)};
+          tile(vBase, g.dPad, g.bn, g.vtStride, vtLayout)};
+}
+
+std::function<std::pair<Value, Value>(int64_t)>
+WarpAttentionBuilder::placement(ChunkOrder order, int64_t rows, int64_t cols) {
+  // (Captured by value: the staging outlives this frame's locals.)
+  LoopEmitter *em = &e;
+  int64_t n = threads;
+  // (tid mod n: LLVM then knows each chunk's row and column bounds, and
+  // folds the in-tile tests of whole copies, whose zero-filling form takes
+  // twice the shared wavefronts.)
+  Value t = e.remU(tid, e.idx(n));
+  switch (order) {
+  case ChunkOrder::RowMajor:
+    return {};
+  case ChunkOrder::Rows:
+    // Thread t stages row t whole: a row of the split-x cache located once;
+    // a warp's copies of one chunk column are two pages' 256 contiguous
+    // bytes, landing on 512 contiguous bytes of a core-matrix tile.
+    if (rows != n)
+      return {};
+    return [=](int64_t it) { return std::make_pair(t, em->idx(8 * it)); };
+  case ChunkOrder::ColumnPairs: {
+    // V^T of a key-major walk ([D, keys], chunks of 8 keys of one page):
+    // thread t keeps the pair of chunk columns 2 (t / k) + {0, 1}, k = the
+    // threads per pair, so it looks its page up once; its neighbour takes
+    // the other chunk of its row, so that each 8 threads (a phase of a
+    // 16-byte access) read 128 contiguous bytes of the cache (4 dims of 16
+    // keys) and write 4 rows of a 32-byte swizzled k step.
+    int64_t colPairs = cols / 2;
+    if (cols % 2 || n % colPairs)
+      return {};
+    int64_t perPair = n / colPairs;
+    if (perPair % 2 || rows % (perPair / 2))
+      return {};
+    return [=](int64_t it) {
+      Value within = em->remU(t, em->idx(perPair));
+      Value r =
+          em->add(em->divU(within, em->idx(2)), em->idx(perPair / 2 * it));
+      Value c = em->add(em->mul(em->divU(t, em->idx(perPair)), em->idx(2)),
+                        em->remU(t, em->idx(2)));
+      return std::make_pair(r, em->mul(c, em->idx(8)));
+    };
+  }
+  }
+  llvm_unreachable("unknown chunk order");
 }
 
 void WarpAttentionBuilder::stageValues(const KvWalk &walk, const KvBuffers &buf,
@@ -236,21 +323,26 @@ void WarpAttentionBuilder::stageKeys(const KvWalk &walk, const SharedTile &dst,
                                      Value n0, Value nValid, bool isK) {
   KvTileRows tile(e, walk, n0, nValid, shape.headDim);
   bool raw = isK && qk8;
-  // The gathering producer stages a paged row's chunks in one thread: one
-  // block-table read per key (its 128 threads, a tile of 128 keys), and
-  // vLLM's split-x K cache holds a chunk of 16 consecutive keys' rows
-  // contiguously.
-  rowsFirstStaging = producerStaging && walk.paged && g.bn == threads;
-  stage(raw ? bytesOf(dst, kType) : dst, g.bn, g.dPad,
-        [&](Value r) { return tile.key(r, isK, /*scaled=*/!raw); });
-  rowsFirstStaging = false;
+  // Core-matrix tiles (the gathering producer's paged K): a row's chunks
+  // in one thread, one block-table read per key; vLLM's split-x K cache
+  // holds a chunk of 16 consecutive keys' rows contiguously, so a warp's
+  // copies of one chunk column read and write 512 contiguous bytes.
+  ChunkOrder order = dst.layout == TileLayout::CoreMatrices
+                         ? ChunkOrder::Rows
+                         : ChunkOrder::RowMajor;
+  stage(
+      raw ? bytesOf(dst, kType) : dst, g.bn, g.dPad,
+      [&](Value r) { return tile.key(r, isK, /*scaled=*/!raw); }, order);
 }
 
 void WarpAttentionBuilder::stageValuesTransposed(const KvWalk &walk,
                                                  const SharedTile &dst,
                                                  Value n0, Value nValid) {
   KvTileRows tile(e, walk, n0, nValid, shape.headDim);
-  stage(dst, g.dPad, g.bn, [&](Value d) { return tile.valueColumn(d); });
+  stage(
+      dst, g.dPad, g.bn, [&](Value d) { return tile.valueColumn(d, g.bn); },
+      dst.layout == TileLayout::Swizzled32 ? ChunkOrder::ColumnPairs
+                                           : ChunkOrder::RowMajor);
 }
 
 } // namespace mlir::attn::warp

@@ -51,7 +51,8 @@ void wgmma::fenceProxyAsync(ImplicitLocOpBuilder &b) {
 }
 
 Value wgmma::descriptor(ImplicitLocOpBuilder &b, Value address,
-                        int64_t leadingBytes, int64_t strideBytes) {
+                        int64_t leadingBytes, int64_t strideBytes,
+                        Swizzle swizzle) {
   Type i64 = b.getI64Type();
   auto c64 = [&](uint64_t v) {
     return arith::ConstantOp::create(b, b.getIntegerAttr(i64, v));
@@ -60,10 +61,10 @@ Value wgmma::descriptor(ImplicitLocOpBuilder &b, Value address,
   a = arith::AndIOp::create(b, arith::ShRUIOp::create(b, a, c64(4)),
                             c64(0x3FFF));
   // Bits 16-29: leading byte offset >> 4; 32-45: stride byte offset >> 4;
-  // 62-63: swizzle mode 1 (128 bytes). Base offset 0: atoms are aligned.
+  // 62-63: the swizzle mode. Base offset 0: atoms are aligned.
   uint64_t fields = (uint64_t(leadingBytes >> 4) & 0x3FFF) << 16 |
                     (uint64_t(strideBytes >> 4) & 0x3FFF) << 32 |
-                    uint64_t(1) << 62;
+                    static_cast<uint64_t>(swizzle) << 62;
   return arith::OrIOp::create(b, a, c64(fields));
 }
 

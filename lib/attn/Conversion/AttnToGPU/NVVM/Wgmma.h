@@ -50,12 +50,24 @@ void wait(ImplicitLocOpBuilder &b, int pending);
 /// once waited for) before later reads by the tensor cores.
 void fenceProxyAsync(ImplicitLocOpBuilder &b);
 
-/// The descriptor (i64) of a 128-byte-swizzled operand starting at shared
-/// byte address `address` (an index; a multiple of 16, its atom 1024-byte
+/// Layouts of a shared-memory operand (the descriptor's swizzle mode).
+enum class Swizzle : uint64_t {
+  /// Core matrices of 8 rows x 16 bytes, each 128 contiguous bytes, placed
+  /// by the leading (K) and stride (M/N) byte offsets.
+  None = 0,
+  /// 128-byte swizzled atoms (see above).
+  Bytes128 = 1,
+  /// Atoms of 8 rows x 32 bytes, the 16-byte chunk h of row r at
+  /// h ^ (r / 4 % 2), 256-byte aligned.
+  Bytes32 = 3,
+};
+
+/// The descriptor (i64) of an operand starting at shared byte address
+/// `address` (an index; a multiple of 16, for Bytes128 its atom 1024-byte
 /// aligned): `leadingBytes` and `strideBytes` are the descriptor's leading
-/// and stride byte offsets.
+/// (between core matrices along K) and stride (along M or N) byte offsets.
 Value descriptor(ImplicitLocOpBuilder &b, Value address, int64_t leadingBytes,
-                 int64_t strideBytes);
+                 int64_t strideBytes, Swizzle swizzle = Swizzle::Bytes128);
 
 /// One m64nNk16 MMA of the warpgroup with element type `abType` (f16 or
 /// bf16): A from shared memory (`aDesc`, K-major) or, when aDesc is null,
