@@ -222,6 +222,13 @@ def prefix():
                 scale=scale, k_scale=kv_scale, v_scale=kv_scale,
                 schedule=(16, 64, 4, 0))
             row["attn_mlir_mma_sync"] = flops / timed(old) / 1e9
+            # sm_90a's previous fp8 schedule: warpgroups, every warp
+            # dequantizing through registers (no producer warpgroup).
+            prev = lambda: ops.prefix_prefill(
+                q, k, v, k_cache, v_cache, b_loc, b_start, b_seq, o,
+                scale=scale, k_scale=kv_scale, v_scale=kv_scale,
+                schedule=(128 // (Hq // Hk), 128, Hq // Hk, 8))
+            row["attn_mlir_no_producer"] = flops / timed(prev) / 1e9
         else:
             # The step back from the plan's producer warpgroup (which
             # gathers the pages with cp.async): every warp staging.

@@ -8,10 +8,10 @@ V cache, shuffled block table), pages of 16 and 64: sequences with no
 context, with a context that ends inside a KV tile and inside a page,
 with one new token, and with several query tiles, so that the producer
 warpgroup's ring runs from the cache walk into the new tokens' walk at
-every phase, and an fp8 e4m3 cache with scales (whose plan keeps every
-warp staging and decoding). Schedules: the plan's (for 16-bit caches a
-producer warpgroup gathering, pingpong) and the step back (every warp
-staging). Outputs are
+every phase, and an fp8 e4m3 cache with scales (whose producer copies
+the bytes into its raw ring and dequantizes them in shared memory).
+Schedules: the plan's (a producer warpgroup gathering, pingpong) and the
+step back (every warp staging). Outputs are
 NaN-poisoned first; exits non-zero when one differs from the reference.
 """
 import math

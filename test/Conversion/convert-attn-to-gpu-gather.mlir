@@ -89,10 +89,40 @@ func.func @prefix_layouts(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %
 
 // -----
 
-// A pinned gathering producer where the program cannot have one (flash's
-// dense K/V take TMA; fp8 caches are dequantized while staged) is rejected.
-func.func @gather_not_possible(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x8x16x16xf8E4M3FN>, %vc: memref<?x8x128x16xf8E4M3FN>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x128xbf16>) {
+// fp8 caches: the producer copies their bytes (8-byte cp.async, no
+// registers held) into a raw ring of two slots past the K/V ring, one tile
+// ahead, then, once every producer thread's copies landed (its own
+// barrier, id 4), reads them back 16 bytes at a time, converts them by
+// pairs, applies the scales and writes K and V^T in the layouts the
+// consumers read; fenced for the async proxy, released with a plain
+// arrival. 230400 bytes of shared memory (161 KB + 64 KB of raw ring).
+// CHECK-LABEL: func.func @prefix_fp8
+// CHECK: gpu.launch_func @attn_kernels::@prefix_fp8 {{.*}} dynamic_shared_memory_size %c230400_i32
+// CHECK: gpu.func @prefix_fp8
+// CHECK: nvvm.setmaxregister  decrease 56
+// CHECK: nvgpu.device_async_copy %arg3{{.*}}, 8, %{{.*}} : memref<?x8x8x16x16xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: scf.for
+// CHECK: nvvm.barrier id = %c4_i32{{.*}} number_of_threads = %c128_i32
+// CHECK: nvgpu.device_async_copy %arg4{{.*}}, 8, %{{.*}} : memref<?x8x128x16xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
+// CHECK: nvvm.barrier id = %c4_i32{{.*}} number_of_threads = %c128_i32
+// CHECK: vector.load {{.*}} : memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
+// CHECK: cvt.rn.f16x2.e4m3x2
+// CHECK: "fence.proxy.async.shared::cta;"
+// CHECK-NEXT: nvgpu.mbarrier.arrive
+// CHECK: nvvm.setmaxregister  increase 224
+func.func @prefix_fp8(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x8x16x16xf8E4M3FN>, %vc: memref<?x8x128x16xf8E4M3FN>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x128xbf16>) {
+  attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x8x16x16xf8E4M3FN>) v_cache(%vc : memref<?x8x128x16xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) out(%o : memref<?x32x128xbf16>)
+  return
+}
+
+// -----
+
+// A pinned gathering producer where the program cannot have one (heads
+// past 128, for which the producer's register split is not sized) is
+// rejected.
+func.func @gather_not_possible(%q: memref<?x32x256xbf16>, %k: memref<?x8x256xbf16>, %v: memref<?x8x256xbf16>, %kc: memref<?x8x32x16x8xbf16>, %vc: memref<?x8x256x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %o: memref<?x32x256xbf16>) {
   // expected-error @+1 {{asks for a producer warpgroup that gathers K/V with cp.async (producer_warps without tma), which only sm_90a prefix prefill programs of warpgroups have}}
-  attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x8x16x16xf8E4M3FN>) v_cache(%vc : memref<?x8x128x16xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) out(%o : memref<?x32x128xbf16>) {schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, producer_warps = 4, pingpong = true>}
+  attn.prefix_prefill q(%q : memref<?x32x256xbf16>) k(%k : memref<?x8x256xbf16>) v(%v : memref<?x8x256xbf16>) k_cache(%kc : memref<?x8x32x16x8xbf16>) v_cache(%vc : memref<?x8x256x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x256xbf16>) {schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4, warps = 4, producer_warps = 4>}
   return
 }

@@ -151,10 +151,10 @@ func.func @flash_d256(%q: memref<?x4x256xbf16>, %k: memref<?x4x256xbf16>, %v: me
 // CHECK-LABEL: func.func @prefix_fp8_cache
 // NVVM-LABEL: func.func @prefix_fp8_cache
 // NVVM: schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>
-// sm_90a: one 16-row fragment per warp leaves the registers that
-// dequantization needs, so fp8 caches take the warpgroup tile (128 keys).
+// sm_90a: the Hopper pipeline, whose producer warpgroup copies the caches'
+// bytes and dequantizes them in shared memory.
 // HOPPER-LABEL: func.func @prefix_fp8_cache
-// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8>
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, producer_warps = 4, pingpong = true>
 func.func @prefix_fp8_cache(
     %q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
     %k_cache: memref<?x8x16x16x8xf8E4M3FN>, %v_cache: memref<?x8x128x16xf8E4M3FN>,

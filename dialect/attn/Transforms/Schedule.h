@@ -18,10 +18,14 @@ FailureOr<ScheduleAttr> defaultSchedule(Operation *op, StringRef target,
 ScheduleAttr scheduleOrDefault(Operation *op);
 
 /// Whether `op` is a prefix prefill whose cache pages and new keys a
-/// producer warpgroup can gather as stored, 16 bytes per cp.async (schedule
-/// producer_warps without tma): f16 or bf16 like Q, unscaled, rows of unit
-/// stride, pages and key splits of whole 8-element chunks.
+/// producer warpgroup can gather with cp.async (schedule producer_warps
+/// without tma): f16 or bf16 Q and new keys; caches like Q, unscaled, or
+/// fp8 (e4m3/e5m2, scaled or not: their bytes are copied, then dequantized
+/// in shared memory); rows of unit stride, pages and key splits of whole
+/// 8-element chunks.
 bool gathersCaches(Operation *op);
+/// gathersCaches with fp8 caches.
+bool gathersFp8Caches(Operation *op);
 
 } // namespace mlir::attn
 

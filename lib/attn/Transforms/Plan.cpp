@@ -306,19 +306,32 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
 
 bool mlir::attn::gathersCaches(Operation *op) {
   auto prefix = dyn_cast<PrefixPrefillOp>(op);
-  if (!prefix || prefix.getKScale() || prefix.getVScale())
+  if (!prefix)
     return false;
   Type qType = cast<MemRefType>(prefix.getQ().getType()).getElementType();
   if (!qType.isF16() && !qType.isBF16())
     return false;
-  // (Rows of unit stride: every chunk is one 16-byte copy.)
+  Type cacheType =
+      cast<MemRefType>(prefix.getKCache().getType()).getElementType();
+  bool fp8 = isFp8(cacheType);
+  if (!fp8 && (cacheType != qType || prefix.getKScale() || prefix.getVScale()))
+    return false;
+  // (Rows of unit stride: every chunk is one copy, 16 bytes or 8 of fp8.)
   for (Value x : {prefix.getQ(), prefix.getK(), prefix.getV(),
                   prefix.getKCache(), prefix.getVCache()}) {
     auto type = cast<MemRefType>(x.getType());
-    if (type.getElementType() != qType || !type.isLastDimUnitStride())
+    Type want =
+        x == prefix.getKCache() || x == prefix.getVCache() ? cacheType : qType;
+    if (type.getElementType() != want || !type.isLastDimUnitStride())
       return false;
   }
   return prefix.getBlockSize() % 8 == 0 && prefix.getKeySplit() % 8 == 0;
+}
+
+bool mlir::attn::gathersFp8Caches(Operation *op) {
+  auto prefix = dyn_cast<PrefixPrefillOp>(op);
+  return prefix && gathersCaches(op) &&
+         isFp8(cast<MemRefType>(prefix.getKCache().getType()).getElementType());
 }
 
 ScheduleAttr mlir::attn::scheduleOrDefault(Operation *op) {

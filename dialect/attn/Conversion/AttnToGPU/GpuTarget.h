@@ -121,9 +121,10 @@ public:
   virtual FailureOr<Type> computeType(Type qType) const = 0;
   /// The query types computeType accepts, in words (for diagnostics).
   virtual std::string supportedTypes() const = 0;
-  /// Threads and dynamic shared memory of a program of tile shape `shape`
-  /// (saturating at INT64_MAX).
-  virtual KernelLaunch launchFor(const TileShape &shape, Type ct) const = 0;
+  /// Threads and dynamic shared memory of a program of `op` with tile shape
+  /// `shape` (saturating at INT64_MAX).
+  virtual KernelLaunch launchFor(Operation *op, const TileShape &shape,
+                                 Type ct) const = 0;
   /// The per-warp (per-wave) body of a program of tile shape `shape`.
   virtual ProgramBody bodyOf(const TileShape &shape) const = 0;
   /// The most dynamic shared memory (LDS) one program may use.

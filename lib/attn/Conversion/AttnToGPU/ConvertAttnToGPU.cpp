@@ -215,7 +215,7 @@ struct ConvertAttnToGPUPass
                << " f32 accumulators per lane; the budget is "
                << kMaxRowsPerWarp << " rows and " << kMaxAccumulatorsPerLane
                << " accumulators (more warps, or smaller block_q or block_n)";
-      launch = gpuTarget.launchFor(shape, computeType);
+      launch = gpuTarget.launchFor(op, shape, computeType);
       requests = gpuTarget.tensorMaps(op, shape, computeType);
       if (shape.tma && requests.empty())
         return op->emitOpError("convert-attn-to-gpu: the schedule ")
@@ -232,8 +232,8 @@ struct ConvertAttnToGPUPass
                << " asks for a producer warpgroup that gathers K/V with "
                   "cp.async (producer_warps without tma), which only sm_90a "
                   "prefix prefill programs of warpgroups have, over f16/bf16 "
-                  "caches like Q without scales (head dim 64 or 128, "
-                  "double-buffered tiles)";
+                  "caches like Q without scales or fp8 caches (head dim 64 "
+                  "or 128, double-buffered tiles)";
       if (launch.threads > 1024 ||
           launch.sharedBytes > gpuTarget.maxSharedBytes())
         return op->emitOpError("convert-attn-to-gpu: the schedule ")

@@ -650,8 +650,8 @@ bool WarpAttentionBuilder::visitOutputChunks(
 
 } // namespace mlir::attn::warp
 
-KernelLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct,
-                                       NvidiaChip chip) {
+KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
+                                       Type ct, NvidiaChip chip) {
   Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
   // (A producer warpgroup only where its TMA copies can be made, see
   // warpTensorMaps, or it gathers, see warpGathersKeys: the convert pass
@@ -660,6 +660,10 @@ KernelLaunch mlir::attn::warpLaunchFor(const TileShape &shape, Type ct,
   int64_t elems = saturatingAdd(saturatingMul(g.mRows, g.stride),
                                 saturatingMul(g.stages, g.kvElems()));
   int64_t bytes = saturatingMul(elems, ct.getIntOrFloatBitWidth() / 8);
+  // A gathering producer of fp8 caches stages their bytes first: two slots
+  // of K and V^T at one byte an element (WarpSpecialized.cpp).
+  if (shape.producerWarps && !shape.tma && gathersFp8Caches(op))
+    bytes = saturatingAdd(bytes, saturatingMul(4, g.bn * g.dPad));
   if (g.wgmma)
     bytes = saturatingAdd(bytes, kAlignSlack);
   // (Persistence carries the producer's ring from program to program.)
@@ -772,8 +776,9 @@ public:
   /// sm_90's 227 KB (launches on smaller chips fail at run time, where the
   /// runtime names the kernel).
   int64_t maxSharedBytes() const override { return 227 * 1024; }
-  KernelLaunch launchFor(const TileShape &shape, Type ct) const override {
-    return warpLaunchFor(shape, ct, chip);
+  KernelLaunch launchFor(Operation *op, const TileShape &shape,
+                         Type ct) const override {
+    return warpLaunchFor(op, shape, ct, chip);
   }
   ProgramBody bodyOf(const TileShape &shape) const override {
     return warpBodyOf(shape, chip);

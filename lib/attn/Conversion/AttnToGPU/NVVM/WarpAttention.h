@@ -33,7 +33,8 @@ namespace mlir::attn {
 /// Threads and shared memory of the program of an attention op with tile
 /// shape `shape` and compute type `ct` on `chip` (whose warpgroup MMAs
 /// programs of whole warpgroups and swizzle atoms use).
-KernelLaunch warpLaunchFor(const TileShape &shape, Type ct, NvidiaChip chip);
+KernelLaunch warpLaunchFor(Operation *op, const TileShape &shape, Type ct,
+                           NvidiaChip chip);
 /// The per-warp body of that program (GpuTarget::bodyOf).
 ProgramBody warpBodyOf(const TileShape &shape, NvidiaChip chip);
 /// The operands of `op` its program loads through TMA (GpuTarget::

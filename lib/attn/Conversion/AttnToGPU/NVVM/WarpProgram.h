@@ -99,7 +99,8 @@ enum class TileLayout {
   /// wgmma's no-swizzle core matrices: chunk c of row r at 16 (c * rows + r)
   /// bytes (`mem` [cols / 8 * rows, 8]). A chunk column is contiguous, as
   /// in vLLM's split-x K cache, whose 32-byte sectors (two keys' chunks)
-  /// then land on 32 contiguous bytes.
+  /// then land on 32 contiguous bytes. (Raw fp8 tiles: chunks of
+  /// SharedTile::unit elements.)
   CoreMatrices,
   /// 32-byte swizzled k steps (16 columns): step j holds columns
   /// [16j, 16j + 16) of every row, row r at byte 32 r of the step, its
@@ -114,6 +115,8 @@ struct SharedTile {
   Value offset; // elements from the start of the tiles
   int64_t rows = 0;
   TileLayout layout = TileLayout::Padded;
+  /// Elements of a CoreMatrices chunk: 8, or 16 of raw fp8.
+  int64_t unit = 8;
 };
 
 /// Creates the mbarriers of a TMA ring and has thread `tid` 0 initialize
@@ -220,9 +223,10 @@ private:
   Value tileAddress(const SharedTile &t, int64_t bytes);
   /// Which chunks of a tile a thread stages (TileStager::Hooks::place).
   enum class ChunkOrder {
-    RowMajor,   // chunk tid + i * threads in row-major order
-    Rows,       // a row per thread (as many threads as rows)
-    ColumnPairs // a pair of chunk columns per thread (V^T of a paged walk)
+    RowMajor,    // chunk tid + i * threads in row-major order
+    Rows,        // chunk tid + i * threads going down the columns
+    RowPairs,    // adjacent chunks 2j, 2j + 1 of a row in adjacent lanes
+    ColumnPairs, // a pair of chunk columns per thread (V^T of a paged walk)
   };
   /// Stages `numRows` rows of `rowElems` elements (a multiple of 8) into
   /// `dst`, 16 bytes per thread and step.
@@ -338,6 +342,25 @@ private:
   void produceGathered(const KvWalk &walk, Value lo, Value hi, Value base);
   /// Has mbarrier `barrier` track this thread's cp.async copies so far.
   void arriveOnCopies(Value barrier);
+  /// The gathering producer's loop over keys [lo, hi) of a walk over fp8
+  /// caches (rawCache): each tile's bytes are copied one tile ahead into
+  /// the raw ring (cp.async), then dequantized from shared memory into the
+  /// ring the consumers read.
+  void produceConverted(const KvWalk &walk, Value lo, Value hi, Value base);
+  /// Raw fp8 K [bn, D] and V^T [D, bn] of raw ring slot `slot`, in core
+  /// matrices of 8-byte chunks (the caches' runs stay contiguous).
+  KvBuffers rawBuffers(Value slot);
+  /// Dequantizes raw tile `raw` ([rows, cols] fp8) into `dst`, `scale` (or
+  /// null) applied; the producer's threads share the work.
+  void dequantize(const SharedTile &raw, const SharedTile &dst, int64_t rows,
+                  int64_t cols, Value scale);
+  /// 8 fp8 values (vector<8 x fp8>) as 8 exact f32 values.
+  SmallVector<Value> decodeFp8(Value raw);
+  /// A barrier of the producer warpgroup's threads (the raw ring).
+  void syncProducer();
+  /// `v` loaded again here when it is a load of a scalar (scales), so that
+  /// it does not live across setmaxnreg.
+  Value reloaded(Value v);
   // Warp specialization (WarpSpecialized.cpp; schedule producer_warps):
   // warps [g.warps, g.warps + 4) form a producer warpgroup that only
   // issues the TMA copies; the consumer warpgroups compute, K and V each on
@@ -517,6 +540,10 @@ private:
   /// stage() for the gathering producer: copies only
   /// (TileStager::Hooks::partialCopies).
   bool producerStaging = false;
+  /// The gathering producer's cache walk is over fp8 caches, staged through
+  /// the raw ring (produceConverted).
+  bool rawCache = false;
+  Type walkKeyType; // the fp8 type of those caches
   /// Inside the consumer warps of a specialized program (`threads` is
   /// then theirs).
   bool consumersOnly = false;

@@ -33,6 +33,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "WarpProgram.h"
+#include "attn/IR/AttnOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -80,6 +81,8 @@ RegisterSplit registerSplit(int64_t consumerWarps, bool persistent,
 constexpr int32_t kTurnBarrier = 1, kTurnThreads = 2 * 128;
 /// The consumer warpgroups' own barrier (Q staged).
 constexpr int32_t kConsumerBarrier = 3;
+/// The producer warpgroup's own barrier (its raw ring).
+constexpr int32_t kProducerBarrier = 4;
 /// A per-thread i32 counter (an alloca of the entry block, which LLVM
 /// keeps in a register), set to 0; its value as an index, and its update.
 Value newCounter(LoopEmitter &e, Block *entry) {
@@ -342,6 +345,10 @@ bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,
     return false;
   ws = gather = true;
   ranged = walks.size() > 1;
+  // fp8 caches (the first walk): staged as bytes, dequantized by the
+  // producer (produceConverted).
+  rawCache = isFp8(walks.front().keyType);
+  walkKeyType = walks.front().keyType;
   pingpong = shape.pingpong && g.warps == 8;
   bars = createRingBarriers(b, e, tid, consumerThreads(), /*specialized=*/true,
                             /*persistent=*/false,
@@ -402,6 +409,93 @@ void WarpAttentionBuilder::produceGathered(const KvWalk &walk, Value lo,
   });
 }
 
+void WarpAttentionBuilder::syncProducer() {
+  Type i32 = b.getI32Type();
+  NVVM::BarrierOp::create(
+      b, TypeRange{}, arith::ConstantIntOp::create(b, i32, kProducerBarrier),
+      arith::ConstantIntOp::create(b, i32, kProducerWarps * kLanes),
+      NVVM::BarrierReductionAttr(), Value());
+}
+
+void WarpAttentionBuilder::produceConverted(const KvWalk &walk, Value lo,
+                                            Value hi, Value base) {
+  // fp8 caches: tile i's bytes are copied (cp.async, in the caches' own
+  // layouts: no registers, no waiting) into raw slot i % 2 while tile
+  // i - 1 is dequantized, from shared memory, into the ring the consumers
+  // read (K in core matrices, V^T in 32-byte swizzled steps, as the
+  // 16-bit caches' copies), fenced for the async proxy and released with a
+  // plain arrival. (Decoding loads straight from global memory in the
+  // producer's 128 threads waited on each load: 111 TFLOP/s.)
+  Value bn = e.idx(g.bn);
+  // (Scales are reloaded here: a value that lives across setmaxnreg goes
+  // through local memory.)
+  KeyRow any = walk.locate(e, lo);
+  Value kScale = reloaded(any.kScale), vScale = reloaded(any.vScale);
+  auto copyRaw = [&](Value n0, Value slot) {
+    Value nValid = e.min(bn, e.sub(hi, n0));
+    KvBuffers raw = rawBuffers(slot);
+    KvTileRows tile(e, walk, n0, nValid, shape.headDim);
+    stage(
+        raw.k, g.bn, g.dPad,
+        [&](Value r) { return tile.key(r, /*isK=*/true, /*scaled=*/false); },
+        ChunkOrder::RowPairs);
+    stage(
+        raw.vt, g.dPad, g.bn,
+        [&](Value d) { return tile.valueColumn(d, g.bn); },
+        ChunkOrder::ColumnPairs);
+  };
+  Value loopTid = tid;
+  tid = pinned(tid);
+  copyRaw(lo, e.idx(0));
+  tid = loopTid;
+  commitGroup();
+  e.forLoop(lo, hi, bn, [&](Value n0) {
+    Value loopTid = tid;
+    tid = pinned(tid);
+    Value i = e.divU(e.sub(n0, lo), bn);
+    Value r = e.add(base, i);
+    Value s = e.remU(r, e.idx(2));
+    Value next = e.add(n0, bn);
+    // Every producer thread is done with raw slot (i + 1) % 2 (tile i - 1)
+    // before it is refilled.
+    syncProducer();
+    e.ifThen(e.lt(next, hi),
+             [&] { copyRaw(next, e.remU(e.add(i, e.idx(1)), e.idx(2))); });
+    nvgpu::DeviceAsyncWaitOp::create(b, commitGroup(), b.getI32IntegerAttr(1));
+    // Tile i's bytes, from every thread's copies.
+    syncProducer();
+    KvBuffers raw = rawBuffers(e.remU(i, e.idx(2)));
+    KvBuffers buf = kvBuffers(s, walk.paged);
+    auto fill = [&](const SharedTile &from, const SharedTile &to, int64_t rows,
+                    int64_t cols, Value scale, Value full, Value empty) {
+      e.ifThen(e.le(e.idx(2), r),
+               [&] { waitBarrier(empty, parityOf(e.sub(r, e.idx(2)))); });
+      dequantize(from, to, rows, cols, scale);
+      wgmma::fenceProxyAsync(b);
+      nvgpu::MBarrierArriveOp::create(b, bars, full);
+    };
+    fill(raw.k, buf.k, g.bn, g.dPad, kScale, fullK(s), emptyK(s));
+    fill(raw.vt, buf.vt, g.dPad, g.bn, vScale, fullV(s), emptyV(s));
+    tid = loopTid;
+  });
+  // (No copies left in flight: the last group was empty.)
+  nvgpu::DeviceAsyncWaitOp::create(b, commitGroup(), b.getI32IntegerAttr(0));
+}
+
+Value WarpAttentionBuilder::reloaded(Value v) {
+  auto load = v ? v.getDefiningOp<memref::LoadOp>() : memref::LoadOp();
+  if (!load)
+    return v;
+  IRMapping map;
+  for (Value index : load.getIndices()) {
+    auto constant = index.getDefiningOp<arith::ConstantOp>();
+    if (!constant)
+      return v;
+    map.map(index, b.clone(*constant)->getResult(0));
+  }
+  return b.clone(*load, map)->getResult(0);
+}
+
 void WarpAttentionBuilder::loadCounters() {
   ringBase = persistent ? readCounter(e, persistent->kvTiles) : e.idx(0);
   programIndex = persistent ? readCounter(e, persistent->programs) : e.idx(0);
@@ -442,7 +536,10 @@ void WarpAttentionBuilder::producerPart(const ProgramRows &rows,
       Value lo = walk.lo, hi = walk.hi;
       e.ifThen(e.lt(lo, hi), [&] {
         Value base = readCounter(e, walked);
-        produceGathered(walk, lo, hi, base);
+        if (rawCache && &walk == &walks.front())
+          produceConverted(walk, lo, hi, base);
+        else
+          produceGathered(walk, lo, hi, base);
         writeCounter(e, e.add(base, tilesOf(lo, hi)), walked);
       });
     }

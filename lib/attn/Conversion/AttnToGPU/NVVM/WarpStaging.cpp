@@ -138,8 +138,10 @@ SmallVector<Value> WarpAttentionBuilder::tileAt(const SharedTile &t, Value r,
   switch (t.layout) {
   case TileLayout::Padded:
     return {r, x0};
-  case TileLayout::CoreMatrices:
-    return {e.add(e.mul(chunk, e.idx(t.rows)), r), e.idx(0)};
+  case TileLayout::CoreMatrices: {
+    Value unit = e.idx(t.unit);
+    return {e.add(e.mul(e.divU(x0, unit), e.idx(t.rows)), r), e.remU(x0, unit)};
+  }
   case TileLayout::Swizzled32: {
     // (16-byte units: step x0 / 16 of 2 rows each, the half swizzled.)
     Value step = e.divU(chunk, e.idx(2));
@@ -192,34 +194,8 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
                                        b.getIndexAttr(4), half, bypassL1);
     }
   };
-  if (chip.fp8) {
-    // Pairs through the hardware conversion (exact: every fp8 value is an
-    // f16).
-    hooks.decodeFp8 = [&](Value raw) {
-      Type srcElem = cast<VectorType>(raw.getType()).getElementType();
-      Value pairs = vector::BitCastOp::create(
-          b, VectorType::get({4}, b.getI16Type()), raw);
-      std::string cvt = isa<Float8E4M3FNType>(srcElem)
-                            ? "cvt.rn.f16x2.e4m3x2 $0, $1;"
-                            : "cvt.rn.f16x2.e5m2x2 $0, $1;";
-      SmallVector<Value> decoded;
-      for (int64_t j = 0; j < 4; ++j) {
-        Value h2 = inlinePtx(b, b.getI32Type(),
-                             ValueRange{vector::ExtractOp::create(b, pairs, j)},
-                             cvt, "=r,h",
-                             /*sideEffects=*/false);
-        Value halves = vector::BitCastOp::create(
-            b, VectorType::get({2}, b.getF16Type()),
-            vector::FromElementsOp::create(
-                b, VectorType::get({1}, b.getI32Type()), ValueRange{h2}));
-        for (int64_t i = 0; i < 2; ++i)
-          decoded.push_back(arith::ExtFOp::create(
-              b, b.getF32Type(),
-              Value(vector::ExtractOp::create(b, halves, i))));
-      }
-      return decoded;
-    };
-  }
+  if (chip.fp8)
+    hooks.decodeFp8 = [&](Value raw) { return decodeFp8(raw); };
   // The gathering producer's staging is copies only; fp8 chunks go out
   // without a branch each.
   hooks.partialCopies = producerStaging;
@@ -228,6 +204,97 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
       .stage(
           dst.mem, [&](Value r, Value x0) { return tileAt(dst, r, x0); },
           numRows, rowElems, source);
+}
+
+SmallVector<Value> WarpAttentionBuilder::decodeFp8(Value raw) {
+  // Pairs through the hardware conversion (sm_89+; exact: every fp8 value
+  // is an f16).
+  auto type = cast<VectorType>(raw.getType());
+  int64_t n = type.getNumElements();
+  Value pairs = vector::BitCastOp::create(
+      b, VectorType::get({n / 2}, b.getI16Type()), raw);
+  std::string cvt = isa<Float8E4M3FNType>(type.getElementType())
+                        ? "cvt.rn.f16x2.e4m3x2 $0, $1;"
+                        : "cvt.rn.f16x2.e5m2x2 $0, $1;";
+  SmallVector<Value> decoded;
+  for (int64_t j = 0; j < n / 2; ++j) {
+    Value h2 = inlinePtx(b, b.getI32Type(),
+                         ValueRange{vector::ExtractOp::create(b, pairs, j)},
+                         cvt, "=r,h",
+                         /*sideEffects=*/false);
+    Value halves = vector::BitCastOp::create(
+        b, VectorType::get({2}, b.getF16Type()),
+        vector::FromElementsOp::create(b, VectorType::get({1}, b.getI32Type()),
+                                       ValueRange{h2}));
+    for (int64_t i = 0; i < 2; ++i)
+      decoded.push_back(arith::ExtFOp::create(
+          b, b.getF32Type(), Value(vector::ExtractOp::create(b, halves, i))));
+  }
+  return decoded;
+}
+
+WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawBuffers(Value slot) {
+  // After the K/V ring: two slots of raw K and V^T, bn * dPad bytes each
+  // (offsets in compute-type elements, as every tile's). Chunks of 16
+  // bytes in core matrices: raw K keeps the fp8 split-x cache's runs of 16
+  // dims per key, raw V^T the [D, page] cache's 16 keys per dim.
+  int64_t rawElems = g.bn * g.dPad / (ct.getIntOrFloatBitWidth() / 8);
+  Value base = e.add(e.idx(g.mRows * g.stride + g.stages * g.kvElems()),
+                     e.mul(slot, e.idx(2 * rawElems)));
+  auto raw = [&](Value offset, int64_t rows, int64_t cols) {
+    SharedTile t;
+    t.offset = offset;
+    t.rows = rows;
+    t.layout = TileLayout::CoreMatrices;
+    t.unit = 16;
+    t.mem = view(offset, cols / 16 * rows, 16, walkKeyType);
+    return t;
+  };
+  SharedTile k = raw(base, g.bn, g.dPad);
+  SharedTile vt = raw(e.add(base, e.idx(rawElems)), g.dPad, g.bn);
+  return {k, SharedTile(), vt};
+}
+
+void WarpAttentionBuilder::dequantize(const SharedTile &raw,
+                                      const SharedTile &dst, int64_t rows,
+                                      int64_t cols, Value scale) {
+  // Thread t takes unit q = t + i * threads of the [rows, cols / 16] units,
+  // going down the columns (row q % rows): a warp's 16-byte reads of raw
+  // fp8 are 512 contiguous bytes, and its writes of a unit's 32 bytes of
+  // the compute type fill whole core-matrix columns or 32-byte steps.
+  // Loads in batches of 8, ahead of their decodes.
+  int64_t units = rows * cols / 16;
+  assert(units % threads == 0 && "whole units per thread");
+  Value t = e.remU(tid, e.idx(threads));
+  Type rawType = cast<MemRefType>(raw.mem.getType()).getElementType();
+  int64_t iters = units / threads;
+  for (int64_t first = 0; first < iters; first += 8) {
+    SmallVector<std::tuple<Value, Value, Value>> batch;
+    for (int64_t it = first; it < std::min(iters, first + 8); ++it) {
+      Value q = e.add(t, e.idx(it * threads));
+      Value r = e.remU(q, e.idx(rows));
+      Value x0 = e.mul(e.divU(q, e.idx(rows)), e.idx(16));
+      Value bytes = vector::LoadOp::create(b, VectorType::get({16}, rawType),
+                                           raw.mem, tileAt(raw, r, x0));
+      batch.emplace_back(r, x0, bytes);
+    }
+    for (auto [r, x0, bytes] : batch) {
+      SmallVector<Value> values = decodeFp8(bytes);
+      for (int64_t h = 0; h < 2; ++h) {
+        SmallVector<Value> elems;
+        for (int64_t i = 0; i < 8; ++i) {
+          Value v = values[8 * h + i];
+          if (scale)
+            v = e.mulF(v, scale);
+          elems.push_back(arith::TruncFOp::create(b, ct, v));
+        }
+        vector::StoreOp::create(
+            b,
+            vector::FromElementsOp::create(b, VectorType::get({8}, ct), elems),
+            dst.mem, tileAt(dst, r, e.add(x0, e.idx(8 * h))));
+      }
+    }
+  }
 }
 
 Value WarpAttentionBuilder::commitGroup() {
@@ -279,12 +346,31 @@ WarpAttentionBuilder::placement(ChunkOrder order, int64_t rows, int64_t cols) {
   case ChunkOrder::RowMajor:
     return {};
   case ChunkOrder::Rows:
-    // Thread t stages row t whole: a row of the split-x cache located once;
-    // a warp's copies of one chunk column are two pages' 256 contiguous
-    // bytes, landing on 512 contiguous bytes of a core-matrix tile.
-    if (rows != n)
+    // Chunk q = t + it * n at row q % rows, column q / rows: with as many
+    // threads as rows, thread t stages row t whole (a row of the split-x
+    // cache located once), and a warp's copies of one chunk column are two
+    // pages' 256 contiguous bytes, landing on 512 contiguous bytes of a
+    // core-matrix tile.
+    if (rows % n && n % rows)
       return {};
-    return [=](int64_t it) { return std::make_pair(t, em->idx(8 * it)); };
+    return [=](int64_t it) {
+      Value q = em->add(t, em->idx(it * n));
+      return std::make_pair(em->remU(q, em->idx(rows)),
+                            em->mul(em->divU(q, em->idx(rows)), em->idx(8)));
+    };
+  case ChunkOrder::RowPairs: {
+    // Thread t stages chunks 2j + t % 2 of its rows: each 8 lanes read 4
+    // rows' 16 contiguous bytes (raw fp8 split-x K: one cache run each).
+    int64_t pairs = n / 2;
+    if (n % 2 || rows % pairs || cols % 2 || rows * cols % n)
+      return {};
+    return [=](int64_t it) {
+      int64_t q = pairs * it;
+      Value r = em->add(em->divU(t, em->idx(2)), em->idx(q % rows));
+      Value c = em->add(em->remU(t, em->idx(2)), em->idx(2 * (q / rows)));
+      return std::make_pair(r, em->mul(c, em->idx(8)));
+    };
+  }
   case ChunkOrder::ColumnPairs: {
     // V^T of a key-major walk ([D, keys], chunks of 8 keys of one page):
     // thread t keeps the pair of chunk columns 2 (t / k) + {0, 1}, k = the

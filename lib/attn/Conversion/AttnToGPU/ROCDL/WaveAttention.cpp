@@ -215,7 +215,8 @@ public:
              "CPU pipeline, or on gfx90a/gfx942 (MFMA f32)";
     return "f16, bf16, fp8 and f32 do";
   }
-  KernelLaunch launchFor(const TileShape &shape, Type ct) const override {
+  KernelLaunch launchFor(Operation *, const TileShape &shape,
+                         Type ct) const override {
     Geometry g = geometryOf(shape, ct.getIntOrFloatBitWidth() / 8);
     return {saturatingMul(g.waves, chip.waveSize),
             saturatingMul(g.ldsElems(), ct.getIntOrFloatBitWidth() / 8)};
