@@ -149,6 +149,9 @@ void WarpAttentionBuilder::walkRange(const ProgramRows &rows,
     return walkTma(rows, walk, lo, hi, active);
   if (g.stages == 2)
     return walkDoubleBuffered(rows, walk, lo, hi, active);
+  Value kScale, vScale;
+  if (stagesRawFp8(walk, kScale, vScale))
+    return walkRawFp8(rows, walk, lo, hi, active, kScale, vScale);
   // Software pipeline with one K and one V buffer: V(t) loads while QK(t)
   // and the softmax run, K(t+1) while PV(t) runs.
   Value bn = e.idx(g.bn);
@@ -169,6 +172,65 @@ void WarpAttentionBuilder::walkRange(const ProgramRows &rows,
     waitGroups(commitGroup(), 1); // V(t) has landed
     e.ifThen(active, [&] { accumulate(p, walk.valueKeyMajor); });
     gpu::BarrierOp::create(b); // every warp is done with V(t)
+    unpinLaneCoordinates();
+  });
+}
+
+bool WarpAttentionBuilder::stagesRawFp8(const KvWalk &walk, Value &kScale,
+                                        Value &vScale) {
+  // (The conditions of rawStagedFp8Keys, which reserved the buffer, as the
+  // walk shows them: paged walks are those of unified and prefix prefill;
+  // a walk without keyScale but with a key's scale has per-token scales.
+  // Key-major V ([D, page]) keeps the register staging.)
+  if (!chip.wgmma || !chip.fp8 || ct.isF32() || g.wgmma || g.stages != 1 ||
+      shape.producerWarps || g.dPad != shape.headDim || !walk.paged ||
+      walk.valueKeyMajor || !isFp8(walk.keyType) || isFp8(qType) ||
+      f.alibiSlopes || f.qqBias || (g.bn * g.dPad / 16) % threads)
+    return false;
+  KeyRow any = walk.locate(e, walk.lo);
+  if (!walk.keyScale && any.kScale)
+    return false;
+  kScale = any.kScale;
+  vScale = any.vScale;
+  walkKeyType = walk.keyType;
+  return true;
+}
+
+void WarpAttentionBuilder::walkRawFp8(const ProgramRows &rows,
+                                      const KvWalk &walk, Value lo, Value hi,
+                                      Value active, Value kScale,
+                                      Value vScale) {
+  // fp8 pages of decode-shaped programs: their bytes are copied (8-byte
+  // cp.async, nothing waits) into a raw buffer while the previous tile
+  // computes; each tile is then dequantized from shared memory (16-byte
+  // reads, pair cvt) into the K and V tiles. (Decoding straight from
+  // global loads waited on every load: the tile's compute stalled behind
+  // its staging.)
+  Value bn = e.idx(g.bn);
+  auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
+  KvBuffers raw = rawBuffers(e.idx(0), /*rowMajor=*/true);
+  auto copyRaw = [&](Value n0) {
+    KvTileRows tile(e, walk, n0, validAt(n0), shape.headDim);
+    stage(raw.k, g.bn, g.dPad,
+          [&](Value r) { return tile.key(r, /*isK=*/true, /*scaled=*/false); });
+    stage(raw.v, g.bn, g.dPad, [&](Value r) {
+      return tile.key(r, /*isK=*/false, /*scaled=*/false);
+    });
+  };
+  gpu::BarrierOp::create(b); // the previous range may still read the tiles
+  e.ifThen(e.lt(lo, hi), [&] { copyRaw(lo); });
+  commitGroup();
+  e.forLoop(lo, hi, bn, [&](Value n0) {
+    pinLaneCoordinates();
+    // Tile t's bytes have landed, and every warp is done with tile t - 1.
+    waitGroups(commitGroup(), 0);
+    dequantize(raw.k, cur.k, g.bn, g.dPad, kScale);
+    dequantize(raw.v, cur.v, g.bn, g.dPad, vScale);
+    gpu::BarrierOp::create(b); // the tiles are whole; the raw buffer free
+    Value next = e.add(n0, bn);
+    e.ifThen(e.lt(next, hi), [&] { copyRaw(next); });
+    commitGroup();
+    computeTile(rows, walk, active, n0, validAt(n0));
     unpinLaneCoordinates();
   });
 }
@@ -664,6 +726,9 @@ KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
   // of K and V^T at one byte an element (WarpSpecialized.cpp).
   if (shape.producerWarps && !shape.tma && gathersFp8Caches(op))
     bytes = saturatingAdd(bytes, saturatingMul(4, g.bn * g.dPad));
+  // Decode-shaped fp8 programs: one raw K and V (walkRawFp8).
+  if (rawStagedFp8Keys(op, shape, ct, chip))
+    bytes = saturatingAdd(bytes, saturatingMul(2, g.bn * g.dPad));
   if (g.wgmma)
     bytes = saturatingAdd(bytes, kAlignSlack);
   // (Persistence carries the producer's ring from program to program.)
@@ -725,6 +790,33 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
     requests.push_back({qOperand->getOperandNumber(),
                         {shape.blockQ, shape.pack, wgmma::kAtomCols}});
   return requests;
+}
+
+bool mlir::attn::rawStagedFp8Keys(Operation *op, const TileShape &shape,
+                                  Type ct, NvidiaChip chip) {
+  Value q, kCache;
+  if (auto unified = dyn_cast<UnifiedOp>(op)) {
+    // (ALiBi slopes and a tree bias next to the raw staging spilled 16
+    // bytes of a 64-row program.)
+    if (unified.hasTokenScales() || unified.getAlibiSlopes() ||
+        unified.getQqBias())
+      return false;
+    q = unified.getQ();
+    kCache = unified.getKCache();
+  } else if (auto prefix = dyn_cast<PrefixPrefillOp>(op)) {
+    if (prefix.getAlibiSlopes())
+      return false;
+    q = prefix.getQ();
+    kCache = prefix.getKCache();
+  } else {
+    return false;
+  }
+  Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
+  return chip.wgmma && chip.fp8 && !ct.isF32() && !g.wgmma && g.stages == 1 &&
+         !shape.producerWarps && g.dPad == shape.headDim &&
+         (g.bn * g.dPad / 16) % (g.warps * kLanes) == 0 &&
+         isFp8(cast<MemRefType>(kCache.getType()).getElementType()) &&
+         !isFp8(cast<MemRefType>(q.getType()).getElementType());
 }
 
 bool mlir::attn::warpGathersKeys(Operation *op, const TileShape &shape, Type ct,

@@ -35,6 +35,12 @@ namespace mlir::attn {
 /// programs of whole warpgroups and swizzle atoms use).
 KernelLaunch warpLaunchFor(Operation *op, const TileShape &shape, Type ct,
                            NvidiaChip chip);
+/// Whether `op`'s programs of tile shape `shape` stage fp8 cache pages
+/// through a raw buffer (sm_90a programs of mma.sync, single-buffered:
+/// decode shapes; paged fp8 caches with one scale per program, 16-bit Q
+/// and compute type, head dims a multiple of 16): the launch reserves it.
+bool rawStagedFp8Keys(Operation *op, const TileShape &shape, Type ct,
+                      NvidiaChip chip);
 /// The per-warp body of that program (GpuTarget::bodyOf).
 ProgramBody warpBodyOf(const TileShape &shape, NvidiaChip chip);
 /// The operands of `op` its program loads through TMA (GpuTarget::

@@ -348,12 +348,24 @@ private:
   /// ring the consumers read.
   void produceConverted(const KvWalk &walk, Value lo, Value hi, Value base);
   /// Raw fp8 K [bn, D] and V^T [D, bn] of raw ring slot `slot`, in core
-  /// matrices of 8-byte chunks (the caches' runs stay contiguous).
-  KvBuffers rawBuffers(Value slot);
+  /// matrices of 16-byte chunks (the caches' runs stay contiguous); with
+  /// `rowMajor`, K and V [bn, D] as plain rows instead (vLLM's [blocks,
+  /// page, Hk, D] caches, whose key rows are contiguous).
+  KvBuffers rawBuffers(Value slot, bool rowMajor = false);
   /// Dequantizes raw tile `raw` ([rows, cols] fp8) into `dst`, `scale` (or
-  /// null) applied; the producer's threads share the work.
+  /// null) applied; the threads share the work, 16 bytes at a time, going
+  /// down the columns (core-matrix raw tiles) or along the rows (plain).
   void dequantize(const SharedTile &raw, const SharedTile &dst, int64_t rows,
                   int64_t cols, Value scale);
+  /// Whether a walk over fp8 pages on a single-buffered Hopper mma.sync
+  /// program (decode shapes) stages through the raw buffer
+  /// (rawStagedFp8Keys; its scales are then `kScale`, `vScale`).
+  bool stagesRawFp8(const KvWalk &walk, Value &kScale, Value &vScale);
+  /// The single-buffered walk of such programs: tile t + 1's bytes are
+  /// copied into the raw buffer while tile t computes, and each tile is
+  /// dequantized from shared memory before it does.
+  void walkRawFp8(const ProgramRows &rows, const KvWalk &walk, Value lo,
+                  Value hi, Value active, Value kScale, Value vScale);
   /// 8 fp8 values (vector<8 x fp8>) as 8 exact f32 values.
   SmallVector<Value> decodeFp8(Value raw);
   /// A barrier of the producer warpgroup's threads (the raw ring).

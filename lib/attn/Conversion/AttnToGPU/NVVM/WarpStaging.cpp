@@ -233,7 +233,8 @@ SmallVector<Value> WarpAttentionBuilder::decodeFp8(Value raw) {
   return decoded;
 }
 
-WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawBuffers(Value slot) {
+WarpAttentionBuilder::KvBuffers
+WarpAttentionBuilder::rawBuffers(Value slot, bool rowMajor) {
   // After the K/V ring: two slots of raw K and V^T, bn * dPad bytes each
   // (offsets in compute-type elements, as every tile's). Chunks of 16
   // bytes in core matrices: raw K keeps the fp8 split-x cache's runs of 16
@@ -250,6 +251,16 @@ WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawBuffers(Value slot) {
     t.mem = view(offset, cols / 16 * rows, 16, walkKeyType);
     return t;
   };
+  if (rowMajor) {
+    auto rowsOf = [&](Value offset) {
+      SharedTile t;
+      t.offset = offset;
+      t.rows = g.bn;
+      t.mem = view(offset, g.bn, g.dPad, walkKeyType);
+      return t;
+    };
+    return {rowsOf(base), rowsOf(e.add(base, e.idx(rawElems))), SharedTile()};
+  }
   SharedTile k = raw(base, g.bn, g.dPad);
   SharedTile vt = raw(e.add(base, e.idx(rawElems)), g.dPad, g.bn);
   return {k, SharedTile(), vt};
@@ -272,8 +283,12 @@ void WarpAttentionBuilder::dequantize(const SharedTile &raw,
     SmallVector<std::tuple<Value, Value, Value>> batch;
     for (int64_t it = first; it < std::min(iters, first + 8); ++it) {
       Value q = e.add(t, e.idx(it * threads));
-      Value r = e.remU(q, e.idx(rows));
-      Value x0 = e.mul(e.divU(q, e.idx(rows)), e.idx(16));
+      // (Plain raw rows: a warp's reads go along two rows instead.)
+      bool along = raw.layout == TileLayout::Padded;
+      Value r = along ? e.divU(q, e.idx(cols / 16)) : e.remU(q, e.idx(rows));
+      Value x0 =
+          e.mul(along ? e.remU(q, e.idx(cols / 16)) : e.divU(q, e.idx(rows)),
+                e.idx(16));
       Value bytes = vector::LoadOp::create(b, VectorType::get({16}, rawType),
                                            raw.mem, tileAt(raw, r, x0));
       batch.emplace_back(r, x0, bytes);
