@@ -35,6 +35,9 @@ struct KernelLaunch {
   /// The kernel loops over the program grid from its linear block id with
   /// the launch's stride: a runtime launches at most one block per SM.
   bool persistent = false;
+  /// NVVM: the shared memory holds a raw buffer for fp8 cache pages
+  /// (decode-shaped sm_90a programs; rawStagedFp8Keys).
+  bool rawFp8Keys = false;
 };
 
 /// What one warp (or wave) of a program unrolls: its rows, each 16-row MMA

@@ -178,18 +178,16 @@ void WarpAttentionBuilder::walkRange(const ProgramRows &rows,
 
 bool WarpAttentionBuilder::stagesRawFp8(const KvWalk &walk, Value &kScale,
                                         Value &vScale) {
-  // (The conditions of rawStagedFp8Keys, which reserved the buffer, as the
-  // walk shows them: paged walks are those of unified and prefix prefill;
-  // a walk without keyScale but with a key's scale has per-token scales.
-  // Key-major V ([D, page]) keeps the register staging.)
-  if (!chip.wgmma || !chip.fp8 || ct.isF32() || g.wgmma || g.stages != 1 ||
-      shape.producerWarps || g.dPad != shape.headDim || !walk.paged ||
-      walk.valueKeyMajor || !isFp8(walk.keyType) || isFp8(qType) ||
-      f.alibiSlopes || f.qqBias || (g.bn * g.dPad / 16) % threads)
+  // The launch decided for the op (rawStagedFp8Keys) and reserved the
+  // buffer; here only the walk is left to check: the cache's paged walk
+  // (not the new tokens'), with V row-major (key-major V keeps the
+  // register staging). (A walk without keyScale but with a key's scale
+  // has per-token scales, which rawStagedFp8Keys excluded.)
+  if (!rawFp8Reserved || !walk.paged || walk.valueKeyMajor ||
+      !isFp8(walk.keyType))
     return false;
   KeyRow any = walk.locate(e, walk.lo);
-  if (!walk.keyScale && any.kScale)
-    return false;
+  assert((walk.keyScale || !any.kScale) && "per-token scales on the raw path");
   kScale = any.kScale;
   vScale = any.vScale;
   walkKeyType = walk.keyType;
@@ -727,13 +725,14 @@ KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
   if (shape.producerWarps && !shape.tma && gathersFp8Caches(op))
     bytes = saturatingAdd(bytes, saturatingMul(4, g.bn * g.dPad));
   // Decode-shaped fp8 programs: one raw K and V (walkRawFp8).
-  if (rawStagedFp8Keys(op, shape, ct, chip))
+  bool rawFp8Keys = rawStagedFp8Keys(op, shape, ct, chip);
+  if (rawFp8Keys)
     bytes = saturatingAdd(bytes, saturatingMul(2, g.bn * g.dPad));
   if (g.wgmma)
     bytes = saturatingAdd(bytes, kAlignSlack);
   // (Persistence carries the producer's ring from program to program.)
   bool persistent = shape.persistent && shape.tma && shape.producerWarps > 0;
-  return {saturatingMul(warps, kLanes), bytes, persistent};
+  return {saturatingMul(warps, kLanes), bytes, persistent, rawFp8Keys};
 }
 
 SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
@@ -848,7 +847,7 @@ void WarpProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
                                     ArrayRef<KvWalk> walks) {
   WarpAttentionBuilder(e, shape, f, o, q, entry, shared, computeType, threads,
                        chip, exactF32, maps,
-                       persistent ? &*persistent : nullptr)
+                       persistent ? &*persistent : nullptr, rawFp8Keys)
       .emit(rows, walks);
 }
 
@@ -907,7 +906,8 @@ public:
   programs(Block *entry, Value shared, Type ct, const KernelLaunch &launch,
            ArrayRef<TensorMapArg> maps) const override {
     auto target = std::make_unique<WarpProgramTarget>(
-        entry, shared, ct, launch.threads, chip, exactF32, maps);
+        entry, shared, ct, launch.threads, chip, exactF32, maps,
+        launch.rawFp8Keys);
     if (launch.persistent)
       target->setPersistent(launch.threads / kLanes - kProducerWarps);
     return target;

@@ -70,9 +70,10 @@ class WarpProgramTarget : public GpuProgramTarget {
 public:
   WarpProgramTarget(Block *entry, Value shared, Type computeType,
                     int64_t threads, NvidiaChip chip, bool exactF32,
-                    ArrayRef<TensorMapArg> maps = {})
+                    ArrayRef<TensorMapArg> maps = {}, bool rawFp8Keys = false)
       : GpuProgramTarget(entry, shared, computeType, threads), chip(chip),
-        exactF32(exactF32), maps(maps.begin(), maps.end()) {}
+        exactF32(exactF32), maps(maps.begin(), maps.end()),
+        rawFp8Keys(rawFp8Keys) {}
 
   /// Persistent launches (KernelLaunch::persistent): the mbarriers and
   /// counters once, then the producer and consumer warpgroups each loop
@@ -98,6 +99,7 @@ private:
   NvidiaChip chip;
   bool exactF32; // f32 products on 3xTF32
   SmallVector<TensorMapArg> maps;
+  bool rawFp8Keys; // KernelLaunch::rawFp8Keys
   /// Persistent kernels: the consumer warps (0: not persistent), and the
   /// state of the role being emitted.
   int64_t persistentConsumerWarps = 0;

@@ -152,12 +152,13 @@ public:
                        Value q, Block *entry, Value shared, Type ct,
                        int64_t threads, NvidiaChip chip, bool exactF32,
                        ArrayRef<TensorMapArg> maps = {},
-                       const PersistentKernel *persistent = nullptr)
+                       const PersistentKernel *persistent = nullptr,
+                       bool rawFp8Reserved = false)
       : AttentionProgram(e, shape, f, o, q, entry),
         g(geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8)),
         shared(shared), ct(ct), threads(threads), chip(chip),
         exactF32(exactF32 && ct.isF32()), maps(maps.begin(), maps.end()),
-        persistent(persistent) {}
+        persistent(persistent), rawFp8Reserved(rawFp8Reserved) {}
 
 private:
   using Acc = std::array<Value, 4>;
@@ -357,9 +358,9 @@ private:
   /// down the columns (core-matrix raw tiles) or along the rows (plain).
   void dequantize(const SharedTile &raw, const SharedTile &dst, int64_t rows,
                   int64_t cols, Value scale);
-  /// Whether a walk over fp8 pages on a single-buffered Hopper mma.sync
-  /// program (decode shapes) stages through the raw buffer
-  /// (rawStagedFp8Keys; its scales are then `kScale`, `vScale`).
+  /// Whether a walk stages through the raw buffer the launch reserved
+  /// (rawFp8Reserved: its fp8 pages; its scales are then `kScale`,
+  /// `vScale`).
   bool stagesRawFp8(const KvWalk &walk, Value &kScale, Value &vScale);
   /// The single-buffered walk of such programs: tile t + 1's bytes are
   /// copied into the raw buffer while tile t computes, and each tile is
@@ -370,6 +371,9 @@ private:
   SmallVector<Value> decodeFp8(Value raw);
   /// A barrier of the producer warpgroup's threads (the raw ring).
   void syncProducer();
+  /// The producer waits until the consumers released the buffer that ring
+  /// position `r` refills (on mbarrier `empty`).
+  void awaitFree(Value empty, Value r);
   /// `v` loaded again here when it is a load of a scalar (scales), so that
   /// it does not live across setmaxnreg.
   Value reloaded(Value v);
@@ -564,6 +568,9 @@ private:
   /// of the block's earlier programs, programIndex those programs.
   const PersistentKernel *persistent = nullptr;
   Value ringBase, programIndex;
+  /// The launch reserved the raw buffer of decode-shaped fp8 programs
+  /// (KernelLaunch::rawFp8Keys): stagesRawFp8 only checks the walk.
+  bool rawFp8Reserved = false;
   /// P and the rescaling factors of the tile whose PV is still to come
   /// (walkSpecialized), as Probabilities' p and alpha.
   Value pState, alphaState;

@@ -382,18 +382,14 @@ void WarpAttentionBuilder::produceGathered(const KvWalk &walk, Value lo,
     Value s = e.remU(r, e.idx(2));
     Value nValid = e.min(bn, e.sub(hi, n0));
     KvBuffers buf = kvBuffers(s, walk.paged);
-    auto awaitFree = [&](Value empty) {
-      e.ifThen(e.le(e.idx(2), r),
-               [&] { waitBarrier(empty, parityOf(e.sub(r, e.idx(2)))); });
-    };
     // The chunks' addresses are computed in the loop (LLVM otherwise hoists
     // each chunk's shared offset out of it, about 50 registers).
     Value loopTid = tid;
     tid = pinned(tid);
-    awaitFree(emptyK(s));
+    awaitFree(emptyK(s), r);
     stageKeys(walk, buf.k, n0, nValid, /*isK=*/true);
     arriveOnCopies(fullK(s));
-    awaitFree(emptyV(s));
+    awaitFree(emptyV(s), r);
     // A full tile of a key-major V is staged without its length: every
     // copy is whole (a copy of a run-time byte count, which a ragged tile's
     // columns need, took twice the shared wavefronts and L2 sectors).
@@ -407,6 +403,12 @@ void WarpAttentionBuilder::produceGathered(const KvWalk &walk, Value lo,
     arriveOnCopies(fullV(s));
     tid = loopTid;
   });
+}
+
+void WarpAttentionBuilder::awaitFree(Value empty, Value r) {
+  // The buffer's previous tile (ring position r - 2) must be consumed first.
+  e.ifThen(e.le(e.idx(2), r),
+           [&] { waitBarrier(empty, parityOf(e.sub(r, e.idx(2)))); });
 }
 
 void WarpAttentionBuilder::syncProducer() {
@@ -468,8 +470,7 @@ void WarpAttentionBuilder::produceConverted(const KvWalk &walk, Value lo,
     KvBuffers buf = kvBuffers(s, walk.paged);
     auto fill = [&](const SharedTile &from, const SharedTile &to, int64_t rows,
                     int64_t cols, Value scale, Value full, Value empty) {
-      e.ifThen(e.le(e.idx(2), r),
-               [&] { waitBarrier(empty, parityOf(e.sub(r, e.idx(2)))); });
+      awaitFree(empty, r);
       dequantize(from, to, rows, cols, scale);
       wgmma::fenceProxyAsync(b);
       nvgpu::MBarrierArriveOp::create(b, bars, full);
@@ -661,10 +662,7 @@ void WarpAttentionBuilder::produce(const KvWalk &walk, Value lo, Value hi,
     KvBuffers buf = kvBuffers(s);
     auto load = [&](const SharedTile &tile, Value map, Value full,
                     Value empty) {
-      // The buffer's previous tile (ring position r - 2) must be consumed
-      // first.
-      e.ifThen(e.le(e.idx(2), r),
-               [&] { waitBarrier(empty, parityOf(e.sub(r, e.idx(2)))); });
+      awaitFree(empty, r);
       nvgpu::MBarrierArriveExpectTxOp::create(b, bars, e.idx(tileBytes(g.bn)),
                                               full, Value());
       issueTmaBoxes(walk, tile, map, full, n0);

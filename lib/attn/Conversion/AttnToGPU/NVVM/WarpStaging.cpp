@@ -134,7 +134,6 @@ SharedTile WarpAttentionBuilder::bytesOf(const SharedTile &t, Type elem) {
 
 SmallVector<Value> WarpAttentionBuilder::tileAt(const SharedTile &t, Value r,
                                                 Value x0) {
-  Value chunk = e.divU(x0, e.idx(8));
   switch (t.layout) {
   case TileLayout::Padded:
     return {r, x0};
@@ -144,6 +143,7 @@ SmallVector<Value> WarpAttentionBuilder::tileAt(const SharedTile &t, Value r,
   }
   case TileLayout::Swizzled32: {
     // (16-byte units: step x0 / 16 of 2 rows each, the half swizzled.)
+    Value chunk = e.divU(x0, e.idx(8));
     Value step = e.divU(chunk, e.idx(2));
     Value half = arith::XOrIOp::create(b, e.remU(chunk, e.idx(2)),
                                        e.remU(e.divU(r, e.idx(4)), e.idx(2)));
