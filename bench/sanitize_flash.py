@@ -1,7 +1,7 @@
 """One call per schedule of the sm_90a flash pipelines, checked against a
 float64 reference, for compute-sanitizer (memcheck, racecheck, synccheck):
 
-    compute-sanitizer --tool synccheck python3 bench/sanitize_flash.py
+    compute-sanitizer --tool synccheck python3 bench/sanitize_flash.py [fp8]
 
 Each call is varlen (sequences of unequal lengths, the last KV tile
 partial, one of a single token) with bf16 D=128, causal and not; the
@@ -11,6 +11,9 @@ than an H100 has SMs, so that each persistent block walks several; the
 third has 45 sequences (programs find theirs in two search rounds). Exits
 non-zero when an output differs from the reference (a sanitizer's
 instrumentation changes timing, so races show up as wrong values too).
+With `fp8`: e4m3 q, k and v (scales 1/8, p_scale 1/448) at the plan's
+schedule only (sm_90a: fp8 wgmma, V transposed by the producer), against
+float64 on the dequantized values.
 """
 import math
 import os
@@ -23,8 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 from attn_mlir import ops  # noqa: E402
 
 DRY = bool(os.environ.get("ATTN_MLIR_DRY_RUN"))
+FP8 = "fp8" in sys.argv[1:]
 SCHEDULES = [None, (128, 128, 1, 8, 1, 4, 1, 1), (128, 128, 1, 8, 1, 4, 0),
              (128, 128, 1, 8, 1, 0, 0)]
+if FP8:
+    SCHEDULES = [None]
+# fp8: stored values times 1/8 (randn-scale after dequantization).
+SCALES = (0.125, 0.125, 0.125, 1 / 448)
 # SANITIZE_SCHEDULES=0,3 runs only those (indices into SCHEDULES).
 if os.environ.get("SANITIZE_SCHEDULES"):
     SCHEDULES = [SCHEDULES[int(i)]
@@ -65,11 +73,15 @@ def check(H, lens):
     host = [rng.standard_normal((total, H, D)).astype(np.float32)
             for _ in range(3)]
     scale = 1 / math.sqrt(D)
+    if FP8:
+        host = [np.clip(x / SCALES[0], -448, 448) for x in host]
+    fp8 = dict(fp8_scales=SCALES) if FP8 else {}
     if not DRY:
         import torch
-        dev = [torch.tensor(x, dtype=torch.bfloat16, device="cuda")
-               for x in host]
-        exact = [x.float().cpu().double().numpy() for x in dev]
+        dtype = torch.float8_e4m3fn if FP8 else torch.bfloat16
+        dev = [torch.tensor(x, device="cuda").to(dtype) for x in host]
+        exact = [x.float().cpu().double().numpy() * (SCALES[0] if FP8 else 1)
+                 for x in dev]
         cu_dev = torch.tensor(cu, device="cuda")
     bad = 0
     for causal in (False, True):
@@ -77,17 +89,20 @@ def check(H, lens):
         for sched in SCHEDULES:
             if DRY:
                 import ml_dtypes
-                q, k, v = (x.astype(ml_dtypes.bfloat16) for x in host)
-                o = np.zeros_like(q)
+                q, k, v = (x.astype(ml_dtypes.float8_e4m3fn if FP8
+                                    else ml_dtypes.bfloat16) for x in host)
+                o = np.zeros(q.shape, ml_dtypes.bfloat16)
                 ops.flash(q, k, v, cu, cu, o, scale=scale, causal=causal,
-                          schedule=sched)
+                          schedule=sched, **fp8)
                 continue
-            o = torch.full_like(dev[0], float("nan"))
+            o = torch.full(dev[0].shape, float("nan"), dtype=torch.bfloat16,
+                           device="cuda")
             ops.flash(*dev, cu_dev, cu_dev, o, scale=scale, causal=causal,
-                      schedule=sched)
+                      schedule=sched, **fp8)
             torch.cuda.synchronize()
             err = np.abs(o.float().cpu().double().numpy() - ref).max()
-            ok = bool(np.isfinite(err) and err < 3e-2)
+            # (fp8: P rounded to e4m3.)
+            ok = bool(np.isfinite(err) and err < (0.1 if FP8 else 3e-2))
             bad += not ok
             print(f"H={H} lens={lens} causal={causal} "
                   f"schedule={sched or 'plan'}: "

@@ -187,6 +187,9 @@ def cases():
     yield "flash D=112 f16", flash(112, t="f16", causal=False)
     yield "flash D=24 GQA", flash(24, hq=8, hk=2)
     yield "flash D=128 fp8", flash(128, t="f8E4M3FN")
+    # (sm_90a: fp8 wgmma, V transposed by the producer.)
+    yield "flash D=128 fp8 e5m2 GQA full lse", flash(
+        128, t="f8E5M2", causal=False, hq=16, hk=4, lse=True)
     for D in (64, 96, 128, 256):
         yield f"prefix D={D}", prefix(D)
     for D in (96, 128, 256):

@@ -288,6 +288,13 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps,
                              /*tma=*/false, /*producer_warps=*/4,
                              /*pingpong=*/true, /*persistent=*/false);
+  // sm_90a flash over fp8 Q, K and V: the same pipeline on fp8 wgmma
+  // (QGMMA), Q and K as stored, V transposed by the producer warpgroup,
+  // P quantized in registers (WarpSpecialized.cpp, produceTransposed).
+  if (warpgroups && warps == 8 && multipliesFp8OnWgmma(op))
+    return ScheduleAttr::get(op->getContext(), blockQ, 128, pack, warps,
+                             /*tma=*/true, /*producer_warps=*/4,
+                             /*pingpong=*/true, /*persistent=*/false);
   if (warpgroups && warps == 8 && tmaOperands(op)) {
     if (headDim <= 64)
       keys = 128;
@@ -326,6 +333,24 @@ bool mlir::attn::gathersCaches(Operation *op) {
       return false;
   }
   return prefix.getBlockSize() % 8 == 0 && prefix.getKeySplit() % 8 == 0;
+}
+
+bool mlir::attn::multipliesFp8OnWgmma(Operation *op) {
+  // (Dropout's Philox draws next to the consumers' 224 registers spilled
+  // 176 bytes: it keeps the previous schedule.)
+  auto flash = dyn_cast<FlashOp>(op);
+  if (!flash || flash.getQuantizeTo() || flash.getBias() ||
+      flash.getDropoutP() || flash.getHeadDim() != 128)
+    return false;
+  for (Value x : {flash.getQ(), flash.getK(), flash.getV()}) {
+    auto type = cast<MemRefType>(x.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (!isFp8(type.getElementType()) || type.getRank() != 3 ||
+        failed(type.getStridesAndOffset(strides, offset)) || strides[2] != 1)
+      return false;
+  }
+  return true;
 }
 
 bool mlir::attn::gathersFp8Caches(Operation *op) {

@@ -112,6 +112,9 @@ protected:
   /// of each slot, in arrays indexed only by constants so that LLVM
   /// promotes them to registers.
   Value oAcc, mState, lState;
+  /// A factor of every output element that the accumulators leave out
+  /// (programs that multiply stored fp8 V directly: its scale), or null.
+  Value accumulatorScale;
 
 private:
   void allocateState();

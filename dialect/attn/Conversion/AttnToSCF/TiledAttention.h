@@ -124,7 +124,8 @@ struct KvWalk {
   /// Dense walks (key n is row denseBase + n, head denseHead, of the
   /// [tokens, kv_heads, D] memrefs denseK / denseV, stored as they are):
   /// what a program needs to address whole tiles at once (TMA). Null
-  /// otherwise.
+  /// otherwise. A program that does applies keyScale and the KeyRow's
+  /// vScale (fp8 K/V) itself.
   Value denseK, denseV, denseBase, denseHead;
   /// When set, the walk visits the ranges this enumerates (each already
   /// clipped to [lo, hi)) instead of [lo, hi) itself.

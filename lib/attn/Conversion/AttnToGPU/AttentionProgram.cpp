@@ -92,6 +92,10 @@ void AttentionProgram::epilogue(const ProgramRows &rows) {
                                           ValueRange{half(v0), half(v1)})
         .getResult();
   };
+  auto outputFactor = [&](Value l, Value outScale) {
+    Value factor = math.outputFactor(l, outScale);
+    return accumulatorScale ? e.mulF(factor, accumulatorScale) : factor;
+  };
   for (int64_t slot = 0; slot < rowSlots(); ++slot) {
     Value st = e.idx(slot);
     // Shuffles first: every lane of the warp (wave) takes part.
@@ -119,7 +123,7 @@ void AttentionProgram::epilogue(const ProgramRows &rows) {
       Value factor; // (made by the first pack: none where unsupported)
       auto pack = [&](Value v0, Value v1) {
         if (!factor)
-          factor = math.outputFactor(l, Value());
+          factor = outputFactor(l, Value());
         return packPair(v0, v1, factor);
       };
       auto store = [&](Value d, Value chunk) {
@@ -149,7 +153,7 @@ void AttentionProgram::epilogue(const ProgramRows &rows) {
           e.store(l, o.segmentSum, {qRow, head, rows.segment});
         });
       } else {
-        factor = math.outputFactor(l, o.outScale);
+        factor = outputFactor(l, o.outScale);
       }
       if (pairs && visitOutputPairs(slot, [&](Value d, Value v0, Value v1) {
             vector::StoreOp::create(b, packPair(v0, v1, factor), o.out,
@@ -160,7 +164,8 @@ void AttentionProgram::epilogue(const ProgramRows &rows) {
       visitOutputs(slot, [&](Value d, Value v, bool partial) {
         auto store = [&] {
           if (o.segmentMax)
-            e.store(v, o.out, {qRow, head, rows.segment, d});
+            e.store(accumulatorScale ? e.mulF(v, accumulatorScale) : v, o.out,
+                    {qRow, head, rows.segment, d});
           else
             e.storeOutput(e.mulF(v, factor), o.out, {qRow, head, d},
                           bool(o.outScale));

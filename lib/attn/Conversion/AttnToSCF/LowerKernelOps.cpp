@@ -180,7 +180,9 @@ void emitDenseVarlen(
           walk.keyType =
               !quantize || elemOf(k) == quantize ? elemOf(k) : Type();
           walk.keyScale = kScale;
-          if (!quantize && !kScale && !vScale) {
+          // (Scales only come with fp8 K/V: a program that loads their
+          // tiles whole multiplies by them itself.)
+          if (!quantize) {
             walk.denseK = k;
             walk.denseV = v;
             walk.denseBase = kRange.start;

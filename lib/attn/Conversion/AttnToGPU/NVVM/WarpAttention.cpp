@@ -111,7 +111,7 @@ void WarpAttentionBuilder::foldScoreFactor() {
                     e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8))};
                 Value x = vector::LoadOp::create(b, vecType, qS.mem, at);
                 Value negated;
-                if (qk8) {
+                if (qk8 || qgmma) {
                   // Pairs of fp8: flip both sign bits.
                   auto bits = VectorType::get({8}, b.getI16Type());
                   Value signs = arith::ConstantOp::create(
@@ -434,6 +434,9 @@ WarpAttentionBuilder::softmax(const ProgramRows &rows, Value n0, Value nValid,
     if (lazy)
       probs.alpha[st] = e.select(grown, probs.alpha[st], e.f32(1.0));
     negMax[st] = e.subF(e.f32(0.0), mSafe);
+    // fp8 wgmma: P / |p_scale| = exp2(s - max - log2 |p_scale|).
+    if (qgmma)
+      negMax[st] = e.subF(negMax[st], pScaleLog2);
     e.store(mNew, mState, {e.idx(st)});
   }
   if (lazy) {
@@ -454,18 +457,22 @@ WarpAttentionBuilder::softmax(const ProgramRows &rows, Value n0, Value nValid,
       terms.push_back(*x);
     }
     sums[st] = treeReduce(terms, /*isMax=*/false);
+    if (qgmma)
+      sums[st] = e.mulF(sums[st], pScaleAbs);
   }
   for (int64_t st = 0; st < numRows; ++st) {
     Value l = e.load(lState, {e.idx(st)});
     e.store(e.addF(e.mulF(l, probs.alpha[st]), sums[st]), lState, {e.idx(st)});
   }
-  if (f.dropoutP || f.pScale) {
+  // (fp8 wgmma quantizes P as it packs it: packP8.)
+  if (f.dropoutP || (f.pScale && !qgmma)) {
     for (int64_t m = 0; m < g.mFrags; ++m)
       for (int64_t j = 0; j < nTiles; ++j)
         for (int64_t i = 0; i < 4; ++i) {
           Value &x = p[pIndex(m, j, i, nTiles)];
-          x = math.probability(rows, rowOf(m, i / 2),
-                               e.add(n0, colOf(firstTile + j, i)), x);
+          Value row = rowOf(m, i / 2), key = e.add(n0, colOf(firstTile + j, i));
+          x = qgmma ? e.select(math.dropoutKeep(rows, row, key), x, e.f32(0.0))
+                    : math.probability(rows, row, key, x);
         }
   }
   // P as PV's A operand, packed to the compute type right away: half the
@@ -766,28 +773,41 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
   Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
   if (!g.wgmma || g.stages != 2 || g.bn > 256)
     return {};
+  // fp8 Q, K and V multiply as stored on fp8 wgmma (WarpFp8Wgmma.cpp):
+  // boxes of 128 fp8 (one 128-byte atom), Q with its scale too, on the
+  // producer warpgroup that transposes V (two consumer warpgroups, 128-key
+  // tiles: its lanes' layout).
+  bool fp8 = multipliesFp8OnWgmma(op);
+  if (fp8 && (shape.producerWarps != kProducerWarps || shape.persistent ||
+              g.warps != 8 || g.bn != 128 || g.dPad != 128))
+    return {};
+  int64_t atomCols = wgmma::kAtomRowBytes / (fp8 ? 1 : 2);
   SmallVector<TensorMapRequest> requests;
   for (OpOperand *operand : {kOperand, vOperand}) {
     auto type = cast<MemRefType>(operand->get().getType());
     SmallVector<int64_t> strides;
     int64_t offset;
-    if (type.getElementType() != ct || type.getRank() != 3 ||
+    if ((fp8 ? !isFp8(type.getElementType()) : type.getElementType() != ct) ||
+        type.getRank() != 3 ||
         failed(type.getStridesAndOffset(strides, offset)) || strides[2] != 1)
       return {};
-    requests.push_back(
-        {operand->getOperandNumber(), {g.bn, 1, wgmma::kAtomCols}});
+    requests.push_back({operand->getOperandNumber(), {g.bn, 1, atomCols}});
   }
-  // The producer warpgroup also loads Q as stored (no q scale): boxes of
-  // [block_q, heads_per_program, 64], whose rows (token-major, heads
-  // packed) are the M tile's.
+  // The producer warpgroup also loads Q as stored (no q scale, unless fp8
+  // wgmma scales the dot products): boxes of [block_q, heads_per_program,
+  // atom columns], whose rows (token-major, heads packed) are the M tile's.
   auto qType = cast<MemRefType>(qOperand->get().getType());
   SmallVector<int64_t> qStrides;
   int64_t qOffset;
-  if (shape.producerWarps && !qScale && qType.getElementType() == ct &&
+  if (shape.producerWarps && (!qScale || fp8) &&
+      (fp8 || qType.getElementType() == ct) &&
       succeeded(qType.getStridesAndOffset(qStrides, qOffset)) &&
       qStrides[2] == 1 && shape.blockQ <= 256 && shape.pack <= 256)
-    requests.push_back({qOperand->getOperandNumber(),
-                        {shape.blockQ, shape.pack, wgmma::kAtomCols}});
+    requests.push_back(
+        {qOperand->getOperandNumber(), {shape.blockQ, shape.pack, atomCols}});
+  // (fp8 wgmma reads Q only as stored: no program without its map.)
+  else if (fp8)
+    return {};
   return requests;
 }
 

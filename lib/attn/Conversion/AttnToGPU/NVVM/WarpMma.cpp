@@ -50,6 +50,9 @@ Value WarpAttentionBuilder::operandReg(Value pair) {
 }
 
 Type WarpAttentionBuilder::pairType() {
+  // (fp8 wgmma: four fp8 of P a register, see packP8.)
+  if (qgmma)
+    return b.getI32Type();
   // (3xTF32 keeps P in f32 until PV splits it: half the registers.)
   if (ct.isF32())
     return VectorType::get({2},
@@ -170,12 +173,13 @@ Value WarpAttentionBuilder::treeReduce(SmallVector<Value> xs, bool isMax) {
 SmallVector<Value> WarpAttentionBuilder::issueWarpgroupScores(int64_t keyFirst,
                                                               int64_t keys) {
   // A = rows [64 wg, 64 wg + 64) of Q, B = keys [keyFirst, keyFirst + keys)
-  // of the K tile, both K-major: k step kk is 32 bytes into atom kk / 4.
+  // of the K tile, both K-major: k step kk (16 elements, or 32 of fp8) is
+  // 32 bytes into atom kk / 4.
   using namespace wgmma;
   Value groupRows = e.mul(e.divU(warp, e.idx(4)), e.idx(kRows * kAtomRowBytes));
   SmallVector<Value> acc;
   fence(b);
-  for (int64_t kk = 0; kk < g.dPad / 16; ++kk) {
+  for (int64_t kk = 0; kk < g.dPad / (qgmma ? 32 : 16); ++kk) {
     int64_t atom = kk / 4, within = kk % 4 * 32;
     Value a = descriptor(
         b,
@@ -194,7 +198,8 @@ SmallVector<Value> WarpAttentionBuilder::issueWarpgroupScores(int64_t keyFirst,
                   tileAddress(cur.k, (atom * g.bn + keyFirst) * kAtomRowBytes +
                                          within),
                   16, kGroupBytes);
-    acc = wgmma::mma(b, keys, ct, a, {}, bDesc, /*transB=*/false, acc);
+    acc = wgmma::mma(b, keys, qgmma ? qType : ct, qgmma ? kType : ct, a, {},
+                     bDesc, /*transB=*/false, acc);
   }
   commit(b);
   return acc;
@@ -230,6 +235,14 @@ WarpAttentionBuilder::issueWarpgroupPV(const Probabilities &probs,
   for (int64_t k = 0; k < static_cast<int64_t>(probs.p.size()) / 4; ++k) {
     int64_t kk = kFirst + k;
     SmallVector<Value> p(probs.p.begin() + 4 * k, probs.p.begin() + 4 * k + 4);
+    if (qgmma) {
+      // fp8: V^T of the producer (K-major, one atom: k step kk of 32 keys
+      // is 32 bytes in).
+      Value v = descriptor(b, tileAddress(cur.vt, kk * 32), 16, kGroupBytes);
+      acc = wgmma::mma(b, g.dPad, vType, vType, Value(), p, v,
+                       /*transB=*/false, acc);
+      continue;
+    }
     Value v =
         !vTransposed
             ? descriptor(b, tileAddress(cur.v, kk * 16 * kAtomRowBytes),
@@ -243,8 +256,8 @@ WarpAttentionBuilder::issueWarpgroupPV(const Probabilities &probs,
                          tileAddress(cur.vt, kk / 4 * g.dPad * kAtomRowBytes +
                                                  kk % 4 * 32),
                          16, kGroupBytes);
-    acc =
-        wgmma::mma(b, g.dPad, ct, Value(), p, v, /*transB=*/!vTransposed, acc);
+    acc = wgmma::mma(b, g.dPad, ct, ct, Value(), p, v,
+                     /*transB=*/!vTransposed, acc);
   }
   commit(b);
   return acc;

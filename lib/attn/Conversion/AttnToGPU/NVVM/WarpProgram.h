@@ -77,6 +77,9 @@ constexpr int64_t kQueryBarrier = 8;
 /// Persistent programs: the consumers' release of the query tile (the
 /// producer loads the next program's Q once every consumer arrived).
 constexpr int64_t kQueryFreeBarrier = 9;
+/// fp8 wgmma programs: the raw V tile of buffer s has landed (TMA) at
+/// kRawValueBarrier + s; the producer then transposes it.
+constexpr int64_t kRawValueBarrier = 10;
 
 /// Shared memory past the tiles that lets the swizzled tiles start on a
 /// 1024-byte boundary (the descriptors' base offset is 0).
@@ -124,22 +127,24 @@ struct SharedTile {
 /// `consumers` computing threads, K and V apart plus Q's when
 /// `specialized`, and Q's release when `persistent`. A full barrier
 /// completes on `fillers` arrivals: 1 (the TMA issuer's expect_tx), or
-/// each gathering producer thread's cp.async arrive.
+/// each gathering producer thread's cp.async arrive. `rawValues`: the two
+/// raw V barriers of fp8 wgmma programs (kRawValueBarrier) too.
 Value createRingBarriers(ImplicitLocOpBuilder &b, LoopEmitter &e, Value tid,
                          int64_t consumers, bool specialized, bool persistent,
-                         int64_t fillers = 1);
+                         int64_t fillers = 1, bool rawValues = false);
 
 /// Splits the block at warp `warp` into the producer warpgroup (warps from
 /// `consumerWarps` on), which gives its registers away (setmaxnreg.dec),
 /// and the consumer warpgroups, which take them; sets the kernel's entry
 /// register count that setmaxnreg starts from.
 /// `gather`: the producer stages with cp.async (all its threads compute
-/// addresses) and keeps more registers.
+/// addresses) and keeps more registers; so does one that transposes V
+/// (`transposes`: fp8 wgmma programs).
 void splitRoles(ImplicitLocOpBuilder &b, LoopEmitter &e, Block *entry,
                 Value warp, int64_t consumerWarps,
                 llvm::function_ref<void()> producer,
                 llvm::function_ref<void()> consumer, bool persistent,
-                bool gather = false);
+                bool gather = false, bool transposes = false);
 
 /// Clones into the region of `anchor`, after it, the pure computations
 /// defined above the region that it uses (see WarpSpecialized.cpp).
@@ -415,6 +420,29 @@ private:
   /// the pipeline runs on from range to range.
   void walkSpecializedRange(const ProgramRows &rows, const KvWalk &walk,
                             Value lo, Value hi);
+  /// fp8 wgmma programs (qgmma; WarpSpecialized.cpp): the producer's loop.
+  /// Its elected thread loads K and the raw V of each tile by TMA (raw V
+  /// one tile ahead), and all its threads transpose raw V into V^T, the
+  /// K-major B operand that fp8 wgmma needs, keys permuted as packP8 lays
+  /// out P.
+  void produceTransposed(const KvWalk &walk,
+                         llvm::function_ref<void()> issueQuery);
+  /// Transposes the raw [bn, D] fp8 V tile `raw` (128-byte swizzled rows)
+  /// into `vt` ([D, bn], 128-byte swizzled), with the producer's threads.
+  void transposeValues(const SharedTile &raw, const SharedTile &vt);
+  /// The transposed V tile of a K/V buffer of fp8 wgmma programs: after
+  /// the raw V tile, in the same buffer.
+  SharedTile transposedValues(const KvBuffers &buf);
+  /// fp8 wgmma programs: the consumers' scales, loaded after setmaxnreg
+  /// (dotScale, pScaleAbs, pScaleLog2, accumulatorScale).
+  void loadFp8Scales();
+  /// P (f32, accumulator order, scaled by 1 / |p_scale|) as fp8 wgmma's A
+  /// registers: per 32-key step, 4 registers of 4 values each.
+  SmallVector<Value> packP8(ArrayRef<Value> p);
+  /// Registers of P kept for the pending PV (packP or packP8).
+  int64_t packedPRegisters() const {
+    return qgmma ? g.nTiles() : g.nTiles() * 2;
+  }
   /// Issues the last PV of a ranged walk (see walkSpecializedRange).
   void finishWalks(const ProgramRows &rows, ArrayRef<KvWalk> walks) override;
   /// consumeStep with the masked and mask-free copies chosen per tile
@@ -449,10 +477,14 @@ private:
   Value emptyV(Value s) { return e.add(e.idx(6), s); }
   /// Phase parity of the (t / 2)-th use of buffer t % 2.
   Value parityOf(Value t) { return e.remU(e.divU(t, e.idx(2)), e.idx(2)); }
-  /// Bytes of a swizzled [rows, dPad] tile of the compute type (what one
-  /// TMA tile of Q, K or V delivers).
+  /// Bytes of a swizzled [rows, dPad] tile of the compute type, or of fp8
+  /// (qgmma) (what one TMA tile of Q, K or V delivers).
   int64_t tileBytes(int64_t rows) const {
-    return rows * g.dPad * (ct.getIntOrFloatBitWidth() / 8);
+    return rows * g.dPad * operandBytes();
+  }
+  /// Bytes of an element of the tiles TMA loads.
+  int64_t operandBytes() const {
+    return qgmma ? 1 : ct.getIntOrFloatBitWidth() / 8;
   }
   /// The ring position of the program's tile t (tiles of earlier programs
   /// of a persistent block come first).
@@ -521,7 +553,21 @@ private:
   /// dot products instead of the staged elements.
   bool qk8 = false;
   Value dotScale;
-  Type qType, kType; // element types of Q and K when qk8
+  Type qType, kType; // element types of Q and K when qk8 or qgmma
+  /// fp8 Q, K and V multiply as stored on fp8 wgmma (sm_90a warp-
+  /// specialized TMA programs; multipliesFp8OnWgmma): Q and K tiles hold
+  /// the raw bytes (tileBytes), V is transposed by the producer
+  /// (produceTransposed), and P is scaled by 1 / |p_scale| (pScaleLog2 in
+  /// the exponent), quantized to vType in registers (packP8), and the
+  /// output multiplied by |p_scale| * v_scale (accumulatorScale). The tiles
+  /// keep the compute type's geometry: each holds its bytes in its first
+  /// half (the V buffer: raw V, then V^T).
+  bool qgmma = false;
+  Type vType;
+  Value pScaleAbs, pScaleLog2;
+  /// The scale operands as loaded before the roles split (loadFp8Scales
+  /// loads them again).
+  Value qScaleAtEntry, kScaleAtEntry, vScaleAtEntry;
 
   Value tid, lane, warp, quadRow, quadCol, warpRow0;
   /// wgmma: bytes from the dynamic shared memory to the 1024-byte aligned

@@ -56,8 +56,14 @@ namespace {
 struct RegisterSplit {
   int32_t entry, producer, consumer;
 };
-RegisterSplit registerSplit(int64_t consumerWarps, bool persistent,
-                            bool gather) {
+RegisterSplit registerSplit(int64_t consumerWarps, bool persistent, bool gather,
+                            bool transposes) {
+  // A producer that transposes V (fp8 wgmma: four rounds of 4 x 4 bytes
+  // in flight) takes 56: on H200 fp8 flash ran 753-757 TFLOP/s at 40 and
+  // one round at a time, 797-802 at 56 and four (bench/results/
+  // 2026-11-26-h200-fp8-wgmma-transpose.log).
+  if (transposes && consumerWarps == 8 && !persistent)
+    return RegisterSplit{168, 56, 224};
   // A gathering producer addresses its 16 + 16 copies of a tile: 56
   // registers (at 40 a head of 128 spilled 250 bytes), 128 * 56 + 256 * 224
   // fit the SM, and the consumers of heads of 128 spill nothing at 224.
@@ -113,11 +119,12 @@ void splitRoles(ImplicitLocOpBuilder &b, LoopEmitter &e, Block *entry,
                 Value warp, int64_t consumerWarps,
                 llvm::function_ref<void()> producer,
                 llvm::function_ref<void()> consumer, bool persistent,
-                bool gather) {
+                bool gather, bool transposes) {
   MLIRContext *ctx = b.getContext();
   // setmaxnreg moves registers from a known count at entry (ptxas ignores
   // it otherwise: C7508).
-  RegisterSplit split = registerSplit(consumerWarps, persistent, gather);
+  RegisterSplit split =
+      registerSplit(consumerWarps, persistent, gather, transposes);
   entry->getParentOp()->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
                                 b.getI32IntegerAttr(split.entry));
   SmallVector<Operation *> moves;
@@ -325,7 +332,8 @@ bool WarpAttentionBuilder::specialize(const ProgramRows &rows,
   if (!persistent) {
     splitRoles(
         b, e, entry, warp, g.warps, [&] { producerPart(rows, walks); },
-        [&] { consumerPart(consume); }, /*persistent=*/false, gather);
+        [&] { consumerPart(consume); }, /*persistent=*/false, gather,
+        /*transposes=*/qgmma);
     return true;
   }
   if (persistent->role == PersistentKernel::Role::Producer)
@@ -551,6 +559,10 @@ void WarpAttentionBuilder::producerPart(const ProgramRows &rows,
   }
   // (setUpTma: a TMA ring of one walk.)
   const KvWalk &walk = walks.front();
+  if (qgmma) {
+    loadCounters();
+    return produceTransposed(walk, [&] { issueQueryTile(rows); });
+  }
   e.ifThen(e.eq(tid, e.idx(consumerThreads())), [&] {
     loadCounters();
     auto issueQuery = [&] {
@@ -589,7 +601,7 @@ void WarpAttentionBuilder::consumerPart(llvm::function_ref<void()> consume) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(entry);
     pState = memref::AllocaOp::create(
-        b, MemRefType::get({g.nTiles() * 2}, pairType()));
+        b, MemRefType::get({packedPRegisters()}, pairType()));
     alphaState = memref::AllocaOp::create(
         b, MemRefType::get({rowSlots()}, b.getF32Type()));
   }
@@ -606,6 +618,8 @@ void WarpAttentionBuilder::consumerPart(llvm::function_ref<void()> consume) {
   threads = consumerThreads();
   consumersOnly = straightLine = true;
   loadCounters();
+  if (qgmma)
+    loadFp8Scales();
   // (A persistent block's consumers overwrite the Q they read last.)
   if (persistent && !qMap)
     syncComputeThreads();
@@ -627,24 +641,24 @@ void WarpAttentionBuilder::syncComputeThreads() {
 }
 
 void WarpAttentionBuilder::issueQueryTile(const ProgramRows &rows) {
-  int64_t elemBytes = ct.getIntOrFloatBitWidth() / 8;
-  int64_t atoms = g.dPad / wgmma::kAtomCols;
-  int64_t atomElems = g.mRows * wgmma::kAtomCols;
+  // Atoms of 128 bytes a row (64 columns of the compute type, 128 of fp8).
+  int64_t atomCols = wgmma::kAtomRowBytes / operandBytes();
+  int64_t atoms = g.dPad / atomCols;
   nvgpu::MBarrierArriveExpectTxOp::create(b, bars, e.idx(tileBytes(g.mRows)),
                                           e.idx(kQueryBarrier), Value());
-  auto space =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  auto boxType = MemRefType::get({shape.blockQ, shape.pack, wgmma::kAtomCols},
-                                 ct, MemRefLayoutAttrInterface(), space);
+  // (The map's box: [block_q, heads_per_program, atomCols].)
+  MemRefType boxType =
+      cast<nvgpu::TensorMapDescriptorType>(qMap.getType()).getTensor();
   for (int64_t a = 0; a < atoms; ++a) {
     // Atom a of the query tile; rows past the program's tokens read the
     // next ones (or zeros past the tensor) and are never stored.
-    Value bytes = e.add(alignPad, e.mul(e.add(qS.offset, e.idx(a * atomElems)),
-                                        e.idx(elemBytes)));
+    Value bytes = e.add(
+        alignPad, e.add(e.mul(qS.offset, e.idx(ct.getIntOrFloatBitWidth() / 8)),
+                        e.idx(a * g.mRows * wgmma::kAtomRowBytes)));
     Value dst = memref::ViewOp::create(b, boxType, shared, bytes, ValueRange{});
     nvgpu::TmaAsyncLoadOp::create(
         b, dst, bars, qMap,
-        ValueRange{e.idx(a * wgmma::kAtomCols), rows.headBase, rows.qTokBase},
+        ValueRange{e.idx(a * atomCols), rows.headBase, rows.qTokBase},
         e.idx(kQueryBarrier), Value(), Value());
   }
 }
@@ -740,13 +754,13 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
   }
   if (values) {
     Probabilities probs;
-    for (int64_t i = 0; i < g.nTiles() * 2; ++i)
+    for (int64_t i = 0; i < packedPRegisters(); ++i)
       probs.p.push_back(e.load(pState, {e.idx(i)}));
     for (int64_t i = 0; i < rowSlots(); ++i)
       probs.alpha.push_back(e.load(alphaState, {e.idx(i)}));
     KvBuffers buf = kvBuffers(sPrev);
     cur.v = buf.v;
-    cur.vt = buf.vt;
+    cur.vt = qgmma ? transposedValues(buf) : buf.vt;
     oPending = issueWarpgroupPV(probs, valuesKeyMajor, 0);
   }
   passTurn(e.andI(last, e.eq(group, e.idx(1))));
@@ -776,7 +790,7 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
     storeWarpgroupOutput(oPending);
     nvgpu::MBarrierArriveOp::create(b, bars, emptyV(sPrev));
   }
-  for (auto [i, p] : llvm::enumerate(packP(probs.p)))
+  for (auto [i, p] : llvm::enumerate(qgmma ? packP8(probs.p) : packP(probs.p)))
     e.store(p, pState, {e.idx(i)});
 }
 

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "WarpProgram.h"
+#include "attn/IR/AttnOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -32,7 +33,7 @@ namespace {
 /// add Q's (kQueryBarrier), and persistent ones the consumers' release of
 /// Q (kQueryFreeBarrier).
 constexpr int64_t kBarriers = 4, kSpecializedBarriers = 9,
-                  kPersistentBarriers = 10;
+                  kPersistentBarriers = 10, kTransposingBarriers = 12;
 /// Polling rounds per mbarrier.try_wait before it retries (the suspend
 /// time hint).
 constexpr int64_t kWaitTicks = 10000000;
@@ -58,9 +59,20 @@ bool WarpAttentionBuilder::setUpTma(const ProgramRows &rows,
     return false;
   MLIRContext *ctx = b.getContext();
   auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  // fp8 Q, K and V (warpTensorMaps maps them only for fp8 wgmma).
+  qgmma = isFp8(cast<MemRefType>(kArg->operand.getType()).getElementType());
+  if (qgmma) {
+    kType = walks[0].keyType;
+    vType = cast<MemRefType>(vArg->operand.getType()).getElementType();
+    // The consumers load them again after setmaxnreg (loadFp8Scales).
+    qScaleAtEntry = rows.qScale;
+    kScaleAtEntry = walks[0].keyScale;
+    vScaleAtEntry = walks[0].locate(e, walks[0].lo).vScale;
+  }
   auto descType = [&](const TensorMapArg &m) {
+    Type elem = cast<MemRefType>(m.operand.getType()).getElementType();
     return nvgpu::TensorMapDescriptorType::get(
-        ctx, MemRefType::get(m.box, ct, MemRefLayoutAttrInterface(), space),
+        ctx, MemRefType::get(m.box, elem, MemRefLayoutAttrInterface(), space),
         nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
         nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
         nvgpu::TensorMapOOBKind::OOB_ZERO,
@@ -74,7 +86,8 @@ bool WarpAttentionBuilder::setUpTma(const ProgramRows &rows,
              .getResult(0);
   ws = shape.producerWarps > 0;
   ranged = bool(walks[0].forEachRange);
-  if (ws && qArg && !rows.qScale && !rows.qQuantize)
+  // (fp8 wgmma: the q scale applies to the dot products.)
+  if (ws && qArg && (!rows.qScale || qgmma) && !rows.qQuantize)
     qMap = UnrealizedConversionCastOp::create(b, descType(*qArg), qArg->map)
                .getResult(0);
   pingpong = ws && shape.pingpong && g.warps == 8;
@@ -84,16 +97,18 @@ bool WarpAttentionBuilder::setUpTma(const ProgramRows &rows,
     return true;
   }
   bars = createRingBarriers(b, e, tid, ws ? consumerThreads() : threads, ws,
-                            /*persistent=*/false);
+                            /*persistent=*/false, /*fillers=*/1,
+                            /*rawValues=*/qgmma);
   return true;
 }
 
 Value createRingBarriers(ImplicitLocOpBuilder &b, LoopEmitter &e, Value tid,
                          int64_t consumers, bool specialized, bool persistent,
-                         int64_t fillers) {
+                         int64_t fillers, bool rawValues) {
   MLIRContext *ctx = b.getContext();
   auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   int64_t count = !specialized ? kBarriers
+                  : rawValues  ? kTransposingBarriers
                   : persistent ? kPersistentBarriers
                                : kSpecializedBarriers;
   Value bars = nvgpu::MBarrierCreateOp::create(
@@ -113,6 +128,10 @@ Value createRingBarriers(ImplicitLocOpBuilder &b, LoopEmitter &e, Value tid,
     if (persistent)
       nvgpu::MBarrierInitOp::create(b, bars, e.idx(consumers),
                                     e.idx(kQueryFreeBarrier), Value());
+    // (Raw V: the copy engine's bytes, one expect_tx.)
+    for (int64_t s = 0; rawValues && s < 2; ++s)
+      nvgpu::MBarrierInitOp::create(b, bars, e.idx(1),
+                                    e.idx(kRawValueBarrier + s), Value());
     // Make the initialized barriers visible to the copy engine (the async
     // proxy) before any copy can complete on them.
     NVVM::FenceMbarrierInitOp::create(b);
@@ -139,25 +158,26 @@ void WarpAttentionBuilder::issueTmaTile(const KvWalk &walk, Value stage,
 void WarpAttentionBuilder::issueTmaBoxes(const KvWalk &walk,
                                          const SharedTile &tile, Value map,
                                          Value barrier, Value n0) {
-  int64_t elemBytes = ct.getIntOrFloatBitWidth() / 8;
-  int64_t atoms = g.dPad / wgmma::kAtomCols;
-  int64_t atomElems = g.bn * wgmma::kAtomCols;
+  // Atoms of 128 bytes a row: 64 columns of the compute type, 128 of fp8
+  // (qgmma), bn rows each.
+  int64_t atomCols = wgmma::kAtomRowBytes / operandBytes();
+  int64_t atoms = g.dPad / atomCols;
   Value row = e.add(walk.denseBase, n0);
-  MLIRContext *ctx = b.getContext();
-  auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  auto boxType = MemRefType::get({g.bn, 1, wgmma::kAtomCols}, ct,
-                                 MemRefLayoutAttrInterface(), space);
+  // (The map's box: [bn, 1, atomCols] of the operand's type; see
+  // warpTensorMaps.)
+  MemRefType boxType =
+      cast<nvgpu::TensorMapDescriptorType>(map.getType()).getTensor();
   for (int64_t a = 0; a < atoms; ++a) {
     // Atom a of the tile, 1024-byte aligned (alignPad: see setUp).
     Value bytes =
-        e.add(alignPad, e.mul(e.add(tile.offset, e.idx(a * atomElems)),
-                              e.idx(elemBytes)));
+        e.add(alignPad,
+              e.add(e.mul(tile.offset, e.idx(ct.getIntOrFloatBitWidth() / 8)),
+                    e.idx(a * g.bn * wgmma::kAtomRowBytes)));
     Value dst = memref::ViewOp::create(b, boxType, shared, bytes, ValueRange{});
     // Coordinates innermost first: head dim, KV head, token.
     nvgpu::TmaAsyncLoadOp::create(
-        b, dst, bars, map,
-        ValueRange{e.idx(a * wgmma::kAtomCols), walk.denseHead, row}, barrier,
-        Value(), Value());
+        b, dst, bars, map, ValueRange{e.idx(a * atomCols), walk.denseHead, row},
+        barrier, Value(), Value());
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include "Wgmma.h"
 
+#include <cassert>
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
@@ -68,12 +70,23 @@ Value wgmma::descriptor(ImplicitLocOpBuilder &b, Value address,
   return arith::OrIOp::create(b, a, c64(fields));
 }
 
-SmallVector<Value> wgmma::mma(ImplicitLocOpBuilder &b, int64_t n, Type abType,
-                              Value aDesc, ArrayRef<Value> aRegs, Value bDesc,
-                              bool transB, ArrayRef<Value> acc) {
+SmallVector<Value> wgmma::mma(ImplicitLocOpBuilder &b, int64_t n, Type aType,
+                              Type bType, Value aDesc, ArrayRef<Value> aRegs,
+                              Value bDesc, bool transB, ArrayRef<Value> acc) {
   int64_t numAcc = n / 2;
   Type i32 = b.getI32Type();
-  std::string type = abType.isF16() ? "f16" : "bf16";
+  auto name = [](Type t) -> std::string {
+    if (isa<Float8E4M3FNType>(t))
+      return "e4m3";
+    if (isa<Float8E5M2Type>(t))
+      return "e5m2";
+    return t.isF16() ? "f16" : "bf16";
+  };
+  bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(aType);
+  bool fp8B = isa<Float8E4M3FNType, Float8E5M2Type>(bType);
+  assert(fp8 == fp8B && (fp8 || aType == bType) && !(fp8 && transB) &&
+         "wgmma operand types");
+  (void)fp8B;
   SmallVector<Value> operands(acc);
   std::string constraints;
   for (int64_t i = 0; i < numAcc; ++i)
@@ -111,13 +124,16 @@ SmallVector<Value> wgmma::mma(ImplicitLocOpBuilder &b, int64_t n, Type abType,
   for (int64_t i = 0; i < numAcc; ++i)
     d += (i ? ", $" : "$") + std::to_string(i);
   d += "}";
-  // imm-scale-a, imm-scale-b = 1; imm-trans-a = 0 (K-major, descriptor A
-  // only); imm-trans-b as asked.
-  std::string text =
-      "{\n.reg .pred p;\nsetp.ne.b32 p, " + scaleText +
-      ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(n) +
-      "k16.f32." + type + "." + type + " " + d + ", " + aText + ", " + bText +
-      ", p, 1, 1" + (aDesc ? ", 0" : "") + ", " + (transB ? "1" : "0") + ";\n}";
+  // imm-scale-a, imm-scale-b = 1; for 16-bit types imm-trans-a = 0
+  // (K-major, descriptor A only) and imm-trans-b as asked (fp8 has neither).
+  std::string trans;
+  if (!fp8)
+    trans = std::string(aDesc ? ", 0" : "") + ", " + (transB ? "1" : "0");
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, " + scaleText +
+                     ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
+                     std::to_string(n) + (fp8 ? "k32" : "k16") + ".f32." +
+                     name(aType) + "." + name(bType) + " " + d + ", " + aText +
+                     ", " + bText + ", p, 1, 1" + trans + ";\n}";
   Value res = inlinePtx(b, f32Struct(b, numAcc), operands, text, constraints);
   return unpack(b, res, numAcc);
 }

@@ -69,15 +69,18 @@ enum class Swizzle : uint64_t {
 Value descriptor(ImplicitLocOpBuilder &b, Value address, int64_t leadingBytes,
                  int64_t strideBytes, Swizzle swizzle = Swizzle::Bytes128);
 
-/// One m64nNk16 MMA of the warpgroup with element type `abType` (f16 or
-/// bf16): A from shared memory (`aDesc`, K-major) or, when aDesc is null,
-/// from the four 32-bit registers `aRegs` (mma.sync's A fragment layout);
-/// B from shared memory, N-major when `transB`. Accumulates into `acc`
-/// (N / 2 f32 values) or, when acc is empty, starts from zero. Returns the
-/// new accumulators, readable only after a wait and fenceOperands.
-SmallVector<Value> mma(ImplicitLocOpBuilder &b, int64_t n, Type abType,
-                       Value aDesc, ArrayRef<Value> aRegs, Value bDesc,
-                       bool transB, ArrayRef<Value> acc);
+/// One MMA of the warpgroup: m64nNk16 of f16 or bf16 (`aType` = `bType`),
+/// or m64nNk32 of fp8 (e4m3 / e5m2, either for A and for B; both operands
+/// K-major, there is no transposed form). A from shared memory (`aDesc`,
+/// K-major) or, when aDesc is null, from the four 32-bit registers `aRegs`
+/// (mma.sync's A fragment layout of m16n8k16, or of m16n8k32 for fp8: a
+/// register holds 4 adjacent k of one row); B from shared memory, N-major
+/// when `transB`. Accumulates into `acc` (N / 2 f32 values) or, when acc is
+/// empty, starts from zero. Returns the new accumulators, readable only
+/// after a wait and fenceOperands.
+SmallVector<Value> mma(ImplicitLocOpBuilder &b, int64_t n, Type aType,
+                       Type bType, Value aDesc, ArrayRef<Value> aRegs,
+                       Value bDesc, bool transB, ArrayRef<Value> acc);
 
 /// `values` (f32) through an empty side-effecting statement: uses of the
 /// results cannot move above the preceding wait.

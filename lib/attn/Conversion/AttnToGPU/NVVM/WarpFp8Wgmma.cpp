@@ -1,0 +1,234 @@
+//===- WarpFp8Wgmma.cpp - fp8 flash on fp8 wgmma (sm_90a) -----------------===//
+//
+// attn.flash over fp8 Q, K and V on the warp-specialized pipeline
+// (WarpSpecialized.cpp) with fp8 wgmma (m64nNk32, QGMMA), after
+// FlashAttention-3's fp8 path:
+//
+// * Q and K tiles are loaded by TMA as stored (128 fp8 of a row: one
+//   128-byte swizzle atom) and multiplied as they are; q_scale * k_scale
+//   scales the dot products.
+// * fp8 wgmma reads B only K-major, and V [keys, D] is N-major for PV: the
+//   producer warpgroup loads each raw V tile by TMA one tile ahead and
+//   transposes it into V^T ([D, keys], 128-byte swizzled), 4 x 4 bytes
+//   per thread and step with byte permutes.
+// * P's A registers need 4 adjacent keys of a row per register, where the
+//   S accumulator holds pairs: keys 2t, 2t + 1 and 2t + 8, 2t + 9 of each
+//   16 (t the lane's quad column). Instead of trading values between lanes,
+//   V^T stores its keys in that order (byte position 16h + 4t + i of a
+//   32-key step holds key 16h + 2t + {0, 1, 8, 9}[i]), so that each
+//   register packs the lane's own four values (packP8).
+// * P is scaled by 1 / |p_scale| in the exponent, quantized with
+//   cvt.rn.satfinite (round to nearest even, saturating, as the seed's
+//   P / p_scale rounding), and |p_scale| * v_scale multiplies the output
+//   (accumulatorScale); the row sums are kept in the true units.
+//
+//===----------------------------------------------------------------------===//
+
+#include "WarpProgram.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace mlir::attn::warp {
+
+namespace {
+/// The keys of a 4-byte word of V^T, relative to 16h + 2t (see above).
+constexpr int64_t kWordKeys[4] = {0, 1, 8, 9};
+
+/// prmt.b32: the bytes of (hi:lo) that `selector`'s nibbles pick.
+Value permuteBytes(ImplicitLocOpBuilder &b, Value lo, Value hi,
+                   uint32_t selector) {
+  char text[40];
+  snprintf(text, sizeof(text), "prmt.b32 $0, $1, $2, 0x%04x;", selector);
+  return inlinePtx(b, b.getI32Type(), ValueRange{lo, hi}, text, "=r,r,r",
+                   /*sideEffects=*/false);
+}
+} // namespace
+
+SharedTile WarpAttentionBuilder::transposedValues(const KvBuffers &buf) {
+  // After the raw tile's bn rows of 128 bytes, in the same buffer (the
+  // buffer holds [bn, D] of the compute type: twice the bytes of raw V).
+  int64_t ctBytes = ct.getIntOrFloatBitWidth() / 8;
+  SharedTile t;
+  t.offset = e.add(buf.v.offset, e.idx(g.bn * wgmma::kAtomRowBytes / ctBytes));
+  t.rows = g.dPad;
+  t.layout = TileLayout::Swizzled;
+  t.mem = view(t.offset, g.dPad, wgmma::kAtomRowBytes / ctBytes);
+  return t;
+}
+
+void WarpAttentionBuilder::transposeValues(const SharedTile &raw,
+                                           const SharedTile &vt) {
+  // The tiles as rows of 32 words (128 bytes), chunk c of row r at chunk
+  // c ^ (r % 8). Lane (x, t) = (lane / 4, lane % 4) of a producer warp
+  // writes V^T word 4x + t of a row (keys 16x + 2t + {0, 1, 8, 9}): the 8
+  // x are 8 distinct chunks of the row, so a warp's stores of a 4-byte
+  // word to one row each hit 32 banks. In round i the lane reads dims
+  // 4W .. 4W + 3 of its four keys, W = (8 warp + i + x) % 32: the lanes'
+  // rows differ in key % 8 or in W / 4, so their reads hit 32 banks too.
+  // 32-bit shared addresses throughout (index arithmetic is 64-bit, twice
+  // the instructions of the producer's critical path).
+  assert(g.bn == 128 && g.dPad == 128 && "one 128-byte atom a row");
+  Type i32 = b.getI32Type();
+  auto c32 = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, i32, v).getResult();
+  };
+  auto to32 = [&](Value v) {
+    return arith::IndexCastUIOp::create(b, i32, v).getResult();
+  };
+  auto add = [&](Value a, Value c) {
+    return arith::AddIOp::create(b, a, c).getResult();
+  };
+  auto xorI = [&](Value a, Value c) {
+    return arith::XOrIOp::create(b, a, c).getResult();
+  };
+  auto orI = [&](Value a, Value c) {
+    return arith::OrIOp::create(b, a, c).getResult();
+  };
+  auto andI = [&](Value a, int64_t c) {
+    return arith::AndIOp::create(b, a, c32(c)).getResult();
+  };
+  auto shl = [&](Value a, int64_t c) {
+    return arith::ShLIOp::create(b, a, c32(c)).getResult();
+  };
+  auto shr = [&](Value a, int64_t c) {
+    return arith::ShRUIOp::create(b, a, c32(c)).getResult();
+  };
+  int64_t words = wgmma::kAtomRowBytes / 4;
+  Value rawBase = to32(tileAddress(raw, 0)), vtBase = to32(tileAddress(vt, 0));
+  Value ptid = andI(to32(tid), kProducerWarps * kLanes - 1);
+  Value x = andI(shr(ptid, 2), 7), t = andI(ptid, 3);
+  Value t2 = shl(t, 1), t4 = shl(t, 2);
+  // Byte offsets of the lane's four key rows in the raw tile.
+  Value key0 = add(shl(x, 4), t2);
+  SmallVector<Value> rows;
+  for (int64_t c = 0; c < 4; ++c)
+    rows.push_back(add(rawBase, shl(add(key0, c32(kWordKeys[c])), 7)));
+  // Four rounds' loads at a time ahead of their permutes and stores.
+  int64_t rounds = words / kProducerWarps, batch = 4;
+  Value first =
+      e.mul(e.divU(e.remU(tid, e.idx(kProducerWarps * kLanes)), e.idx(kLanes)),
+            e.idx(rounds));
+  e.forLoop(first, e.add(first, e.idx(rounds)), e.idx(batch), [&](Value i0) {
+    SmallVector<std::pair<Value, SmallVector<Value>>> loaded;
+    for (int64_t k = 0; k < batch; ++k) {
+      Value w = andI(add(add(to32(i0), c32(k)), x), words - 1);
+      Value wLo = shl(andI(w, 3), 2), wHi = shr(w, 2);
+      // Chunk (W / 4) ^ (key % 8), key % 8 = 2t + c % 2.
+      Value cols[2] = {orI(shl(xorI(wHi, t2), 4), wLo),
+                       orI(shl(xorI(wHi, orI(t2, c32(1))), 4), wLo)};
+      SmallVector<Value> r;
+      for (int64_t c = 0; c < 4; ++c)
+        r.push_back(inlinePtx(b, i32, ValueRange{add(rows[c], cols[c % 2])},
+                              "ld.shared.b32 $0, [$1];", "=r,r"));
+      loaded.emplace_back(w, r);
+    }
+    for (auto &[w, r] : loaded) {
+      // 4 x 4 bytes: out[j] = byte j of r[0], r[1], r[2], r[3].
+      Value lo01 = permuteBytes(b, r[0], r[1], 0x5140);
+      Value hi01 = permuteBytes(b, r[0], r[1], 0x7362);
+      Value lo23 = permuteBytes(b, r[2], r[3], 0x5140);
+      Value hi23 = permuteBytes(b, r[2], r[3], 0x7362);
+      Value out[4] = {permuteBytes(b, lo01, lo23, 0x5410),
+                      permuteBytes(b, lo01, lo23, 0x7632),
+                      permuteBytes(b, hi01, hi23, 0x5410),
+                      permuteBytes(b, hi01, hi23, 0x7632)};
+      // Row d = 4W + j at byte 128 d, its chunk x ^ (d % 8), word t.
+      Value dRows = add(vtBase, shl(w, 9));
+      Value dPhase = shl(andI(w, 1), 2);
+      for (int64_t j = 0; j < 4; ++j) {
+        Value chunk = xorI(x, orI(dPhase, c32(j)));
+        Value at = add(add(dRows, c32(128 * j)), orI(shl(chunk, 4), t4));
+        inlinePtx(b, Type(), ValueRange{at, out[j]}, "st.shared.b32 [$0], $1;",
+                  "r,r");
+      }
+    }
+  });
+}
+
+void WarpAttentionBuilder::produceTransposed(
+    const KvWalk &walk, llvm::function_ref<void()> issueQuery) {
+  // Tile t's raw V lands on kRawValueBarrier + t % 2 in buffer t % 2,
+  // loaded while tile t - 1 is transposed; V^T(t) is released on fullV
+  // once every producer thread has written and fenced its part.
+  Value lo = walk.lo, hi = walk.hi, bn = e.idx(g.bn);
+  Value leader = e.eq(tid, e.idx(consumerThreads()));
+  auto rawFull = [&](Value s) { return e.add(e.idx(kRawValueBarrier), s); };
+  auto loadRaw = [&](Value n0, Value s) {
+    nvgpu::MBarrierArriveExpectTxOp::create(b, bars, e.idx(tileBytes(g.bn)),
+                                            rawFull(s), Value());
+    issueTmaBoxes(walk, kvBuffers(s).v, vMap, rawFull(s), n0);
+  };
+  e.ifThen(e.andI(leader, e.lt(lo, hi)), [&] { loadRaw(lo, e.idx(0)); });
+  e.forLoop(lo, hi, bn, [&](Value n0) {
+    Value t = e.divU(e.sub(n0, lo), bn);
+    Value s = e.remU(t, e.idx(2));
+    Value next = e.add(n0, bn);
+    KvBuffers buf = kvBuffers(s);
+    e.ifThen(leader, [&] {
+      // The other buffer's raw V (tile t - 1) was transposed before the
+      // last producer barrier.
+      e.ifThen(e.lt(next, hi), [&] { loadRaw(next, e.sub(e.idx(1), s)); });
+      awaitFree(emptyK(s), t);
+      nvgpu::MBarrierArriveExpectTxOp::create(b, bars, e.idx(tileBytes(g.bn)),
+                                              fullK(s), Value());
+      issueTmaBoxes(walk, buf.k, kMap, fullK(s), n0);
+      e.ifThen(e.eq(t, e.idx(0)), issueQuery);
+    });
+    waitBarrier(rawFull(s), parityOf(t));
+    awaitFree(emptyV(s), t);
+    if (getenv("NOTRANSPOSE") == nullptr)
+      transposeValues(buf.v, transposedValues(buf));
+    // Generic-proxy writes that wgmma reads through the async proxy.
+    wgmma::fenceProxyAsync(b);
+    syncProducer();
+    e.ifThen(leader,
+             [&] { nvgpu::MBarrierArriveOp::create(b, bars, fullV(s)); });
+  });
+  e.ifThen(e.andI(leader, e.le(hi, lo)), issueQuery);
+}
+
+void WarpAttentionBuilder::loadFp8Scales() {
+  Value qScale = reloaded(qScaleAtEntry), kScale = reloaded(kScaleAtEntry);
+  dotScale = qScale && kScale ? e.mulF(qScale, kScale)
+             : qScale         ? qScale
+                              : kScale;
+  // (fp8 V requires a p_scale: the verifier.)
+  Value p = reloaded(f.pScale);
+  pScaleAbs = e.maxF(p, arith::NegFOp::create(b, p));
+  pScaleLog2 = e.log2(pScaleAbs);
+  // (The sign of p_scale cancels: P / p_scale rounds symmetrically.)
+  Value vScale = reloaded(vScaleAtEntry);
+  accumulatorScale = vScale ? e.mulF(pScaleAbs, vScale) : pScaleAbs;
+}
+
+SmallVector<Value> WarpAttentionBuilder::packP8(ArrayRef<Value> p) {
+  // Key step kk (S tiles 4kk .. 4kk + 3, accumulator order: element i of
+  // tile j at 4j + i, rows quadRow + 8 (i / 2)): register 0 is row quadRow
+  // of tiles 4kk and 4kk + 1, register 1 row quadRow + 8 of those, 2 and 3
+  // the same of tiles 4kk + 2 and 4kk + 3 (the key order of V^T).
+  // cvt packs its second operand into the low byte.
+  auto cvt4 = [&](Value x0, Value x1, Value x2, Value x3) {
+    std::string type = isa<Float8E4M3FNType>(vType) ? "e4m3x2" : "e5m2x2";
+    std::string text = "{\n.reg .b16 lo, hi;\ncvt.rn.satfinite." + type +
+                       ".f32 lo, $2, $1;\ncvt.rn.satfinite." + type +
+                       ".f32 hi, $4, $3;\nmov.b32 $0, {lo, hi};\n}";
+    return inlinePtx(b, b.getI32Type(), ValueRange{x0, x1, x2, x3}, text,
+                     "=r,f,f,f,f", /*sideEffects=*/false);
+  };
+  SmallVector<Value> regs;
+  for (size_t j = 0; j + 3 < p.size() / 4; j += 4) {
+    auto at = [&](size_t tile, int64_t i) { return p[4 * tile + i]; };
+    for (size_t pair : {j, j + 2})
+      for (int64_t h : {0, 2})
+        regs.push_back(cvt4(at(pair, h), at(pair, h + 1), at(pair + 1, h),
+                            at(pair + 1, h + 1)));
+  }
+  return regs;
+}
+
+} // namespace mlir::attn::warp

@@ -1,0 +1,91 @@
+// REQUIRES: nvvm-backend
+// RUN: attn-opt %s --split-input-file --attn-plan="target=nvvm chip=sm_90a" --convert-attn-to-gpu=chip=sm_90a | FileCheck %s
+// RUN: attn-opt %s --split-input-file --attn-plan="target=nvvm chip=sm_80" --convert-attn-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=AMPERE
+
+// sm_90a flash over fp8 Q, K and V with heads of 128 multiplies them as
+// stored on fp8 wgmma. K, V and Q come through tensor maps of 128 fp8 (one
+// 128-byte swizzle atom) a row, Q's despite its scale (the scales multiply
+// the dot products and the output).
+// CHECK-LABEL: func.func @fp8
+// CHECK: nvgpu.tma.create.descriptor {{.*}} -> <tensor = memref<128x1x128xf8E4M3FN, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
+// CHECK: nvgpu.tma.create.descriptor {{.*}} -> <tensor = memref<128x1x128xf8E4M3FN, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
+// CHECK: nvgpu.tma.create.descriptor {{.*}} -> <tensor = memref<32x4x128xf8E4M3FN, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
+// Twelve mbarriers: the specialized ring's nine, Q's release slot unused,
+// and the raw V tiles' two (one expect_tx each).
+// CHECK: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 12>
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c8{{.*}}], %c1
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c10], %c1
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c11], %c1
+// The producer keeps 56 registers: its leader loads raw V one tile ahead
+// (16 KB tiles of fp8) and K; all its threads wait for the raw tile and
+// the consumers' release of V^T, transpose in rounds of four (4 x 4 bytes
+// by 32-bit shared loads, byte permutes and stores), fence the writes for
+// the async proxy, meet on their own barrier, and one arrives on full V.
+// CHECK: nvvm.setmaxregister  decrease 56
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c16384
+// CHECK: nvgpu.tma.async.load {{.*}} : <tensor = memref<128x1x128xf8E4M3FN
+// CHECK: scf.for
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c16384
+// CHECK: nvgpu.tma.async.load {{.*}} : <tensor = memref<128x1x128xf8E4M3FN
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c16384
+// CHECK: nvgpu.tma.async.load {{.*}} : <tensor = memref<128x1x128xf8E4M3FN
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}[%c8{{.*}}], %c16384
+// CHECK: nvgpu.tma.async.load {{.*}} : <tensor = memref<32x4x128xf8E4M3FN
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK: scf.for %{{.*}} step %c4
+// CHECK-COUNT-16: "ld.shared.b32 $0, [$1];"
+// CHECK-COUNT-8: "prmt.b32
+// CHECK-COUNT-4: "st.shared.b32 [$0], $1;"
+// CHECK: "fence.proxy.async.shared::cta;"
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// CHECK: nvgpu.mbarrier.arrive
+// The consumers: QK on fp8 wgmma (4 k steps of 32 over D = 128, Q and K
+// from shared memory), PV with P from registers (4 key steps of 32) and
+// V^T from shared memory; P quantized with saturating conversions, its
+// second value in the low byte.
+// CHECK: nvvm.setmaxregister  increase 224
+// CHECK: nvgpu.mbarrier.try_wait.parity %{{.*}}[%c8
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}, $64, $65, p, 1, 1;
+// CHECK-COUNT-3: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}, $128, $129, p, 1, 1;
+// CHECK: "wgmma.commit_group.sync.aligned;"
+// CHECK-COUNT-16: cvt.rn.satfinite.e4m3x2.f32 lo, $2, $1;\0Acvt.rn.satfinite.e4m3x2.f32 hi, $4, $3;\0Amov.b32 $0, {lo, hi};
+// CHECK: scf.for
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}, $64, $65, p, 1, 1;
+// CHECK-COUNT-3: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}, $128, $129, p, 1, 1;
+// CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}, {$128, $129, $130, $131}, $132, p, 1, 1;
+// On sm_80 the same op keeps the mma.sync program (no tensor maps).
+// AMPERE-LABEL: func.func @fp8
+// AMPERE-NOT: tma.create.descriptor
+// AMPERE: gpu.launch_func
+func.func @fp8(%q: memref<?x8x128xf8E4M3FN>, %k: memref<?x2x128xf8E4M3FN>, %v: memref<?x2x128xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x8x128xbf16>) {
+  attn.flash q(%q : memref<?x8x128xf8E4M3FN>) k(%k : memref<?x2x128xf8E4M3FN>) v(%v : memref<?x2x128xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x8x128xbf16>) {causal}
+  return
+}
+
+// -----
+
+// e5m2: QK and PV on e5m2 wgmma, P quantized to e5m2; the consumers take
+// log2 |p_scale| once (P / |p_scale| is exp2(s - max - log2 |p_scale|)).
+// CHECK-LABEL: func.func @e5m2
+// CHECK: nvvm.setmaxregister  increase 224
+// CHECK: llvm.nvvm.lg2.approx.f
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2
+// CHECK: cvt.rn.satfinite.e5m2x2.f32
+func.func @e5m2(%q: memref<?x4x128xf8E5M2>, %k: memref<?x4x128xf8E5M2>, %v: memref<?x4x128xf8E5M2>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x4x128xf16>) {
+  attn.flash q(%q : memref<?x4x128xf8E5M2>) k(%k : memref<?x4x128xf8E5M2>) v(%v : memref<?x4x128xf8E5M2>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x4x128xf16>)
+  return
+}
+
+// -----
+
+// Dropout keeps the previous sm_90a schedule (its Philox draws spilled next
+// to the fp8 wgmma consumers): no tensor maps.
+// CHECK-LABEL: func.func @dropout
+// CHECK-NOT: tma.create.descriptor
+// CHECK: gpu.launch_func
+func.func @dropout(%q: memref<?x4x128xf8E4M3FN>, %k: memref<?x4x128xf8E4M3FN>, %v: memref<?x4x128xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %p: f32, %seed: i64, %off: i64, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x4x128xbf16>) {
+  attn.flash q(%q : memref<?x4x128xf8E4M3FN>) k(%k : memref<?x4x128xf8E4M3FN>) v(%v : memref<?x4x128xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) dropout(%p, %seed, %off) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x4x128xbf16>)
+  return
+}

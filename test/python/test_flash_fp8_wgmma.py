@@ -1,0 +1,110 @@
+"""attn.flash over fp8 q, k and v with heads of 128: on sm_90a the program
+multiplies them as stored on fp8 wgmma (Q and K by TMA, V transposed by the
+producer warpgroup with its keys permuted, P quantized in registers, the
+scales applied to the dot products and the output). Every case is checked
+against float64 on the fp8 values the kernel saw, outputs poisoned first;
+on the CPU the same cases check the reference lowering."""
+
+import numpy as np
+import pytest
+
+from attn_mlir import ops
+from reference import F8, attend, check, f64, philox_uniform
+
+D = 128
+
+
+def make(rng, lq, lk, hq, hk, fp8):
+    cq = np.concatenate([[0], np.cumsum(lq)]).astype(np.int32)
+    ck = np.concatenate([[0], np.cumsum(lk)]).astype(np.int32)
+    # randn-scale values over the type's range (scales below undo it).
+    q, k, v = (np.clip(rng.standard_normal((n, h, D)) * 16, -400, 400)
+               .astype(F8[fp8]) for n, h in ((cq[-1], hq), (ck[-1], hk),
+                                             (ck[-1], hk)))
+    return q, k, v, cq, ck
+
+
+def reference(q, k, v, cq, ck, scales, sm_scale, causal, dropout=None):
+    q, k, v = (f64(x) * s for x, s in zip((q, k, v), scales[:3]))
+    hq, hk = q.shape[1], k.shape[1]
+    ref = np.zeros(q.shape)
+    lse = np.full(q.shape[:2], -np.inf)
+    for b in range(len(cq) - 1):
+        lq, lk = cq[b + 1] - cq[b], ck[b + 1] - ck[b]
+        i, j = np.arange(lq)[:, None], np.arange(lk)[None, :]
+        vis = (j <= i + lk - lq) if causal else np.ones((lq, lk), bool)
+        for h in range(hq):
+            kv = h // (hq // hk)
+            keep = None
+            if dropout is not None:
+                p, seed, off = dropout
+                ctr = off + ((b * hq + h) * lq + i) * lk + j
+                keep = philox_uniform(seed, ctr) > np.float32(p)
+            qs, ks = q[cq[b]:cq[b + 1], h], k[ck[b]:ck[b + 1], kv]
+            ref[cq[b]:cq[b + 1], h] = attend(
+                qs, ks, v[ck[b]:ck[b + 1], kv], sm_scale, vis, keep=keep,
+                dropout_p=dropout[0] if dropout else 0.0)
+            s = np.where(vis, sm_scale * qs @ ks.T, -np.inf)
+            with np.errstate(divide="ignore"):
+                m = s.max(axis=1) if lk else np.full(lq, -np.inf)
+                mm = np.where(np.isfinite(m), m, 0.0)
+                lse[cq[b]:cq[b + 1], h] = mm + np.log(
+                    np.exp(s - mm[:, None]).sum(axis=1))
+    return ref, lse
+
+
+# Sequences that end mid-tile, one token, one shorter than its keys
+# (bottom-right causal) and one of several KV tiles.
+LQ, LK = [130, 1, 64, 300], [200, 1, 64, 300]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("fp8", ["f8E4M3FN", "f8E5M2"])
+def test_fp8_wgmma_scales_gqa_varlen(causal, fp8):
+    rng = np.random.default_rng(11)
+    q, k, v, cq, ck = make(rng, LQ, LK, 8, 2, fp8)
+    p_scale = 1 / 448 if fp8 == "f8E4M3FN" else 1 / 4096
+    scales = (0.05, 0.04, 0.06, p_scale)
+    o = np.full(q.shape[:2] + (D,), np.nan, np.float32)
+    ops.flash(q, k, v, cq, ck, o, scale=0.09, causal=causal,
+              fp8_scales=scales)
+    ref, _ = reference(q, k, v, cq, ck, scales, 0.09, causal)
+    check(o, ref, "f8E4M3FN", f"fp8 wgmma flash {fp8} causal={causal}")
+
+
+def test_fp8_wgmma_negative_scales():
+    """A negative q scale (the folded score factor: Q negated in shared
+    memory) and a negative p scale (P / p_scale rounds symmetrically: its
+    sign cancels with the output's p_scale * v_scale)."""
+    rng = np.random.default_rng(12)
+    q, k, v, cq, ck = make(rng, LQ, LK, 4, 4, "f8E4M3FN")
+    scales = (-0.05, 0.04, -0.06, -1 / 448)
+    o = np.full(q.shape, np.nan, np.float32)
+    ops.flash(q, k, v, cq, ck, o, scale=0.09, causal=True, fp8_scales=scales)
+    ref, _ = reference(q, k, v, cq, ck, scales, 0.09, True)
+    check(o, ref, "f8E4M3FN", "negative scales")
+
+
+def test_fp8_wgmma_fp8_out_and_lse():
+    rng = np.random.default_rng(13)
+    q, k, v, cq, ck = make(rng, LQ, LK, 8, 1, "f8E4M3FN")
+    scales = (0.05, 0.04, 0.06, 1 / 448)
+    o8 = np.full(q.shape[:2] + (D,), np.nan, F8["f8E4M3FN"])
+    lse = np.full(q.shape[:2], np.nan, np.float32)
+    ops.flash(q, k, v, cq, ck, o8, scale=0.09, causal=True, fp8_scales=scales,
+              out_scale=0.1, lse=lse)
+    ref, ref_lse = reference(q, k, v, cq, ck, scales, 0.09, True)
+    check(f64(o8) * 0.1, ref, "f8E4M3FN", "fp8 out")
+    check(lse, ref_lse, "f32", "lse", tol=1e-3)
+
+
+def test_fp8_wgmma_dropout():
+    rng = np.random.default_rng(14)
+    q, k, v, cq, ck = make(rng, LQ, LK, 8, 2, "f8E4M3FN")
+    scales = (0.05, 0.04, 0.06, 1 / 448)
+    drop = (0.2, 0x1234, 77)
+    o = np.full(q.shape, np.nan, np.float32)
+    ops.flash(q, k, v, cq, ck, o, scale=0.09, causal=False, dropout=drop,
+              fp8_scales=scales)
+    ref, _ = reference(q, k, v, cq, ck, scales, 0.09, False, dropout=drop)
+    check(o, ref, "f8E4M3FN", "dropout")
