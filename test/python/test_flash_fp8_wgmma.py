@@ -108,3 +108,22 @@ def test_fp8_wgmma_dropout():
               fp8_scales=scales)
     ref, _ = reference(q, k, v, cq, ck, scales, 0.09, False, dropout=drop)
     check(o, ref, "f8E4M3FN", "dropout")
+
+
+def test_fp8_wgmma_rows_without_keys():
+    """Bottom-right causal with fewer keys than queries (the first rows see
+    none: output 0, log-sum-exp -inf) and a sequence without keys (the
+    producer then only loads Q)."""
+    rng = np.random.default_rng(15)
+    lq, lk = [200, 5, 129], [130, 0, 129]
+    q, k, v, cq, ck = make(rng, lq, lk, 8, 2, "f8E4M3FN")
+    scales = (0.05, 0.04, 0.06, 1 / 448)
+    o = np.full(q.shape[:2] + (D,), np.nan, np.float32)
+    lse = np.full(q.shape[:2], np.nan, np.float32)
+    ops.flash(q, k, v, cq, ck, o, scale=0.09, causal=True, fp8_scales=scales,
+              lse=lse)
+    ref, ref_lse = reference(q, k, v, cq, ck, scales, 0.09, True)
+    check(o, ref, "f8E4M3FN", "rows without keys")
+    assert np.isneginf(lse[:70]).all() and np.isneginf(lse[200:205]).all()
+    finite = np.isfinite(ref_lse)
+    check(lse[finite], ref_lse[finite], "f32", "lse", tol=1e-3)
