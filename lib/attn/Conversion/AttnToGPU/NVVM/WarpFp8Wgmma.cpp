@@ -71,7 +71,8 @@ void WarpAttentionBuilder::transposeValues(const SharedTile &raw,
   // 4W .. 4W + 3 of its four keys, W = (8 warp + i + x) % 32: the lanes'
   // rows differ in key % 8 or in W / 4, so their reads hit 32 banks too.
   // 32-bit shared addresses throughout (index arithmetic is 64-bit, twice
-  // the instructions of the producer's critical path).
+  // the instructions of the producer's critical path), the swizzles as
+  // XORs of byte offsets with per-lane constants.
   assert(g.bn == 128 && g.dPad == 128 && "one 128-byte atom a row");
   Type i32 = b.getI32Type();
   auto c32 = [&](int64_t v) {
@@ -89,6 +90,7 @@ void WarpAttentionBuilder::transposeValues(const SharedTile &raw,
   auto orI = [&](Value a, Value c) {
     return arith::OrIOp::create(b, a, c).getResult();
   };
+  auto xorC = [&](Value a, int64_t c) { return xorI(a, c32(c)); };
   auto andI = [&](Value a, int64_t c) {
     return arith::AndIOp::create(b, a, c32(c)).getResult();
   };
@@ -102,12 +104,17 @@ void WarpAttentionBuilder::transposeValues(const SharedTile &raw,
   Value rawBase = to32(tileAddress(raw, 0)), vtBase = to32(tileAddress(vt, 0));
   Value ptid = andI(to32(tid), kProducerWarps * kLanes - 1);
   Value x = andI(shr(ptid, 2), 7), t = andI(ptid, 3);
-  Value t2 = shl(t, 1), t4 = shl(t, 2);
-  // Byte offsets of the lane's four key rows in the raw tile.
-  Value key0 = add(shl(x, 4), t2);
+  // The lane's four key rows of the raw tile (byte addresses), and the
+  // swizzle of each: byte 4W of row key lies at 4W ^ (key % 8) * 16, key %
+  // 8 = 2t + c % 2.
+  Value key0 = add(shl(x, 4), shl(t, 1));
   SmallVector<Value> rows;
   for (int64_t c = 0; c < 4; ++c)
     rows.push_back(add(rawBase, shl(add(key0, c32(kWordKeys[c])), 7)));
+  Value rowSwizzle = shl(t, 5);
+  // V^T word 4x + t of row d: byte 16 (x ^ d % 8) + 4t of the row, that is
+  // (16x + 4t) ^ 16 (d % 8).
+  Value laneWord = orI(shl(x, 4), shl(t, 2));
   // Four rounds' loads at a time ahead of their permutes and stores.
   int64_t rounds = words / kProducerWarps, batch = 4;
   Value first =
@@ -117,10 +124,9 @@ void WarpAttentionBuilder::transposeValues(const SharedTile &raw,
     SmallVector<std::pair<Value, SmallVector<Value>>> loaded;
     for (int64_t k = 0; k < batch; ++k) {
       Value w = andI(add(add(to32(i0), c32(k)), x), words - 1);
-      Value wLo = shl(andI(w, 3), 2), wHi = shr(w, 2);
-      // Chunk (W / 4) ^ (key % 8), key % 8 = 2t + c % 2.
-      Value cols[2] = {orI(shl(xorI(wHi, t2), 4), wLo),
-                       orI(shl(xorI(wHi, orI(t2, c32(1))), 4), wLo)};
+      Value wordBytes = shl(w, 2);
+      Value cols[2] = {xorI(wordBytes, rowSwizzle),
+                       xorI(wordBytes, xorC(rowSwizzle, 16))};
       SmallVector<Value> r;
       for (int64_t c = 0; c < 4; ++c)
         r.push_back(inlinePtx(b, i32, ValueRange{add(rows[c], cols[c % 2])},
@@ -137,12 +143,11 @@ void WarpAttentionBuilder::transposeValues(const SharedTile &raw,
                       permuteBytes(b, lo01, lo23, 0x7632),
                       permuteBytes(b, hi01, hi23, 0x5410),
                       permuteBytes(b, hi01, hi23, 0x7632)};
-      // Row d = 4W + j at byte 128 d, its chunk x ^ (d % 8), word t.
+      // Row d = 4W + j at byte 128 d; d % 8 = 4 (W % 2) + j.
       Value dRows = add(vtBase, shl(w, 9));
-      Value dPhase = shl(andI(w, 1), 2);
+      Value inRow = xorI(laneWord, shl(andI(w, 1), 6));
       for (int64_t j = 0; j < 4; ++j) {
-        Value chunk = xorI(x, orI(dPhase, c32(j)));
-        Value at = add(add(dRows, c32(128 * j)), orI(shl(chunk, 4), t4));
+        Value at = add(add(dRows, xorC(inRow, 16 * j)), c32(128 * j));
         inlinePtx(b, Type(), ValueRange{at, out[j]}, "st.shared.b32 [$0], $1;",
                   "r,r");
       }
