@@ -7,9 +7,12 @@ at bf16 when it does not:
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
+
 print(torch.__version__, torch.backends.cudnn.version())
-q, k, v = (torch.randn(2, 16, 8192, 128, device="cuda").to(torch.float8_e4m3fn) for _ in range(3))
-for be in (SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION):
+q, k, v = (torch.randn(2, 16, 8192, 128, device="cuda").to(torch.float8_e4m3fn)
+           for _ in range(3))
+for be in (SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION,
+           SDPBackend.EFFICIENT_ATTENTION):
     try:
         with sdpa_kernel(be):
             o = F.scaled_dot_product_attention(q, k, v)
@@ -17,5 +20,5 @@ for be in (SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EF
         print(be, "ok", o.dtype)
     except Exception as e:
         print(be, "fails:", str(e).splitlines()[0][:200])
-for name in ("_scaled_dot_product_cudnn_attention", "_cudnn_attention_forward", "_scaled_dot_product_attention_math_for_mps"):
+for name in ("_scaled_dot_product_cudnn_attention", "_cudnn_attention_forward"):
     print(name, hasattr(torch.ops.aten, name))
