@@ -75,8 +75,36 @@
 // CHECK-NOT: ld.local
 // CHECK-NOT: st.local
 
+// fp8 q, k and v (heads of 128) on fp8 wgmma: the producer keeps 56
+// registers, loads by TMA and transposes V (32-bit shared loads, byte
+// permutes, stores), fences for the async proxy and meets on its own named
+// barrier (4, 128 threads); the consumers (224) run QK and PV on
+// m64n128k32 e4m3 and quantize P with saturating conversions.
+// CHECK: .visible .entry flash_fp8(
+// CHECK-NEXT: .param .align 64 .b8 flash_fp8_param_0[128],
+// CHECK-NEXT: .param .align 64 .b8 flash_fp8_param_1[128],
+// CHECK-NEXT: .param .align 64 .b8 flash_fp8_param_2[128],
+// CHECK: .maxntid 384, 1, 1
+// CHECK: .maxnreg 168
+// CHECK: setmaxnreg.dec.sync.aligned.u32 56;
+// CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// CHECK: ld.shared.b32
+// CHECK: prmt.b32
+// CHECK: st.shared.b32
+// CHECK: fence.proxy.async.shared::cta;
+// CHECK: bar.sync {{.*}}, 128;
+// CHECK: setmaxnreg.inc.sync.aligned.u32 224;
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// CHECK: cvt.rn.satfinite.e4m3x2.f32
+// CHECK-NOT: ld.local
+// CHECK-NOT: st.local
+
 // ptxas keeps every MMA of the kernels asynchronous and spills nothing
 // (it reports the kernels last first).
+// PTXAS-NOT: Potential Performance Loss
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NOT: Potential Performance Loss
+// PTXAS: Used 168 registers
 // PTXAS-NOT: Potential Performance Loss
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: Potential Performance Loss
@@ -111,5 +139,10 @@ func.func @flash_persistent_full(%q: memref<?x16x128xbf16>, %k: memref<?x16x128x
 
 func.func @blocksparse_heads(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x257xi32>, %col: memref<16x?xi32>, %s: f32, %o: memref<?x16x128xbf16>) {
   attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x257xi32>) col(%col : memref<16x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64}
+  return
+}
+
+func.func @flash_fp8(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x4x128xf8E4M3FN>, %v: memref<?x4x128xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x16x128xbf16>) {
+  attn.flash q(%q : memref<?x16x128xf8E4M3FN>) k(%k : memref<?x4x128xf8E4M3FN>) v(%v : memref<?x4x128xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x16x128xbf16>) {causal}
   return
 }
