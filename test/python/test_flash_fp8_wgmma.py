@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from attn_mlir import ops
-from reference import F8, attend, check, f64, philox_uniform
+from reference import F8, check, f64
+from test_flash import reference as flash_reference
+from test_lse import flash_lse_reference
 
 D = 128
 
@@ -25,32 +27,11 @@ def make(rng, lq, lk, hq, hk, fp8):
 
 
 def reference(q, k, v, cq, ck, scales, sm_scale, causal, dropout=None):
+    """Outputs and log-sum-exps (float64) on the dequantized values."""
     q, k, v = (f64(x) * s for x, s in zip((q, k, v), scales[:3]))
-    hq, hk = q.shape[1], k.shape[1]
-    ref = np.zeros(q.shape)
-    lse = np.full(q.shape[:2], -np.inf)
-    for b in range(len(cq) - 1):
-        lq, lk = cq[b + 1] - cq[b], ck[b + 1] - ck[b]
-        i, j = np.arange(lq)[:, None], np.arange(lk)[None, :]
-        vis = (j <= i + lk - lq) if causal else np.ones((lq, lk), bool)
-        for h in range(hq):
-            kv = h // (hq // hk)
-            keep = None
-            if dropout is not None:
-                p, seed, off = dropout
-                ctr = off + ((b * hq + h) * lq + i) * lk + j
-                keep = philox_uniform(seed, ctr) > np.float32(p)
-            qs, ks = q[cq[b]:cq[b + 1], h], k[ck[b]:ck[b + 1], kv]
-            ref[cq[b]:cq[b + 1], h] = attend(
-                qs, ks, v[ck[b]:ck[b + 1], kv], sm_scale, vis, keep=keep,
-                dropout_p=dropout[0] if dropout else 0.0)
-            s = np.where(vis, sm_scale * qs @ ks.T, -np.inf)
-            with np.errstate(divide="ignore"):
-                m = s.max(axis=1) if lk else np.full(lq, -np.inf)
-                mm = np.where(np.isfinite(m), m, 0.0)
-                lse[cq[b]:cq[b + 1], h] = mm + np.log(
-                    np.exp(s - mm[:, None]).sum(axis=1))
-    return ref, lse
+    return (flash_reference(q, k, v, cq, ck, sm_scale, causal,
+                            dropout=dropout),
+            flash_lse_reference(q, k, cq, ck, sm_scale, causal))
 
 
 # Sequences that end mid-tile, one token, one shorter than its keys

@@ -464,15 +464,15 @@ WarpAttentionBuilder::softmax(const ProgramRows &rows, Value n0, Value nValid,
     Value l = e.load(lState, {e.idx(st)});
     e.store(e.addF(e.mulF(l, probs.alpha[st]), sums[st]), lState, {e.idx(st)});
   }
-  // (fp8 wgmma quantizes P as it packs it: packP8.)
-  if (f.dropoutP || (f.pScale && !qgmma)) {
+  // (fp8 wgmma quantizes P as it packs it, packP8, and takes no dropout:
+  // multipliesFp8OnWgmma.)
+  if (!qgmma && (f.dropoutP || f.pScale)) {
     for (int64_t m = 0; m < g.mFrags; ++m)
       for (int64_t j = 0; j < nTiles; ++j)
         for (int64_t i = 0; i < 4; ++i) {
           Value &x = p[pIndex(m, j, i, nTiles)];
-          Value row = rowOf(m, i / 2), key = e.add(n0, colOf(firstTile + j, i));
-          x = qgmma ? e.select(math.dropoutKeep(rows, row, key), x, e.f32(0.0))
-                    : math.probability(rows, row, key, x);
+          x = math.probability(rows, rowOf(m, i / 2),
+                               e.add(n0, colOf(firstTile + j, i)), x);
         }
   }
   // P as PV's A operand, packed to the compute type right away: half the

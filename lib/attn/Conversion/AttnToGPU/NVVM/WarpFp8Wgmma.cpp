@@ -198,17 +198,13 @@ void WarpAttentionBuilder::produceTransposed(
 }
 
 void WarpAttentionBuilder::loadFp8Scales() {
-  Value qScale = reloaded(qScaleAtEntry), kScale = reloaded(kScaleAtEntry);
-  dotScale = qScale && kScale ? e.mulF(qScale, kScale)
-             : qScale         ? qScale
-                              : kScale;
-  // (fp8 V requires a p_scale: the verifier.)
+  // (fp8 q, k and v require all four scales: the verifier.)
+  dotScale = e.mulF(reloaded(qScaleAtEntry), reloaded(kScaleAtEntry));
   Value p = reloaded(f.pScale);
   pScaleAbs = e.maxF(p, arith::NegFOp::create(b, p));
   pScaleLog2 = e.log2(pScaleAbs);
   // (The sign of p_scale cancels: P / p_scale rounds symmetrically.)
-  Value vScale = reloaded(vScaleAtEntry);
-  accumulatorScale = vScale ? e.mulF(pScaleAbs, vScale) : pScaleAbs;
+  accumulatorScale = e.mulF(pScaleAbs, reloaded(vScaleAtEntry));
 }
 
 SmallVector<Value> WarpAttentionBuilder::packP8(ArrayRef<Value> p) {
