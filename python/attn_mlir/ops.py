@@ -72,6 +72,7 @@ LIMITS = {
     "producer_warps": (0, 4),
     "pingpong": (0, 1),
     "persistent": (0, 1),
+    "stages": (0, 4),
     # Philox seed and offset: any 64-bit pattern, signed or unsigned.
     "philox": (-(1 << 63), (1 << 64) - 1),
 }
@@ -295,12 +296,14 @@ def _scale_view(x, name, device=None):
 
 
 _SCHEDULE_FIELDS = ("block_q", "block_n", "heads_per_program", "warps",
-                    "tma", "producer_warps", "pingpong", "persistent")
+                    "tma", "producer_warps", "pingpong", "persistent",
+                    "stages")
 
 
 def _schedule_attr(schedule):
     """The schedule attribute of (block_q, block_n, heads_per_program[,
-    warps[, tma[, producer_warps[, pingpong[, persistent]]]]]) or of a dict
+    warps[, tma[, producer_warps[, pingpong[, persistent[, stages]]]]]]) or
+    of a dict
     with those keys (block_q, block_n and heads_per_program required)."""
     if schedule is None:
         return None
@@ -313,10 +316,11 @@ def _schedule_attr(schedule):
                              f"{', '.join(_SCHEDULE_FIELDS)})")
         schedule = [schedule.get(f, 0) for f in _SCHEDULE_FIELDS]
     if isinstance(schedule, (str, bytes)) or \
-            not hasattr(schedule, "__len__") or not 3 <= len(schedule) <= 8:
+            not hasattr(schedule, "__len__") or not 3 <= len(schedule) <= 9:
         raise ValueError(f"schedule: expected (block_q, block_n, "
                          f"heads_per_program[, warps[, tma[, producer_warps"
-                         f"[, pingpong[, persistent]]]]]), got {schedule!r}")
+                         f"[, pingpong[, persistent[, stages]]]]]]), got "
+                         f"{schedule!r}")
     flags = ("tma", "pingpong", "persistent")
     bq, bn, pack, *rest = [
         check_int(int(x) if f in flags and _is_bool(x) else x, "schedule", f,
@@ -324,8 +328,8 @@ def _schedule_attr(schedule):
         for x, f in zip(schedule, _SCHEDULE_FIELDS)]
     check_int(bq * pack, "schedule", "program_rows",
               "block_q * heads_per_program = ")
-    rest += [0] * (5 - len(rest))
-    warps, tma, producers, pingpong, persistent = rest
+    rest += [0] * (6 - len(rest))
+    warps, tma, producers, pingpong, persistent, stages = rest
     # The verifier's rules of the KV pipeline fields (AttnDialect.cpp).
     if producers not in (0, 4):
         raise ValueError(f"schedule: producer_warps = {producers}: 0 or 4 "
@@ -336,11 +340,15 @@ def _schedule_attr(schedule):
     if persistent and not tma:
         raise ValueError("schedule: persistent needs tma = true (its "
                          "producer loads by TMA)")
+    if producers and stages not in (0, 2):
+        raise ValueError(f"schedule: producer_warps = 4 needs a ring of 2 "
+                         f"stages, got stages = {stages}")
     extra = f", warps = {warps}" if warps else ""
     extra += ", tma = true" if tma else ""
     extra += f", producer_warps = {producers}" if producers else ""
     extra += ", pingpong = true" if pingpong else ""
     extra += ", persistent = true" if persistent else ""
+    extra += f", stages = {stages}" if stages else ""
     return (f"#attn.schedule<block_q = {bq}, block_n = {bn}, "
             f"heads_per_program = {pack}{extra}>")
 

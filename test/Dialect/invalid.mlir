@@ -659,6 +659,22 @@ func.func @schedule_persistent_without_tma(%q: memref<?x16x128xf16>, %k: memref<
 
 // -----
 
+func.func @schedule_stages_out_of_range(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
+  // expected-error @+1 {{#attn.schedule needs 0 to 4 stages (0: the target's choice), got 5}}
+  attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 64, block_n = 64, heads_per_program = 1, stages = 5>}
+  return
+}
+
+// -----
+
+func.func @schedule_producer_with_one_stage(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
+  // expected-error @+1 {{#attn.schedule producer_warps = 4 needs a ring of 2 stages, got stages = 1}}
+  attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4, stages = 1>}
+  return
+}
+
+// -----
+
 func.func @schedule_pingpong_without_producer(%q: memref<?x16x128xf16>, %k: memref<?x16x128xf16>, %v: memref<?x16x128xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xf16>) {
   // expected-error @+1 {{#attn.schedule pingpong needs producer_warps = 4}}
   attn.flash q(%q : memref<?x16x128xf16>) k(%k : memref<?x16x128xf16>) v(%v : memref<?x16x128xf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xf16>) {schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8, tma = true, pingpong = true>}

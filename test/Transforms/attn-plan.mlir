@@ -131,8 +131,9 @@ func.func @blocksparse_shared(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, 
 // Unified programs are mostly decode rows: the 64-row tile, a warp per 16.
 // NVVM-LABEL: func.func @unified_mqa
 // NVVM: schedule = #attn.schedule<block_q = 2, block_n = 64, heads_per_program = 32>
+// sm_90a double-buffers them (one warpgroup on wgmma).
 // HOPPER-LABEL: func.func @unified_mqa
-// HOPPER: schedule = #attn.schedule<block_q = 2, block_n = 64, heads_per_program = 32>
+// HOPPER: schedule = #attn.schedule<block_q = 2, block_n = 64, heads_per_program = 32, stages = 2>
 // CHECK: attn.unified {{.*}}schedule = #attn.schedule<block_q = 1, block_n = 32, heads_per_program = 32>
 func.func @unified_mqa(%q: memref<?x32x128xbf16>, %kc: memref<?x16x1x128xbf16>, %vc: memref<?x16x1x128xbf16>,
     %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
@@ -239,5 +240,13 @@ func.func @prefix_d256(%q: memref<?x32x256xbf16>, %k: memref<?x8x256xbf16>, %v: 
 // HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 8>
 func.func @prefix_d256_fp8_cache(%q: memref<?x32x256xbf16>, %k: memref<?x8x256xbf16>, %v: memref<?x8x256xbf16>, %kc: memref<?x8x32x16x8xf8E4M3FN>, %vc: memref<?x8x256x16xf8E4M3FN>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x256xbf16>) {
   attn.prefix_prefill q(%q : memref<?x32x256xbf16>) k(%k : memref<?x8x256xbf16>) v(%v : memref<?x8x256xbf16>) k_cache(%kc : memref<?x8x32x16x8xf8E4M3FN>) v_cache(%vc : memref<?x8x256x16xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) out(%o : memref<?x32x256xbf16>)
+  return
+}
+
+// Dequantizing (fp8) caches keep one stage on sm_90a: their raw buffer.
+// HOPPER-LABEL: func.func @unified_fp8_cache
+// HOPPER: schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>
+func.func @unified_fp8_cache(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, %s: f32, %kd: memref<1xf32>, %vd: memref<1xf32>, %o: memref<?x32x128xbf16>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%kd : memref<1xf32>) v_descale(%vd : memref<1xf32>) out(%o : memref<?x32x128xbf16>)
   return
 }

@@ -170,6 +170,34 @@ def test_split_kv(segments, extras):
         check(o, ref, "bf16", f"split {segments}")
 
 
+@pytest.mark.parametrize("stages,block_n", [(1, 64), (2, 64), (3, 64),
+                                             (3, 32), (4, 32)])
+@pytest.mark.parametrize("split", [False, True])
+def test_pinned_kv_stages(stages, block_n, split):
+    """Schedules that hold 1 to 4 K/V tiles in flight (NVVM; the plan's is
+    2 on sm_90a, one wgmma warpgroup) give the one-pass result: sequences
+    that end inside a tile and a page, shorter than one tile, and longer
+    than the ring, in one pass or split."""
+    rng = np.random.default_rng(40 + stages * block_n)
+    q, kc, vc, cu, su, table = make(rng, hq=16, hk=4, d=128, block_size=16,
+                                    dtype="bf16", q_lens=[1, 9, 1, 3, 1],
+                                    k_lens=[700, 9, 1, 190, 64])
+    o = np.full(q.shape, np.nan, DTYPES["bf16"])
+    schedule = (16, block_n, 4, 0, 0, 0, 0, 0, stages)
+    if split:
+        part = np.full(q.shape[:2] + (3, 128), np.nan, np.float32)
+        mx = np.full(q.shape[:2] + (3,), np.nan, np.float32)
+        sm = mx.copy()
+        ops.unified(q, kc, vc, table, cu, su, part, scale=0.09,
+                    segment_max=mx, segment_sum=sm, schedule=schedule)
+        ops.merge_states(part, o, segment_max=mx, segment_sum=sm)
+    else:
+        ops.unified(q, kc, vc, table, cu, su, o, scale=0.09,
+                    schedule=schedule)
+    check(o, reference(q, kc, vc, cu, su, table, 0.09), "bf16",
+          f"stages {stages} x {block_n}")
+
+
 def test_split_partials_have_empty_segments():
     """Segments past a short sequence write (0, -inf, 0)."""
     rng = np.random.default_rng(13)

@@ -494,7 +494,8 @@ def test_page_size_bound():
     ((16, 64), r"schedule: expected \(block_q"),
     ("16,64,1", r"schedule: expected \(block_q"),
     ((128, 128, 1, 8, 1, 4, 1, 2), r"schedule: persistent = 2 is outside the supported range \[0, 1\]"),
-    ((128, 128, 1, 8, 1, 4, 1, 1, 0), r"schedule: expected \(block_q.*persistent"),
+    ((128, 128, 1, 8, 1, 4, 1, 1, 5), r"schedule: stages = 5 is outside the supported range \[0, 4\]"),
+    ((128, 128, 1, 8, 1, 4, 1, 1, 2, 0), r"schedule: expected \(block_q.*stages"),
     (dict(block_q=128, block_n=128, heads_per_program=1, turbo=1), r"schedule: unknown fields \['turbo'\]"),
 ])
 def test_schedule_bounds(op, schedule, match):
@@ -507,6 +508,8 @@ def test_schedule_bounds(op, schedule, match):
     (dict(tma=True, pingpong=True), "pingpong needs producer_warps = 4"),
     (dict(producer_warps=4, persistent=True), "persistent needs tma = true"),
     (dict(tma=True, producer_warps=2), "producer_warps = 2: 0 or 4"),
+    (dict(tma=True, producer_warps=4, stages=1),
+     "producer_warps = 4 needs a ring of 2 stages"),
 ])
 def test_schedule_pipeline_rules(schedule, match):
     # The verifier's rules of the KV pipeline fields (invalid.mlir:

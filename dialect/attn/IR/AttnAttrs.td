@@ -52,8 +52,13 @@ def Attn_ScheduleAttr : AttrDef<Attn_Dialect, "Schedule"> {
     the softmax of tile j - 1 is done with PV. `persistent` launches at most
     one block per SM, each walking the program grid (block i takes programs
     i, i + blocks, ...), so that the producer loads the next program's tiles
-    under the current one's last steps and epilogue. Defaults (false, 0,
-    false, false) are elided when printed.
+    under the current one's last steps and epilogue. `stages` (NVVM, 0 to
+    4) is how many K/V tiles a program holds in shared memory: 1 loads tile
+    j + 1 into the buffers tile j is done with; n > 1 loads tiles j + 1 ..
+    j + n - 1 while tile j computes; 0 lets the target choose (2 for
+    programs of 128 rows or with a producer warpgroup, whose ring is two
+    deep, and 1 otherwise). ROCDL programs keep one stage. Defaults (false, 0, false, false,
+    0) are elided when printed.
   }];
   let parameters = (ins "int64_t":$block_q, "int64_t":$block_n,
                         "int64_t":$heads_per_program,
@@ -61,12 +66,13 @@ def Attn_ScheduleAttr : AttrDef<Attn_Dialect, "Schedule"> {
                         DefaultValuedParameter<"bool", "false">:$tma,
                         DefaultValuedParameter<"int64_t", "0">:$producer_warps,
                         DefaultValuedParameter<"bool", "false">:$pingpong,
-                        DefaultValuedParameter<"bool", "false">:$persistent);
+                        DefaultValuedParameter<"bool", "false">:$persistent,
+                        DefaultValuedParameter<"int64_t", "0">:$stages);
   let builders = [
     AttrBuilder<(ins "int64_t":$block_q, "int64_t":$block_n,
                      "int64_t":$heads_per_program, "int64_t":$warps), [{
       return $_get($_ctxt, block_q, block_n, heads_per_program, warps,
-                   false, 0, false, false);
+                   false, 0, false, false, 0);
     }]>
   ];
   let assemblyFormat = "`<` struct(params) `>`";

@@ -33,7 +33,8 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    int64_t blockQ, int64_t blockN,
                                    int64_t headsPerProgram, int64_t warps,
                                    bool tma, int64_t producerWarps,
-                                   bool pingpong, bool persistent) {
+                                   bool pingpong, bool persistent,
+                                   int64_t stages) {
   using namespace limits;
   if (blockQ < 1 || blockN < 1 || headsPerProgram < 1)
     return emitError() << "#attn.schedule needs positive block_q, block_n "
@@ -66,5 +67,13 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (persistent && !tma)
     return emitError() << "#attn.schedule persistent needs tma = true (its "
                           "producer loads by TMA)";
+  if (stages < 0 || stages > 4)
+    return emitError() << "#attn.schedule needs 0 to 4 stages (0: the "
+                          "target's choice), got "
+                       << stages;
+  if (producerWarps && stages != 0 && stages != 2)
+    return emitError() << "#attn.schedule producer_warps = 4 needs a ring of "
+                          "2 stages, got stages = "
+                       << stages;
   return success();
 }

@@ -278,7 +278,7 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
                              blockQ * pack / 16, /*tma=*/true,
                              /*producer_warps=*/4,
                              /*pingpong=*/blockQ * pack == 128,
-                             /*persistent=*/false);
+                             /*persistent=*/false, /*stages=*/0);
   // sm_90a prefix prefill over caches stored like Q (16-bit, unscaled,
   // 8-element chunks: vLLM's split-x K cache and [D, page] V cache are no
   // TMA boxes): the same pipeline, its producer warpgroup gathering pages
@@ -287,14 +287,16 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
       headDim <= 128)
     return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps,
                              /*tma=*/false, /*producer_warps=*/4,
-                             /*pingpong=*/true, /*persistent=*/false);
+                             /*pingpong=*/true, /*persistent=*/false,
+                             /*stages=*/0);
   // sm_90a flash over fp8 Q, K and V: the same pipeline on fp8 wgmma
   // (QGMMA), Q and K as stored, V transposed by the producer warpgroup,
   // P quantized in registers (WarpSpecialized.cpp, produceTransposed).
   if (warpgroups && warps == 8 && multipliesFp8OnWgmma(op))
     return ScheduleAttr::get(op->getContext(), blockQ, 128, pack, warps,
                              /*tma=*/true, /*producer_warps=*/4,
-                             /*pingpong=*/true, /*persistent=*/false);
+                             /*pingpong=*/true, /*persistent=*/false,
+                             /*stages=*/0);
   if (warpgroups && warps == 8 && tmaOperands(op)) {
     if (headDim <= 64)
       keys = 128;
@@ -306,8 +308,22 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps,
                              /*tma=*/true, /*producer_warps=*/4,
                              /*pingpong=*/headDim <= 128,
-                             /*persistent=*/false);
+                             /*persistent=*/false, /*stages=*/0);
   }
+  // sm_90a unified programs over caches stored like Q (heads of 64 or
+  // 128, 64-key tiles): two K/V stages, so that tile j + 1 loads while
+  // tile j computes, which also makes the 64-row program one warpgroup on
+  // wgmma (geometryOf). On H100 (bench/results/2026-11-27-h100-decode-
+  // stages.md) decode rose 3-4% at B = 1..256, decode of 4 query tokens
+  // 19% and the mixed batch 16%; ptxas gave 146 registers instead of 236.
+  // (Dequantizing caches keep one stage and their raw fp8 buffer.)
+  if (isa<UnifiedOp>(op) && target == "nvvm" && chip == "sm_90a" &&
+      !converted && (headDim == 64 || headDim == 128) && keys == 64 &&
+      blockQ * pack == 64 && !warps)
+    return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps,
+                             /*tma=*/false, /*producer_warps=*/0,
+                             /*pingpong=*/false, /*persistent=*/false,
+                             /*stages=*/2);
   return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps);
 }
 

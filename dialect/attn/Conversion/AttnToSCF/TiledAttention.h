@@ -33,6 +33,7 @@ struct TileShape {
   int64_t producerWarps = 0;
   bool pingpong = false;
   bool persistent = false;
+  int64_t stages = 0; // K/V buffers (ScheduleAttr::stages; 0: the target's)
   int64_t rows() const { return blockQ * pack; }
 };
 

@@ -202,10 +202,11 @@ struct ConvertAttnToGPUPass
                << gpuTarget.supportedTypes() << ")";
       computeType = *ct;
       ScheduleAttr s = scheduleOrDefault(op);
-      TileShape shape{
-          s.getBlockQ(),        s.getBlockN(),   s.getHeadsPerProgram(),
-          headDimOf(op),        s.getWarps(),    s.getTma(),
-          s.getProducerWarps(), s.getPingpong(), s.getPersistent()};
+      TileShape shape{s.getBlockQ(),          s.getBlockN(),
+                      s.getHeadsPerProgram(), headDimOf(op),
+                      s.getWarps(),           s.getTma(),
+                      s.getProducerWarps(),   s.getPingpong(),
+                      s.getPersistent(),      s.getStages()};
       ProgramBody body = gpuTarget.bodyOf(shape);
       if (body.rowsPerWarp > kMaxRowsPerWarp ||
           body.accumulatorsPerLane > kMaxAccumulatorsPerLane)

@@ -97,9 +97,9 @@ ProgramRows tileRows(LoopEmitter &e, const TileShape &shape, Value b, Value t,
 TileShape shapeOf(Operation *op, int64_t headDim) {
   ScheduleAttr s = scheduleOrDefault(op);
   return TileShape{
-      s.getBlockQ(),    s.getBlockN(), s.getHeadsPerProgram(), headDim,
-      s.getWarps(),     s.getTma(),    s.getProducerWarps(),   s.getPingpong(),
-      s.getPersistent()};
+      s.getBlockQ(),     s.getBlockN(), s.getHeadsPerProgram(), headDim,
+      s.getWarps(),      s.getTma(),    s.getProducerWarps(),   s.getPingpong(),
+      s.getPersistent(), s.getStages()};
 }
 
 Value scaleOrNull(LoopEmitter &e, Value memref) {

@@ -147,7 +147,7 @@ void WarpAttentionBuilder::walkRange(const ProgramRows &rows,
     return walkSpecialized(rows, walk, lo, hi);
   if (tma)
     return walkTma(rows, walk, lo, hi, active);
-  if (g.stages == 2)
+  if (g.stages >= 2)
     return walkDoubleBuffered(rows, walk, lo, hi, active);
   Value kScale, vScale;
   if (stagesRawFp8(walk, kScale, vScale))
@@ -236,9 +236,11 @@ void WarpAttentionBuilder::walkRawFp8(const ProgramRows &rows,
 void WarpAttentionBuilder::walkDoubleBuffered(const ProgramRows &rows,
                                               const KvWalk &walk, Value lo,
                                               Value hi, Value active) {
-  // Tile t computes from buffer t % 2 while K and V of tile t + 1 load into
-  // the other; the barrier after each wait also tells that every warp is
-  // done with the buffer about to be refilled.
+  // Tile t computes from buffer t % stages while K and V of tiles t + 1 ..
+  // t + stages - 1 load into the others; the barrier after each wait also
+  // tells that every warp is done with tile t - 1's buffer, which tile
+  // t + stages - 1 refills.
+  int64_t stages = g.stages;
   Value bn = e.idx(g.bn);
   auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
   auto stageTile = [&](const KvBuffers &buf, Value n0, Value nValid) {
@@ -246,9 +248,12 @@ void WarpAttentionBuilder::walkDoubleBuffered(const ProgramRows &rows,
     stageValues(walk, buf, n0, nValid);
   };
   gpu::BarrierOp::create(b); // the previous range may still read buffer 0
-  e.ifThen(e.lt(lo, hi),
-           [&] { stageTile(kvBuffers(e.idx(0)), lo, validAt(lo)); });
-  commitGroup();
+  for (int64_t i = 0; i + 1 < stages; ++i) {
+    Value n0 = i ? e.add(lo, e.idx(i * g.bn)) : lo;
+    e.ifThen(e.lt(n0, hi),
+             [&] { stageTile(kvBuffers(e.idx(i)), n0, validAt(n0)); });
+    commitGroup();
+  }
   KvBuffers first = cur;
   // Paged walks next to the largest accumulators (a warpgroup's [64 x 256],
   // two mma.sync fragments of [16 x 128]) spill with their staging
@@ -258,17 +263,22 @@ void WarpAttentionBuilder::walkDoubleBuffered(const ProgramRows &rows,
       walk.paged && (g.wgmma ? g.dPad > 128 : g.mFrags > 1 && g.dPad > 64);
   e.forLoop(lo, hi, bn, [&](Value n0) {
     pinLaneCoordinates(pinStaging);
-    Value parity = e.remU(e.divU(e.sub(n0, lo), bn), e.idx(2));
-    waitGroups(commitGroup(), 0); // K(t) and V(t) have landed
-    Value next = e.add(n0, bn);
+    Value index = e.divU(e.sub(n0, lo), bn);
+    Value slot = e.remU(index, e.idx(stages));
+    // K(t) and V(t) have landed (the groups of the tiles after it and the
+    // empty one just committed may still be pending).
+    waitGroups(commitGroup(), stages == 2 ? 0 : stages - 1);
+    Value next = e.add(n0, stages == 2 ? bn : e.idx((stages - 1) * g.bn));
     e.ifThen(e.lt(next, hi), [&] {
-      KvBuffers buf = kvBuffers(e.sub(e.idx(1), parity));
+      KvBuffers buf = kvBuffers(
+          stages == 2 ? e.sub(e.idx(1), slot)
+                      : e.remU(e.add(index, e.idx(stages - 1)), e.idx(stages)));
       e.ifThenElse(
           e.le(e.add(next, bn), hi), [&] { stageTile(buf, next, Value()); },
           [&] { stageTile(buf, next, validAt(next)); });
     });
     commitGroup();
-    cur = kvBuffers(parity);
+    cur = kvBuffers(slot);
     computeTile(rows, walk, active, n0, validAt(n0));
     cur = first;
     unpinLaneCoordinates();

@@ -32,14 +32,16 @@ Geometry geometryOf(const TileShape &s, bool wgmma, int64_t elemBytes) {
   g.bn = llvm::alignTo(s.blockN, 16);
   g.vtStride = g.bn + g.chunk;
   // Prefill tiles (128 rows) double-buffer K and V: one barrier per KV tile
-  // instead of four. Smaller (decode) programs keep one buffer, so that more
-  // of them fit on an SM. A producer warpgroup's TMA ring is two deep
-  // for any tile (block-sparse programs of one 64-row warpgroup).
-  g.stages = g.mRows >= 128 || s.producerWarps ? 2 : 1;
+  // instead of four. Smaller (decode) programs keep one buffer unless the
+  // schedule asks for two (attn-plan: sm_90a unified programs, whose
+  // warpgroup then multiplies on wgmma). A producer warpgroup's TMA ring
+  // is two deep for any tile (block-sparse programs of one 64-row
+  // warpgroup).
+  g.stages = s.stages ? s.stages : g.mRows >= 128 || s.producerWarps ? 2 : 1;
   // Whole warpgroups of one fragment per warp on the double-buffered walk,
   // and tiles of whole swizzle atoms (N of an MMA is at most 256).
   g.wgmma = wgmma && elemBytes == 2 && g.warps % 4 == 0 && g.mFrags == 1 &&
-            g.stages == 2 && g.dPad % wgmma::kAtomCols == 0 &&
+            g.stages >= 2 && g.dPad % wgmma::kAtomCols == 0 &&
             g.bn % wgmma::kAtomCols == 0 && g.dPad <= 256 && g.bn <= 256;
   if (g.wgmma) {
     g.stride = g.dPad;
