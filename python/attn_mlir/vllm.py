@@ -432,8 +432,9 @@ def plan_segments(max_seqlen_q, max_seqlen_k, block_size, num_seqs=None,
     num_sms programs is not split. bench/sweep_decode_segments.py measured
     every count on an H100 (GQA 32/8, D=128, pages of 16, B=1..256, 2k-32k
     keys): the best count always kept about 2 programs per SM, one wave at
-    the kernel's two blocks per SM, and 2 segments still paid at 4 programs
-    per SM (B=64). Without the batch: the seed's rule, up to 16 segments of
+    the kernel's two blocks per SM; since sm_90a programs double-buffer
+    their K/V tiles (2026-11-27) a batch of more programs than SMs (B=32,
+    64 at 8 KV heads) runs fastest unsplit. Without the batch: the seed's rule, up to 16 segments of
     at least 256 keys. The count depends on host integers only, so a CUDA
     graph replays it."""
     if max_seqlen_q > 1 or max_seqlen_k < 2 * SEGMENT_MIN_KEYS:
@@ -453,10 +454,11 @@ def plan_segments(max_seqlen_q, max_seqlen_k, block_size, num_seqs=None,
 
 
 # plan_segments' constants, from bench/sweep_decode_segments.py on an H100
-# (bench/results/2026-11-25-h100-decode-segment-sweep.log).
+# (bench/results/2026-11-27-h100-decode-segment-sweep.log: within 2.9% of
+# the best count on all 25 shapes, 0.1% on average).
 SEGMENT_MIN_KEYS = 128
 SEGMENT_PROGRAMS_PER_SM = 2
-SPLIT_MAX_PROGRAMS_PER_SM = 4
+SPLIT_MAX_PROGRAMS_PER_SM = 1
 MAX_SEGMENTS = 64
 
 

@@ -276,6 +276,11 @@ def test_planned_split_for_long_decode():
     plan = vllm.plan_segments
     assert plan(1, 2048, 16, num_seqs=256, num_kv_heads=8, num_sms=132) \
         is None
+    # More programs than SMs run unsplit (B=32 at 8 KV heads: 256 > 132),
+    # fewer are split (B=16: 128).
+    assert plan(1, 2048, 16, num_seqs=32, num_kv_heads=8, num_sms=132) \
+        is None
+    assert plan(1, 2048, 16, num_seqs=16, num_kv_heads=8, num_sms=132) == 2
     few = plan(1, 32768, 16, num_seqs=1, num_kv_heads=8, num_sms=132)
     more = plan(1, 32768, 16, num_seqs=8, num_kv_heads=8, num_sms=132)
     assert few > more >= 2
