@@ -434,9 +434,9 @@ def plan_segments(max_seqlen_q, max_seqlen_k, block_size, num_seqs=None,
     keys): the best count always kept about 2 programs per SM, one wave at
     the kernel's two blocks per SM; since sm_90a programs double-buffer
     their K/V tiles (2026-11-27) a batch of more programs than SMs (B=32,
-    64 at 8 KV heads) runs fastest unsplit. Without the batch: the seed's rule, up to 16 segments of
-    at least 256 keys. The count depends on host integers only, so a CUDA
-    graph replays it."""
+    64 at 8 KV heads) runs fastest unsplit. Without the batch: the seed's
+    rule, up to 16 segments of at least 256 keys. The count depends on host
+    integers only, so a CUDA graph replays it."""
     if max_seqlen_q > 1 or max_seqlen_k < 2 * SEGMENT_MIN_KEYS:
         return None
     if num_seqs is None or num_kv_heads is None:
