@@ -50,6 +50,26 @@ def test_max_sum(sinks, out_dtype):
         assert np.all(f64(o)[0, 0] == 0)
 
 
+@pytest.mark.parametrize("segments", [3, 7, 8, 9, 17, 32, 70])
+@pytest.mark.parametrize("lse", [False, True])
+def test_segment_groups(segments, lse):
+    """Segments are read eight at a time (LowerMergeStates.cpp): counts
+    below, at and past a group, the last group partial, an empty last
+    segment, and a large value in the last one (whose clamped copies past
+    the end must count once)."""
+    rng = np.random.default_rng(segments)
+    acc, m, l = make(rng, t=3, h=2, s=segments, d=16)
+    m[2, 1, -1] = 9.0
+    m[2, 0, -1] = -np.inf
+    l[2, 0, -1] = 0
+    acc[2, 0, -1] = 0
+    o = np.full((3, 2, 16), np.nan, np.float32)
+    kw = dict(segment_lse=m) if lse else dict(segment_max=m, segment_sum=l)
+    ops.merge_states(acc, o, **kw)
+    check(o, reference(acc, m, None if lse else l, lse=lse), "f32",
+          f"merge {segments}")
+
+
 def test_lse():
     rng = np.random.default_rng(2)
     acc, m, _ = make(rng)

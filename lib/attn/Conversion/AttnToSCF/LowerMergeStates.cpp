@@ -12,6 +12,12 @@
 using namespace mlir;
 using namespace mlir::attn;
 
+/// Segments are read in groups of this many: every load of a group is
+/// issued before its math, so that a merge of many segments (a decode of
+/// one sequence split 32 ways) waits for memory once per group instead of
+/// once per segment.
+static constexpr int64_t kSegmentGroup = 8;
+
 void mlir::attn::emitMergeStates(LoopEmitter &e, ProgramTarget &target,
                                  MergeStatesOp op) {
   ImplicitLocOpBuilder &b = e.builder();
@@ -32,9 +38,28 @@ void mlir::attn::emitMergeStates(LoopEmitter &e, ProgramTarget &target,
       // exp(x) = exp2(x * log2(e)), through the target's exp2.
       return e.exp2(e.mulF(x, e.f32(1.4426950408889634)));
     };
+    // Segment i of group g is min(g * kSegmentGroup + i, segments - 1):
+    // always in bounds, the copies of the last one past the end counted
+    // once (max) or weighted 0 (sums), so that a group's loads need no
+    // branch. (No group runs when there are no segments.)
+    Value groups = e.ceilDiv(segments, e.idx(kSegmentGroup));
+    Value last = e.sub(segments, e.idx(1));
+    auto groupSegments = [&](Value g) {
+      SmallVector<std::pair<Value, Value>> members; // (segment, counted)
+      for (int64_t i = 0; i < kSegmentGroup; ++i) {
+        Value s = e.add(e.mul(g, e.idx(kSegmentGroup)), e.idx(i));
+        members.push_back({e.min(s, last), e.le(s, last)});
+      }
+      return members;
+    };
     Value globalMax =
-        e.reduce(e.idx(0), segments, e.negInf(), [&](Value s, Value m) {
-          return e.maxF(m, e.load(stat, {t, h, s}));
+        e.reduce(e.idx(0), groups, e.negInf(), [&](Value g, Value m) {
+          SmallVector<Value> stats;
+          for (auto [s, counted] : groupSegments(g))
+            stats.push_back(e.load(stat, {t, h, s}));
+          for (Value x : stats)
+            m = e.maxF(m, x);
+          return m;
         });
     Value sink = op.getSinks() ? e.load(op.getSinks(), {h}) : Value();
     if (sink)
@@ -49,13 +74,25 @@ void mlir::attn::emitMergeStates(LoopEmitter &e, ProgramTarget &target,
     // element sums the same weights in the same order.
     target.spread(e, e.idx(0), e.idx(headDim), [&](Value d) {
       SmallVector<Value> sums = e.reduceN(
-          e.idx(0), segments, {e.f32(0.0), e.f32(0.0)},
-          [&](Value s, ValueRange acc) -> SmallVector<Value> {
-            Value w = exp(e.subF(e.load(stat, {t, h, s}), safeMax));
-            Value dw =
-                lse ? w : e.mulF(w, e.load(op.getSegmentSum(), {t, h, s}));
-            return {e.addF(acc[0], dw),
-                    e.addF(acc[1], e.mulF(w, e.load32(partial, {t, h, s, d})))};
+          e.idx(0), groups, {e.f32(0.0), e.f32(0.0)},
+          [&](Value g, ValueRange acc) -> SmallVector<Value> {
+            auto members = groupSegments(g);
+            SmallVector<Value> stats, segSums, parts;
+            for (auto [s, counted] : members) {
+              stats.push_back(e.load(stat, {t, h, s}));
+              if (!lse)
+                segSums.push_back(e.load(op.getSegmentSum(), {t, h, s}));
+              parts.push_back(e.load32(partial, {t, h, s, d}));
+            }
+            // The same terms in the same order as one segment at a time.
+            Value den = acc[0], num = acc[1];
+            for (int64_t i = 0; i < kSegmentGroup; ++i) {
+              Value w = exp(e.subF(stats[i], safeMax));
+              w = e.select(members[i].second, w, e.f32(0.0));
+              den = e.addF(den, lse ? w : e.mulF(w, segSums[i]));
+              num = e.addF(num, e.mulF(w, parts[i]));
+            }
+            return {den, num};
           });
       Value denom = sums[0];
       if (sink)
