@@ -1,0 +1,62 @@
+// REQUIRES: nvvm-backend
+// RUN: attn-opt %s --split-input-file --attn-plan="target=nvvm chip=sm_90a" --convert-attn-to-gpu=chip=sm_90a | FileCheck %s
+// RUN: attn-opt %s --split-input-file --attn-plan="target=nvvm chip=sm_80" --convert-attn-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=AMPERE
+
+// sm_90a unified (split-KV decode): the plan's two K/V stages make the
+// 64-row program one warpgroup on wgmma. Tile 0's copies are issued before
+// the loop; in it, tile t has landed once the groups committed before the
+// empty one are done (wait 0 with two stages), then tile t + 1 is issued
+// into the other buffer and tile t computes. 82944 bytes of shared memory:
+// Q [64 x 128], two [64 x 128] K and V buffers, 1 KB of alignment slack.
+// CHECK-LABEL: func.func @split
+// CHECK: gpu.launch_func @attn_kernels::@split {{.*}} threads in (%c128{{.*}} dynamic_shared_memory_size %c82944_i32
+// CHECK: gpu.func @split
+// CHECK: nvgpu.device_async_create_group
+// CHECK: scf.for %{{.*}} step %c64
+// CHECK: nvgpu.device_async_create_group
+// CHECK-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK-NEXT: "fence.proxy.async.shared::cta;"
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvgpu.device_async_copy
+// CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// sm_80 keeps one buffer on mma.sync (padded rows: 53248 bytes).
+// AMPERE-LABEL: func.func @split
+// AMPERE: dynamic_shared_memory_size %c53248_i32
+// AMPERE-NOT: wgmma
+// AMPERE: nvvm.mma.sync {{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
+func.func @split(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x?x128xf32>, %m: memref<?x32x?xf32>, %l: memref<?x32x?xf32>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x?x128xf32>) segment_max(%m : memref<?x32x?xf32>) segment_sum(%l : memref<?x32x?xf32>)
+  return
+}
+
+// -----
+
+// A pinned schedule of three stages: two tiles' copies before the loop,
+// and in it tile t has landed with two groups still pending (the tile
+// after it and the empty one).
+// CHECK-LABEL: func.func @three_stages
+// CHECK: dynamic_shared_memory_size %c115712_i32
+// CHECK: gpu.func @three_stages
+// CHECK: nvgpu.device_async_create_group
+// CHECK: nvgpu.device_async_create_group
+// CHECK: scf.for %{{.*}} step %c64
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
+// CHECK: wgmma.mma_async
+func.func @three_stages(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4, stages = 3>}
+  return
+}
+
+// -----
+
+// merge_states reads its segments eight at a time: eight loads of the
+// segment maxima before the first max.
+// CHECK-LABEL: gpu.func @merge
+// CHECK: scf.for
+// CHECK-COUNT-8: memref.load %{{.*}} : memref<?x32x?xf32>
+// CHECK-NEXT: arith.maximumf
+func.func @merge(%p: memref<?x32x?x128xf32>, %m: memref<?x32x?xf32>, %l: memref<?x32x?xf32>, %o: memref<?x32x128xbf16>) {
+  attn.merge_states partial(%p : memref<?x32x?x128xf32>) segment_max(%m : memref<?x32x?xf32>) segment_sum(%l : memref<?x32x?xf32>) out(%o : memref<?x32x128xbf16>)
+  return
+}
