@@ -3,15 +3,22 @@
 // RUN: attn-opt %s --split-input-file --attn-plan="target=nvvm chip=sm_80" --convert-attn-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=AMPERE
 
 // sm_90a unified (split-KV decode): the plan's two K/V stages make the
-// 64-row program one warpgroup on wgmma. Tile 0's copies are issued before
-// the loop; in it, tile t has landed once the groups committed before the
-// empty one are done (wait 0 with two stages), then tile t + 1 is issued
-// into the other buffer and tile t computes. 82944 bytes of shared memory:
-// Q [64 x 128], two [64 x 128] K and V buffers, 1 KB of alignment slack.
+// 64-row program one warpgroup on wgmma. Tile 0's copies are issued right
+// after Q's (their own group), and Q is waited for with those two groups
+// still pending; in the loop, tile t has landed once the groups committed
+// before the empty one are done (wait 0 with two stages), then tile t + 1
+// is issued into the other buffer and tile t computes. 82944 bytes of
+// shared memory: Q [64 x 128], two [64 x 128] K and V buffers, 1 KB of
+// alignment slack.
 // CHECK-LABEL: func.func @split
 // CHECK: gpu.launch_func @attn_kernels::@split {{.*}} threads in (%c128{{.*}} dynamic_shared_memory_size %c82944_i32
 // CHECK: gpu.func @split
 // CHECK: nvgpu.device_async_create_group
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvgpu.device_async_create_group
+// CHECK-NEXT: nvgpu.device_async_create_group
+// CHECK-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
+// CHECK-NOT: nvgpu.device_async_copy
 // CHECK: scf.for %{{.*}} step %c64
 // CHECK: nvgpu.device_async_create_group
 // CHECK-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
@@ -32,13 +39,14 @@ func.func @split(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: m
 
 // -----
 
-// A pinned schedule of three stages: two tiles' copies before the loop,
-// and in it tile t has landed with two groups still pending (the tile
-// after it and the empty one).
+// A pinned schedule of three stages: tile 0 with Q, tile 1 before the
+// loop, and in it tile t has landed with two groups still pending (the
+// tile after it and the empty one).
 // CHECK-LABEL: func.func @three_stages
 // CHECK: dynamic_shared_memory_size %c115712_i32
 // CHECK: gpu.func @three_stages
-// CHECK: nvgpu.device_async_create_group
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
+// CHECK: nvgpu.device_async_copy
 // CHECK: nvgpu.device_async_create_group
 // CHECK: scf.for %{{.*}} step %c64
 // CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}

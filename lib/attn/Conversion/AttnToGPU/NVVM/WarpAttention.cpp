@@ -56,6 +56,12 @@ void WarpAttentionBuilder::setUp(const ProgramRows &rows,
   tma = setUpTma(rows, walks);
   if (!tma)
     setUpGather(rows, walks);
+  // (Unified programs: one paged walk of one range, often of few tiles
+  // (decode), where waiting for Q before tile 0 is even issued costs a
+  // memory latency.)
+  if (!tma && !gather && g.wgmma && g.stages >= 2 && walks.size() == 1 &&
+      walks[0].paged && !walks[0].forEachRange)
+    prefetchedWalk = &walks[0];
 }
 
 void WarpAttentionBuilder::stageQuery(const ProgramRows &rows) {
@@ -71,7 +77,22 @@ void WarpAttentionBuilder::stageQuery(const ProgramRows &rows) {
   // qk8: the raw fp8 bytes; the scales then apply to the dot products.
   stage(qk8 ? bytesOf(qS, qType) : qS, g.mRows, g.dPad,
         [&](Value r) { return queryRow(rows, r, /*scaled=*/!qk8); });
-  waitGroups(commitGroup(), 0);
+  if (prefetchedWalk) {
+    // Tile 0 of the walk into buffer 0 under Q's copies; Q has landed once
+    // the groups after its own (tile 0's, the empty one) may be pending.
+    const KvWalk &walk = *prefetchedWalk;
+    commitGroup();
+    Value nValid = e.min(e.idx(g.bn), e.sub(walk.hi, walk.lo));
+    e.ifThen(e.lt(walk.lo, walk.hi), [&] {
+      KvBuffers first = kvBuffers(e.idx(0));
+      stageKeys(walk, first.k, walk.lo, nValid, true);
+      stageValues(walk, first, walk.lo, nValid);
+    });
+    commitGroup();
+    waitGroups(commitGroup(), 2);
+  } else {
+    waitGroups(commitGroup(), 0);
+  }
   if (math.linearScores())
     foldScoreFactor();
   // Keep Q in registers when it fits next to the accumulators; otherwise
@@ -247,8 +268,12 @@ void WarpAttentionBuilder::walkDoubleBuffered(const ProgramRows &rows,
     stageKeys(walk, buf.k, n0, nValid, true);
     stageValues(walk, buf, n0, nValid);
   };
-  gpu::BarrierOp::create(b); // the previous range may still read buffer 0
-  for (int64_t i = 0; i + 1 < stages; ++i) {
+  // (stageQuery issued tile 0 of a prefetched walk, whose only range this
+  // is, with Q.)
+  bool prefetched = prefetchedWalk == &walk;
+  if (!prefetched)
+    gpu::BarrierOp::create(b); // the previous range may still read buffer 0
+  for (int64_t i = prefetched ? 1 : 0; i + 1 < stages; ++i) {
     Value n0 = i ? e.add(lo, e.idx(i * g.bn)) : lo;
     e.ifThen(e.lt(n0, hi),
              [&] { stageTile(kvBuffers(e.idx(i)), n0, validAt(n0)); });

@@ -627,6 +627,10 @@ private:
   /// registers are PV's A operand, which must not be written while the
   /// previous PV still reads them (ptxas serializes the wgmma: C7513).
   bool deferPack = false;
+  /// The one walk (one range) of a double-buffered warpgroup program whose
+  /// first K/V tile stageQuery issues next to Q, so that the two copies
+  /// overlap (walkDoubleBuffered then starts with tile 1); null otherwise.
+  const KvWalk *prefetchedWalk = nullptr;
   /// For linear scores (AttentionMath::linearScoreFactor): the factor,
   /// made positive by negating the staged Q, that the softmax folds into
   /// its exp2 FMA; S then holds raw dot products. Null otherwise.
