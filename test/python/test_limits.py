@@ -34,7 +34,7 @@ def _header_limits():
     ("num_segments", "kMaxSegments"), ("sliding_window", "kMaxSlidingWindow"),
     ("block_q", "kMaxTile"), ("block_n", "kMaxTile"),
     ("heads_per_program", "kMaxHeads"), ("program_rows", "kMaxProgramRows"),
-    ("warps", "kMaxWarps"),
+    ("warps", "kMaxWarps"), ("stages", "kMaxStages"),
 ])
 def test_python_limits_match_the_verifier(limit, constant):
     assert ops.LIMITS[limit][1] == _header_limits()[constant]

@@ -57,8 +57,8 @@ def Attn_ScheduleAttr : AttrDef<Attn_Dialect, "Schedule"> {
     j + 1 into the buffers tile j is done with; n > 1 loads tiles j + 1 ..
     j + n - 1 while tile j computes; 0 lets the target choose (2 for
     programs of 128 rows or with a producer warpgroup, whose ring is two
-    deep, and 1 otherwise). ROCDL programs keep one stage. Defaults (false, 0, false, false,
-    0) are elided when printed.
+    deep, and 1 otherwise). ROCDL programs keep one stage. Defaults
+    (false, 0, false, false, 0) are elided when printed.
   }];
   let parameters = (ins "int64_t":$block_q, "int64_t":$block_n,
                         "int64_t":$heads_per_program,

@@ -33,6 +33,8 @@ inline constexpr int64_t kMaxSlidingWindow = (int64_t{1} << 31) - 1;
 inline constexpr int64_t kMaxTile = 4096;
 inline constexpr int64_t kMaxProgramRows = 4096;
 inline constexpr int64_t kMaxWarps = 32;
+/// #attn.schedule stages: K/V tiles a program holds (0: the target's).
+inline constexpr int64_t kMaxStages = 4;
 
 } // namespace mlir::attn::limits
 

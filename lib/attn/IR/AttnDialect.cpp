@@ -67,10 +67,9 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (persistent && !tma)
     return emitError() << "#attn.schedule persistent needs tma = true (its "
                           "producer loads by TMA)";
-  if (stages < 0 || stages > 4)
-    return emitError() << "#attn.schedule needs 0 to 4 stages (0: the "
-                          "target's choice), got "
-                       << stages;
+  if (stages < 0 || stages > kMaxStages)
+    return emitError() << "#attn.schedule needs 0 to " << kMaxStages
+                       << " stages (0: the target's choice), got " << stages;
   if (producerWarps && stages != 0 && stages != 2)
     return emitError() << "#attn.schedule producer_warps = 4 needs a ring of "
                           "2 stages, got stages = "
