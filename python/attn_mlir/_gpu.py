@@ -670,6 +670,10 @@ def runtime():
                                  ctypes.c_char_p, ci]
     lib.attn_rt_launch.argtypes = [ci, vp, cu, cu, cu, cu, cu, vp,
                                    ctypes.POINTER(vp), ctypes.c_char_p, ci]
+    # attn_rt_replay and attn_rt_replay_pointers have no argtypes: their
+    # callers (ReplayEngine) pass ctypes objects and small ints only, and
+    # checked conversions would triple a call's cost (1.5 us against 0.5 on
+    # the 2-core machine).
     lib.attn_rt_available.argtypes = [ci, ctypes.c_char_p, ci]
     lib.attn_rt_multiprocessors.argtypes = [ci, ci, ctypes.POINTER(ci),
                                             ctypes.c_char_p, ci]
@@ -819,43 +823,140 @@ def _tensor_map(view, box, slot):
 class PreparedLaunch:
     """A kernel's launch for one call signature (attn_mlir._replay): the
     parameter words, grid and tensor-map boxes fixed by the first call's
-    arguments; a later launch only puts in the operands' pointers.
+    arguments, in a parameter buffer of its own; a later launch only writes
+    the operands' pointers into it (the runtime does, ReplayEngine).
     `sources[i]` says which of the caller's pointers feeds View argument i
     (None for scalars)."""
 
     def __init__(self, kernel, args, sources):
         self.kernel = kernel
-        self.template, self.ptr_words, self.maps, shapes = [], [], [], []
+        template, self.patch_pairs, self.maps, shapes = [], [], [], []
+        map_params = sum(kind == "tensor_map" for kind in kernel._kinds)
+        self._map_buffer = (ctypes.c_uint8 * (_MAP_BYTES * map_params
+                                              + 64))()
+        first = -(-ctypes.addressof(self._map_buffer) // 64) * 64
+        map_slots = [first + _MAP_BYTES * i for i in range(map_params)]
         for kind, is_f32, box, arg, src in zip(kernel._kinds, kernel._f32,
                                                kernel._boxes, args, sources):
             if kind == "tensor_map":
-                self.maps.append((src, arg, box,
-                                  kernel._map_slots[len(self.maps)]))
+                self.maps.append((src, arg, box, map_slots[len(self.maps)]))
             elif isinstance(arg, View):
                 shapes.append(arg.shape)
-                self.ptr_words.append((len(self.template), src))
-                self.template += [0, 0, 0, *arg.shape, *arg.strides]
+                self.patch_pairs.append((len(template), src))
+                template += [0, 0, 0, *arg.shape, *arg.strides]
             else:
                 shapes.append(())
-                self.template.append(
+                template.append(
                     _F32_BITS.unpack(_F32.pack(arg))[0] if is_f32
                     else int(arg) & 0xFFFFFFFFFFFFFFFF)
+        self._words = (ctypes.c_uint64 * max(len(template), 1))(*template)
+        base = ctypes.addressof(self._words)
+        slots = map_slots + [base + 8 * i for i in range(len(template))]
+        self._slots = (ctypes.c_void_p * max(len(slots), 1))(*slots)
+        flat = [x for pair in self.patch_pairs for x in pair]
+        self._patches = (ctypes.c_int * max(len(flat), 1))(*flat)
         self.grid = kernel.grid(shapes)
+        self._dims = (*self.grid, kernel.record["threads"],
+                      kernel.record["shared_bytes"])
 
     def launch(self, ptrs, stream, backend=0):
-        kernel = self.kernel
-        words = self.template[:]
-        for at, src in self.ptr_words:
+        """One launch with the call's pointers (a list)."""
+        launch_prepared([self], ptrs, stream, backend)
+
+
+def launch_prepared(launches, ptrs, stream, backend=0):
+    """Launches PreparedLaunch objects in order on `stream` (a raw handle),
+    given the call's operand pointers (a list; the launches' sources index
+    it): the path of launches with tensor maps (encoded from the call's
+    pointers) and of NVTX ranges per op call; ReplayEngine launches the
+    others. Like the full path's parameter buffers, a plan's are not for one
+    signature's calls from several threads at once."""
+    lib = runtime()
+    for prepared in launches:
+        words = prepared._words
+        for at, src in prepared.patch_pairs:
             words[at] = words[at + 1] = ptrs[src]
-        for src, arg, box, slot in self.maps:
+        for src, arg, box, slot in prepared.maps:
             _tensor_map(View(arg.name, ptrs[src], arg.shape, arg.strides,
                              arg.dtype, None), box, slot)
-        kernel._words[:] = words
-        gx, gy, gz = self.grid
-        _check(runtime().attn_rt_launch(
-            backend, kernel.function, gx, gy, gz, kernel.record["threads"],
-            kernel.record["shared_bytes"], ctypes.c_void_p(stream),
-            kernel._slots, kernel._err, len(kernel._err)), kernel._err)
+        err = prepared.kernel._err
+        _check(lib.attn_rt_launch(backend, prepared.kernel.function,
+                                  *prepared._dims, stream, prepared._slots,
+                                  err, len(err)), err)
+
+
+class _ReplayLaunch(ctypes.Structure):
+    """gpu_runtime.cpp's AttnReplayLaunch."""
+    _fields_ = [("function", ctypes.c_void_p), ("dims", ctypes.c_uint * 5),
+                ("params", ctypes.c_void_p), ("words", ctypes.c_void_p),
+                ("patches", ctypes.c_void_p), ("patch_count", ctypes.c_int)]
+
+
+class _ReplayPlan(ctypes.Structure):
+    """gpu_runtime.cpp's AttnReplayPlan."""
+    _fields_ = [("spec", ctypes.c_void_p), ("count", ctypes.c_int),
+                ("aligned", ctypes.c_void_p), ("aligned_count", ctypes.c_int),
+                ("pairs", ctypes.c_void_p), ("pair_count", ctypes.c_int),
+                ("scratch", ctypes.c_void_p), ("launches", ctypes.c_void_p),
+                ("launch_count", ctypes.c_int)]
+
+
+class ReplayEngine:
+    """The per-call work of a replayed call (attn_mlir._replay), done by
+    the runtime in one round trip: from the arguments' base pointers (put in
+    `bases`), each operand pointer (spec: (argument index, offset), or (-1,
+    pointer) for a buffer of attn_mlir's own), the pointer checks (aligned:
+    (pointer, bytes); pairs: (output, bytes, operand, bytes) that must not
+    overlap), and, where every launch is a PreparedLaunch without tensor
+    maps (`launches_here`), the launches with their pointers patched in."""
+
+    def __init__(self, spec, bases, aligned, pairs, launches):
+        def longs(rows):
+            flat = [int(x) for row in rows for x in row]
+            return (ctypes.c_longlong * max(len(flat), 1))(*flat)
+        self._spec, self._aligned, self._pairs = (longs(spec), longs(aligned),
+                                                  longs(pairs))
+        self.bases = (ctypes.c_uint64 * max(bases, 1))()
+        self._scratch = (ctypes.c_uint64 * max(len(spec), 1))()
+        self._err = ctypes.create_string_buffer(512)
+        self.launches_here = bool(launches) and all(
+            isinstance(getattr(launch, "_words", None), ctypes.Array)
+            and not launch.maps for launch in launches)
+        self._launches = (_ReplayLaunch * max(len(launches), 1))()
+        if self.launches_here:
+            for out, launch in zip(self._launches, launches):
+                out.function = launch.kernel.function.value
+                out.dims[:] = launch._dims
+                out.params = ctypes.addressof(launch._slots)
+                out.words = ctypes.addressof(launch._words)
+                out.patches = ctypes.addressof(launch._patches)
+                out.patch_count = len(launch.patch_pairs)
+            self._keep = launches
+        self._plan = _ReplayPlan(
+            ctypes.addressof(self._spec), len(spec),
+            ctypes.addressof(self._aligned), len(aligned),
+            ctypes.addressof(self._pairs), len(pairs),
+            ctypes.addressof(self._scratch), ctypes.addressof(self._launches),
+            len(launches) if self.launches_here else 0)
+        self._plan_ref = ctypes.byref(self._plan)
+
+    def pointers(self):
+        """The operand pointers from `bases` (a list), or None where a check
+        fails."""
+        if not runtime().attn_rt_replay_pointers(self.bases, self._plan_ref):
+            return None
+        return list(self._scratch)
+
+    def launch(self, stream, backend=0):
+        """The whole call from `bases` (launches_here); False where a check
+        fails (nothing launched)."""
+        rc = runtime().attn_rt_replay(backend, ctypes.c_void_p(stream),
+                                      self.bases, self._plan_ref, self._err,
+                                      len(self._err))
+        if rc < 0:
+            return False
+        _check(rc, self._err)
+        return True
 
 
 def launch(kernel, args, stream, backend=0):

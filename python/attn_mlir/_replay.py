@@ -16,38 +16,49 @@ raises the errors.
 
 import contextvars
 import functools
+import operator
 import os
 
 from . import _abi
 from ._abi import View
 
-# signature -> _Plan, or None where the call cannot be replayed.
+# signature (everything but the tensors' metadata) -> [(match, plan)]:
+# match(tensors) says whether the call's tensors have the metadata the plan
+# was made for (_tensor_match); plan is a _Plan, or None where the call
+# cannot be replayed.
 _PLANS = {}
+_MAX_PLANS = 4096   # signatures (then the table starts over)
+_MAX_MATCHES = 16   # tensor layouts per signature
 _CAPTURE = contextvars.ContextVar("attn_mlir_replay_capture", default=None)
 _ops = None   # attn_mlir.ops (imported on the first torch call)
 _compiling = None   # torch.compiler.is_compiling, likewise
-_SCALARS = (bool, int, float, str, type(None))
+_SCALARS = frozenset((bool, int, float, str, type(None)))
 
 
-def _arg_key(a):
+def _arg_key(a, nested=False):
     """The part of the signature one argument contributes; _NO where the
-    call is not replayable."""
+    call is not replayable. Tensors inside a tuple or list are not: a plan
+    takes pointers from top-level arguments only, and would keep the first
+    call's."""
     if a is None:
         return None
     t = type(a)
     if t is _TENSOR:
-        if not _on_gpu(a):
+        if nested or not _on_gpu(a):
             return _NO
         return (a.dtype, a.shape, a.stride(), a.get_device())
     if t in _SCALARS:
         return (t, a)
     if t is View:
-        if type(a.owner) is not _TENSOR or not _on_gpu(a.owner):
+        if nested or type(a.owner) is not _TENSOR or not _on_gpu(a.owner):
             return _NO
         return ("view", a.shape, a.strides, a.dtype, a.owner.get_device())
     if t is tuple or t is list:
-        keys = tuple(_arg_key(x) for x in a)
-        return _NO if any(k is _NO for k in keys) else (t, keys)
+        kinds = tuple(map(type, a))
+        if _SCALARS.issuperset(kinds):   # window sizes and the like
+            return (t, tuple(a), kinds)
+        keys = tuple(_arg_key(x, True) for x in a)
+        return _NO if _NO in keys else (t, keys)
     return _NO
 
 
@@ -57,25 +68,177 @@ _NO = object()
 def _on_gpu(tensor):
     """Device memory: its contents are not checked per call (host arrays'
     are, so their calls always take the full path)."""
-    return tensor.is_cuda
+    return tensor.is_cuda or _CPU_AS_GPU
+
+
+# test_replay.py: CPU tensors stand in for CUDA ones.
+_CPU_AS_GPU = False
 
 
 _TENSOR = None   # torch.Tensor, once a call has brought torch in
+_DATA_PTR = None   # torch.Tensor.data_ptr, likewise
 
 
-def _signature(op, args, kwargs):
-    parts = [op]
-    for a in args:
-        k = _arg_key(a)
+def _signature(op, args, kwargs, buckets=None):
+    """(key, tensors, given): the call's signature but for its tensor
+    arguments' metadata (a dict key), those tensors (which _tensor_match
+    compares, devices included), and every argument value in order
+    (positional, then keyword); None where the call cannot be replayed (a
+    host array, an argument of another kind). This runs on every call of a
+    serving loop, so the arguments' types pick a _Layout that says, at C
+    speed (operator.itemgetter), which values go into the key as they are
+    (scalars), which by _arg_key (tuples, lists, Views), which through
+    `buckets` (replayable's), and which are tensors."""
+    given = args + tuple(kwargs.values()) if kwargs else args
+    types = (op, tuple(kwargs), len(args), *map(type, given))
+    layout = _LAYOUTS.get(types, _NO)
+    if layout is _NO:
+        layout = _layout(types, buckets)
+    if layout is None:
+        return None
+    key = (layout, layout.scalars(given))
+    for p in layout.composites:   # (loops: a generator costs more here)
+        k = _arg_key(given[p])
         if k is _NO:
             return None
-        parts.append(k)
-    for name, a in kwargs.items():
-        k = _arg_key(a)
-        if k is _NO:
-            return None
-        parts.append((name, k))
-    return tuple(parts)
+        key += (k,)
+    for p, fn in layout.buckets:
+        key += (fn(given[p]),)
+    return key, layout.tensors(given), given
+
+
+# (op, keywords, positional count, argument types...) -> _Layout, or None
+# where an argument's type is never replayable.
+_LAYOUTS = {}
+
+
+class _Layout:
+    """Where a call signature's arguments go (see _signature): getters of
+    the scalar values and of the tensors, the positions keyed by _arg_key,
+    and (position, function) of the bucketed ints, for entry point `op`.
+    None values are keyed by their type alone."""
+
+    __slots__ = ("op", "scalars", "tensors", "composites", "buckets")
+
+
+def _getter(positions):
+    """positions -> a function of `given` returning those values, a tuple."""
+    if len(positions) > 1:
+        return operator.itemgetter(*positions)
+    if positions:
+        p = positions[0]
+        return lambda given: (given[p],)
+    return lambda given: ()
+
+
+def _layout(types, buckets):
+    op, names, positional, *kinds = types
+    at = {}
+    for where, fn in (buckets or {}).items():
+        if type(where) is int and where < positional:
+            at[where] = fn
+        elif where in names:
+            at[positional + names.index(where)] = fn
+    scalars, tensors, composites, bucketed = [], [], [], []
+    for p, t in enumerate(kinds):
+        if t is int and p in at:
+            bucketed.append((p, at[p]))
+        elif t is _TENSOR:
+            tensors.append(p)
+        elif t in _SCALARS:
+            if t is not type(None):
+                scalars.append(p)
+        elif t in (tuple, list, View):
+            composites.append(p)
+        else:
+            layout = None
+            break
+    else:
+        layout = _Layout()
+        layout.op = op
+        layout.scalars, layout.tensors = _getter(scalars), _getter(tensors)
+        layout.composites, layout.buckets = composites, bucketed
+    if len(_LAYOUTS) >= _MAX_PLANS:
+        _LAYOUTS.clear()
+    _LAYOUTS[types] = layout
+    return layout
+
+
+def _tensor_match(tensors):
+    """A function of a later call's tensors (as many, in the same places)
+    that says whether each has the dtype, device, shape and strides that
+    `tensors` have, and whether the same tensor fills the places one
+    tensor filled here (a plan takes each pointer from the first place its
+    tensor was in: k_descale and v_descale given as one tensor, then as two,
+    must not replay). torch's C++ tensor guards (what torch.compile checks a
+    graph's inputs with; about 60 ns a tensor) compare the metadata where
+    this torch has them and they pass _guards_work's test, else Python
+    does."""
+    first, unique, same = {}, [], []
+    for j, t in enumerate(tensors):
+        i = first.setdefault(id(t), j)
+        if i == j:
+            unique.append(j)
+        else:
+            same.append((j, i))
+    check = None
+    if _guards_work():
+        try:
+            ts = [tensors[j] for j in unique]
+            check = _GUARDS(
+                *ts, dynamic_dims_sizes=[list(t.shape) for t in ts],
+                dynamic_dims_strides=[list(t.stride()) for t in ts]).check
+        except Exception:   # anything unforeseen: the Python comparison
+            check = None
+    if check is None:
+        want = [_meta(tensors[j]) for j in unique]
+
+        def check(*given):
+            return [_meta(t) for t in given] == want
+    if not same:
+        return lambda given: check(*given)
+    pick = _getter(unique)
+    if len(same) == 1:
+        (j, i), = same
+        return lambda given: given[j] is given[i] and check(*pick(given))
+    return lambda given: all(given[j] is given[i] for j, i in same) and \
+        check(*pick(given))
+
+
+def _meta(t):
+    return (t.dtype, t.shape, t.stride(), t.get_device(), t.requires_grad)
+
+
+_GUARDS = None   # torch._C._dynamo.guards.TensorGuards, once tested
+
+
+def _guards_work():
+    """Whether torch's TensorGuards (a private API) exist here and tell
+    apart what a signature must: tested once on CPU tensors against each
+    kind of difference (dtype, shape, strides, rank, requires_grad)."""
+    global _GUARDS
+    if _GUARDS is None:
+        _GUARDS = False
+        try:
+            import torch
+            from torch._C._dynamo.guards import TensorGuards
+            a = torch.zeros(4, 6)
+            b = torch.zeros(3, dtype=torch.int32)
+
+            def check(*given):
+                return g.check(*given)
+            g = TensorGuards(a, b, dynamic_dims_sizes=[[4, 6], [3]],
+                             dynamic_dims_strides=[[6, 1], [1]])
+            same = check(torch.ones(4, 6), torch.ones(3, dtype=torch.int32))
+            others = [(a.to(torch.float16), b), (a[:, :5], b),
+                      (torch.zeros(6, 4).t(), b), (a.view(24), b),
+                      (a, b.view(3, 1)), (a.requires_grad_(False), b[:2]),
+                      (torch.zeros(4, 6, requires_grad=True), b)]
+            if same and not any(check(*o) for o in others):
+                _GUARDS = TensorGuards
+        except Exception:
+            _GUARDS = False
+    return _GUARDS is not False
 
 
 # os.environ's own store (bytes keys on POSIX): read without encoding each
@@ -120,7 +283,14 @@ class _Plan:
     inside it at a fixed offset: a view the call derived from it), or a
     buffer of attn_mlir's own (a cached workspace), kept alive here. An
     operand from neither is never derived from argument values (the checks
-    read none), so its pointer is that buffer's."""
+    read none), so its pointer is that buffer's.
+
+    Per call, only what the pointers can change is checked again: the
+    alignment of pointers taken from arguments, and overlaps between an
+    output and an operand from another argument. Operands from one argument
+    lie at fixed offsets of each other (the signature fixes the spans), and
+    attn_mlir's own buffers are no caller's memory, so the full path's
+    first check of those stands."""
 
     def __init__(self, captured, args, kwargs):
         from . import _gpu
@@ -128,26 +298,29 @@ class _Plan:
         spans = [_span(x) for x in sources]
         self.pointers = []   # ("arg", position, offset) | ("const", ptr)
         self.keep = []       # owners of constant pointers
-        self.steps = []      # per op call: (device, name, launches, checks,
-        #                       ranges, outputs)
+        self.steps = []      # per op call: (device, name, launches)
+        aligned, pairs = {}, set()
         for call, kernels in captured:
             if call.device is None:
                 raise _NotReplayable("a host call")
             index = {}
-            checks = []
             for _, _, kind, value in call.params:
                 if kind != "mem" or id(value) in index:
                     continue
                 index[id(value)] = len(self.pointers)
                 self.pointers.append(self._source(value, sources, spans))
                 chunk = _abi.chunk_alignment(value)
-                if chunk:
-                    checks.append((index[id(value)], chunk))
+                if chunk and self.pointers[-1][0] == "arg":
+                    aligned[index[id(value)]] = chunk
             everything = call.inputs + call.outputs
             if any(id(v) not in index for v, _ in everything):
                 raise _NotReplayable("operands")
-            ranges = [(index[id(v)], span) for v, span in everything]
-            outputs = [(index[id(v)], span) for v, span in call.outputs]
+            for out, out_span in call.outputs:
+                o = index[id(out)]
+                for v, span in everything:
+                    i = index[id(v)]
+                    if self._may_move(o, i):
+                        pairs.add((o, out_span, i, span))
             values = [p[3] for p in call.params]
             at = [index.get(id(v)) for v in values]
             launches = []
@@ -156,8 +329,32 @@ class _Plan:
                 launches.append(_gpu.PreparedLaunch(
                     kernel, [values[i] for i in args_of],
                     [at[i] for i in args_of]))
-            self.steps.append((call.device, call.name, launches, checks,
-                               ranges, outputs))
+            self.steps.append((call.device, call.name, launches))
+        self.aligned = sorted(aligned.items())
+        self.pairs = sorted(pairs)
+        # The arguments pointers come from, each once, and the runtime's
+        # recipe for every pointer (ReplayEngine).
+        positions = sorted({src[1] for src in self.pointers
+                            if src[0] == "arg"})
+        at = {j: n for n, j in enumerate(positions)}
+        spec = [(at[src[1]], src[2]) if src[0] == "arg" else (-1, src[1])
+                for src in self.pointers]
+        self.positions = positions
+        self.bases_of = _getter(positions)
+        self.tensors_only = all(type(sources[j]) is _TENSOR
+                                for j in positions)
+        self.device = self.steps[0][0] if self.steps else None
+        one_device = all(step[0] == self.device for step in self.steps)
+        self.engine = _gpu.ReplayEngine(
+            spec, len(positions), self.aligned, self.pairs,
+            [launch for step in self.steps for launch in step[2]]
+            if one_device else [])
+
+    def _may_move(self, o, i):
+        """Whether pointers o and i can lie otherwise on another call: only
+        when they come from two different arguments."""
+        a, b = self.pointers[o], self.pointers[i]
+        return a[0] == b[0] == "arg" and a[1] != b[1]
 
     def _source(self, value, sources, spans):
         for j, x in enumerate(sources):
@@ -174,27 +371,22 @@ class _Plan:
         self.keep.append(value.owner)
         return ("const", value.ptr)
 
-    def launch(self, args, kwargs):
-        """Launches on the arguments; False where the full path must run
-        (a pointer check failed: it raises the error)."""
-        given = args + tuple(kwargs.values()) if kwargs else args
-        ptrs = []
-        for src in self.pointers:
-            if src[0] == "const":
-                ptrs.append(src[1])
-                continue
-            x = given[src[1]]
-            ptrs.append((x.ptr if type(x) is View else x.data_ptr()) + src[2])
-        for _, _, _, checks, ranges, outputs in self.steps:
-            for i, chunk in checks:
-                if ptrs[i] % chunk:
-                    return False
-            for o, o_span in outputs:
-                lo, hi = ptrs[o], ptrs[o] + o_span
-                for i, span in ranges:
-                    if i != o and ptrs[i] < hi and ptrs[i] + span > lo:
-                        return False
-        for device, name, launches, _, _, _ in self.steps:
+    def launch(self, given):
+        """Launches on a call's arguments (`given`: positional, then keyword
+        values); False where the full path must run (a pointer check
+        failed: it raises the error)."""
+        engine = self.engine
+        if self.positions:
+            args = self.bases_of(given)
+            engine.bases[:] = list(map(_DATA_PTR, args)) \
+                if self.tensors_only else \
+                [x.ptr if type(x) is View else x.data_ptr() for x in args]
+        if engine.launches_here and not _ops._nvtx_enabled():
+            return _ops._replay_launch(engine, self.device)
+        ptrs = engine.pointers()
+        if ptrs is None:
+            return False
+        for device, name, launches in self.steps:
             _ops._launch_prepared(launches, ptrs, device, name)
         return True
 
@@ -211,20 +403,26 @@ def captured(call, kernels):
         seen.append((call, kernels))
 
 
-def replayable(op):
+def replayable(op, buckets=None):
     """Decorator for an op's entry point (ops.unified, ...): calls that go
     through torch.ops.attn_mlir (torch.compile, modes: ops._torch_route)
-    and host arrays always take the full path."""
+    and host arrays always take the full path. `buckets` maps a parameter
+    (position and keyword name both) to a function of its value whose
+    result alone decides what the call launches (vllm.unified_attention's
+    max_seqlen_k, which only feeds the split-KV planner): the signature
+    keeps the result, so a serving loop's growing value still replays."""
     def wrap(fn):
         @functools.wraps(fn)
         def call(*args, **kwargs):
-            global _TENSOR, _ops, _compiling
+            global _TENSOR, _DATA_PTR, _ops, _compiling
+            # vLLM passes everything by keyword.
+            first = args[0] if args else next(iter(kwargs.values()), None)
             if _TENSOR is None:
-                if not args or not _abi.is_torch(args[0]):
+                if not _abi.is_torch(first):
                     return fn(*args, **kwargs)
                 import torch
                 from . import ops
-                _TENSOR, _ops = torch.Tensor, ops
+                _TENSOR, _DATA_PTR, _ops = torch.Tensor, torch.Tensor.data_ptr, ops
                 _compiling = torch.compiler.is_compiling
             # First, before anything dynamo cannot trace (a ContextVar):
             # under torch.compile the entry point routes to torch.ops.
@@ -232,17 +430,20 @@ def replayable(op):
                 return fn(*args, **kwargs)
             # Inside another entry point's first call, that one records the
             # whole call.
-            if not args or _CAPTURE.get() is not None or \
-                    _full_path_only() or _ops._torch_route(args[0]):
+            if first is None or _CAPTURE.get() is not None or \
+                    _full_path_only() or _ops._torch_route(first):
                 return fn(*args, **kwargs)
-            key = _signature(op, args, kwargs)
-            if key is None:
+            signature = _signature(op, args, kwargs, buckets)
+            if signature is None:
                 return fn(*args, **kwargs)
-            plan = _PLANS.get(key, _NO)
-            if plan is not _NO:
-                if plan is not None and plan.launch(args, kwargs):
-                    return None
-                return fn(*args, **kwargs)
+            key, tensors, given = signature
+            matches = _PLANS.get(key)
+            if matches is not None:
+                for match, plan in matches:
+                    if match(tensors):
+                        if plan is not None and plan.launch(given):
+                            return None
+                        return fn(*args, **kwargs)
             token = _CAPTURE.set([])
             try:
                 result = fn(*args, **kwargs)
@@ -250,14 +451,21 @@ def replayable(op):
             finally:
                 _CAPTURE.reset(token)
             plan = None
-            if seen and result is None:
+            # Host tensors' contents are read per call: never replayed (the
+            # match compares devices, so a later call's host tensor finds no
+            # device plan either).
+            on_gpu = _CPU_AS_GPU or all(t.is_cuda for t in tensors)
+            if seen and result is None and on_gpu:
                 try:
                     plan = _Plan(seen, args, kwargs)
                 except Exception:   # anything unforeseen: the full path
                     plan = None
-            if len(_PLANS) > 4096:
+            if len(_PLANS) >= _MAX_PLANS:
                 _PLANS.clear()
-            _PLANS[key] = plan
+            matches = _PLANS.setdefault(key, [])
+            if len(matches) >= _MAX_MATCHES:
+                del matches[0]
+            matches.append((_tensor_match(tensors), plan))
             return result
         return call
     return wrap

@@ -453,6 +453,18 @@ def plan_segments(max_seqlen_q, max_seqlen_k, block_size, num_seqs=None,
     return segments
 
 
+def max_seqlen_k_bucket(max_seqlen_k):
+    """All that unified_attention reads of max_seqlen_k: plan_segments'
+    segment cap and no-split cutoff (it always passes the batch). Replay
+    signatures keep this instead of the value, so a decode loop whose
+    max_seqlen_k grows by one a step keeps replaying (a new signature once
+    per SEGMENT_MIN_KEYS keys, none past MAX_SEGMENTS of them). Other types
+    keep their value (and the full path's checks)."""
+    if type(max_seqlen_k) is not int:
+        return max_seqlen_k
+    return min(max_seqlen_k // SEGMENT_MIN_KEYS, MAX_SEGMENTS)
+
+
 # plan_segments' constants, from bench/sweep_decode_segments.py on an H100
 # (bench/results/2026-11-27-h100-decode-segment-sweep.log: within 2.9% of
 # the best count on all 25 shapes, 0.1% on average).
@@ -900,7 +912,9 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
       sliding_window, sm_scale, skip_decode, fp8_out_scale, sinks)
 
 
-@_replay.replayable("unified_attention")
+@_replay.replayable("unified_attention",
+                    buckets={7: max_seqlen_k_bucket,
+                             "max_seqlen_k": max_seqlen_k_bucket})
 def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
                       max_seqlen_k, softmax_scale, causal, window_size,
                       block_table, softcap, q_descale, k_descale, v_descale,

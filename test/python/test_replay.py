@@ -44,6 +44,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(vllm, "device_of", device_of)
     monkeypatch.setattr(_abi, "device_of", device_of)
     monkeypatch.setattr(_replay, "_on_gpu", lambda t: True)
+    monkeypatch.setattr(_replay, "_CPU_AS_GPU", True)
     monkeypatch.setattr(ops, "_TORCH_OPERANDS", {})
     monkeypatch.setattr(_replay, "_PLANS", {})
 
@@ -170,14 +171,29 @@ def test_collecting_specializations_launches_nothing(gpu):
     assert len(texts) == 1 and "attn.unified" in texts[0]
 
 
-def test_host_arrays_are_never_replayed():
+def test_host_arrays_are_never_replayed(gpu, monkeypatch):
     """numpy operands and CPU tensors: their contents are checked on every
-    call, so their signatures are not memoized."""
+    call, so they never replay (numpy: no signature; a host tensor: no
+    plan, and its device is part of the match)."""
     assert _replay._signature("unified", (np.zeros(3),), {}) is None
-    assert _replay._signature("unified", (torch.zeros(3),), {}) is None
     assert _replay._signature("unified", (), {"x": {"a": 1}}) is None
-    assert _replay._signature("unified", (1, 1.0, True), {}) != \
-        _replay._signature("unified", (True, 1, 1.0), {})
+    monkeypatch.setattr(_replay, "_CPU_AS_GPU", False)
+    for seed in (0, 1, 2):
+        ops.unified(*decode(seed), scale=0.125)
+    assert [kind for kind, _ in gpu] == ["full"] * 3
+
+
+def test_signature_tells_values_types_and_places_apart():
+    """Equal-comparing values of other types, None against a value, an
+    argument by position against the same by keyword: other signatures."""
+    def key(*args, **kwargs):
+        return _replay._signature("unified", args, kwargs)[0]
+    assert key(1, 1.0, True) != key(True, 1, 1.0)
+    assert key(None, 1) != key(1, None)
+    assert key(None) != key(None, None)
+    assert key(1, 2) != key(1, b=2) != key(a=1, b=2)
+    assert key((1, None)) != key((None, 1))
+    assert key(1, (2, 3)) == key(1, (2, 3))
 
 
 _WORKSPACE = {}
@@ -248,3 +264,144 @@ def test_operands_inside_several_arguments_are_not_replayed(gpu):
     for _ in range(2):
         _shared(q, kv[:, 0], kv[:, 1], table, cu, used, out)
     assert [kind for kind, _ in gpu] == ["full", "full"]
+
+
+def _decode_keywords(seed, batch=3, max_seqlen_k=5000):
+    """vLLM's call of the drop-in: every argument by keyword, its split-KV
+    plan's buffers given (a decode-only batch under seq_threshold_3D)."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(batch, 8, 64, generator=g).to(torch.bfloat16)
+    cache = torch.randn(64, 16, 2, 64, generator=g).to(torch.bfloat16)
+    return dict(
+        q=q, k=cache, v=cache.clone(), out=torch.empty_like(q),
+        cu_seqlens_q=torch.arange(batch + 1, dtype=torch.int32),
+        max_seqlen_q=1,
+        seqused_k=torch.full((batch,), 40, dtype=torch.int32),
+        max_seqlen_k=max_seqlen_k, softmax_scale=0.125, causal=True,
+        window_size=(-1, -1),
+        block_table=torch.arange(batch * 4, dtype=torch.int32).view(batch, 4),
+        softcap=0, q_descale=None, k_descale=torch.ones(batch, 2),
+        v_descale=torch.ones(batch, 2), seq_threshold_3D=8,
+        num_par_softmax_segments=4,
+        softmax_segm_output=torch.empty(8, 8, 4, 64),
+        softmax_segm_max=torch.empty(8, 8, 4),
+        softmax_segm_expsum=torch.empty(8, 8, 4))
+
+
+def test_vllm_keyword_calls_replay(gpu):
+    """Today's vLLM passes every argument by keyword: such calls replay
+    too (they once never did: the first positional argument was looked for
+    and none was there), both op calls of their split form."""
+    from attn_mlir import vllm
+    vllm.unified_attention(**_decode_keywords(0))
+    second = _decode_keywords(1)
+    vllm.unified_attention(**second)
+    assert [kind for kind, _ in gpu] == ["full", "full", "replay", "replay"]
+    _replay._PLANS.clear()
+    vllm.unified_attention(**second)
+    assert gpu[4][0] == gpu[5][0] == "full"
+    assert gpu[2][1] + gpu[3][1] == gpu[4][1] + gpu[5][1]
+    ptrs = {v[1] for v in gpu[2][1] + gpu[3][1] if isinstance(v, tuple)}
+    assert second["q"].data_ptr() in ptrs
+    assert second["softmax_segm_output"].data_ptr() in ptrs
+
+
+def test_growing_max_seqlen_k_replays_within_its_bucket(gpu, monkeypatch):
+    """A decode loop's max_seqlen_k grows by one a step; it only feeds the
+    split-KV planner, so the signature keeps its bucket
+    (vllm.max_seqlen_k_bucket): calls replay until the planner could
+    decide otherwise, and a replay launches what the full path does."""
+    from attn_mlir import vllm
+    # The drop-in's workspace and SM count on the stand-in GPU.
+    monkeypatch.setitem(vllm._WORKSPACES, torch.device("cuda", 0),
+                        torch.empty(1 << 20))
+    monkeypatch.setattr(vllm, "_sm_count", lambda dev: 132)
+
+    def step(seed, max_seqlen_k):
+        kw = _decode_keywords(seed, max_seqlen_k=max_seqlen_k)
+        for name in ("seq_threshold_3D", "num_par_softmax_segments",
+                     "softmax_segm_output", "softmax_segm_max",
+                     "softmax_segm_expsum"):
+            del kw[name]   # the drop-in's own planner and workspace
+        return kw
+    last = step(2, 1151)
+    vllm.unified_attention(**step(0, 1100))
+    vllm.unified_attention(**step(1, 1101))
+    vllm.unified_attention(**last)
+    assert [kind for kind, _ in gpu] == ["full", "full"] + ["replay"] * 4
+    replayed = gpu[-2][1] + gpu[-1][1]
+    _replay._PLANS.clear()
+    vllm.unified_attention(**last)
+    assert gpu[-2][1] + gpu[-1][1] == replayed
+    # 1152 keys: another bucket (9 x 128), another signature.
+    del gpu[:]
+    vllm.unified_attention(**step(1, 1152))
+    assert [kind for kind, _ in gpu] == ["full", "full"]
+
+
+def test_plan_segments_reads_max_seqlen_k_through_its_bucket():
+    """max_seqlen_k_bucket's premise: plan_segments, given the batch as
+    unified_attention gives it, decides the same for every max_seqlen_k of
+    one bucket."""
+    from attn_mlir import vllm
+    for num_seqs in (1, 2, 3, 8, 16, 17, 33, 64, 132, 200):
+        for kv_heads in (1, 2, 8):
+            for sms in (None, 78, 132):
+                for q in (0, 1, 2):
+                    seen = {}
+                    for k in list(range(0, 600)) + list(range(600, 20000, 7)):
+                        got = vllm.plan_segments(q, k, 16, num_seqs=num_seqs,
+                                                 num_kv_heads=kv_heads,
+                                                 num_sms=sms)
+                        b = vllm.max_seqlen_k_bucket(k)
+                        assert seen.setdefault(b, got) == got, \
+                            (num_seqs, kv_heads, sms, q, k)
+
+
+@pytest.mark.parametrize("guards", [True, False],
+                         ids=["torch-guards", "python"])
+def test_tensor_match_tells_layouts_apart(guards, monkeypatch):
+    """Both ways of matching a call's tensors (torch's C++ guards where
+    they pass their self-test, else Python) accept the same metadata and
+    reject every other dtype, shape, stride, rank or requires_grad."""
+    if guards:
+        if not _replay._guards_work():
+            pytest.skip("this torch's TensorGuards are not usable")
+    else:
+        monkeypatch.setattr(_replay, "_GUARDS", False)
+    a, b = torch.zeros(4, 6), torch.zeros(3, dtype=torch.int32)
+    match = _replay._tensor_match([a, b])
+    assert match([torch.ones(4, 6), torch.ones(3, dtype=torch.int32)])
+    for other in [(a.double(), b), (a[:, :5], b), (torch.zeros(6, 4).t(), b),
+                  (a.view(24), b), (a, b.view(3, 1)), (a, b[:2]),
+                  (torch.zeros(4, 6, requires_grad=True), b),
+                  (torch.zeros(8, 6)[::2], b)]:
+        assert not match(list(other))
+    # One tensor in two places: only one tensor in those places again.
+    match = _replay._tensor_match([a, b, a])
+    x = torch.ones(4, 6)
+    assert match([x, b, x])
+    assert not match([x, b, torch.ones(4, 6)])
+
+
+def test_one_tensor_in_two_places_replays_only_so(gpu):
+    """A plan takes each pointer from the first place its tensor was in: a
+    call that passed one tensor as both caches must not replay for one that
+    passes two (the v cache's pointer would be the k cache's), while one
+    tensor in both places again does."""
+    q, kc, vc, table, cu, used, out = decode(0)
+    ops.unified(q, kc, kc, table, cu, used, out, scale=0.125)
+    ops.unified(q, kc, vc, table, cu, used, out, scale=0.125)
+    assert [kind for kind, _ in gpu] == ["full", "full"]
+    ops.unified(q, vc, vc, table, cu, used, out, scale=0.125)
+    assert gpu[-1][0] == "replay"
+    ptrs = [v[1] for v in gpu[-1][1] if isinstance(v, tuple)
+            and v[0] in ("k_cache", "v_cache")]
+    assert ptrs and set(ptrs) == {vc.data_ptr()}
+
+
+def test_tensors_inside_tuples_are_not_replayed():
+    """A plan takes pointers from top-level arguments only."""
+    t = torch.zeros(3)
+    assert _replay._arg_key((t, t)) is _replay._NO
+    assert _replay._arg_key([1, (2, None)]) is not _replay._NO

@@ -67,6 +67,26 @@ def drop_in(seed):
     return out
 
 
+def drop_in_keywords(seed):
+    """vLLM's call: every argument by keyword, its split-KV plan's buffers
+    given, and max_seqlen_k one larger each step (same planner bucket)."""
+    q, kc, vc, table, cu, used = decode_inputs(seed)
+    out = torch.full_like(q, float("nan"))
+    ones = torch.ones(q.shape[0], HK, device="cuda")
+    vllm.unified_attention(
+        q=q, k=kc, v=vc, out=out, cu_seqlens_q=cu, max_seqlen_q=1,
+        seqused_k=used, max_seqlen_k=1000 + seed, softmax_scale=D ** -0.5,
+        causal=True, window_size=(-1, -1), block_table=table, softcap=0,
+        q_descale=None, k_descale=ones, v_descale=ones, seq_threshold_3D=8,
+        num_par_softmax_segments=4,
+        softmax_segm_output=torch.full((8, HQ, 4, D), float("nan"),
+                                       device="cuda"),
+        softmax_segm_max=torch.full((8, HQ, 4), float("nan"), device="cuda"),
+        softmax_segm_expsum=torch.full((8, HQ, 4), float("nan"),
+                                       device="cuda"))
+    return out
+
+
 def flash(seed, heads=16, tokens=(300, 1000, 57)):
     g = torch.Generator(device="cuda").manual_seed(seed)
     n = sum(tokens)
@@ -79,13 +99,15 @@ def flash(seed, heads=16, tokens=(300, 1000, 57)):
     return out
 
 
-@pytest.mark.parametrize("case", [one_pass, split, drop_in, flash],
+@pytest.mark.parametrize("case", [one_pass, split, drop_in,
+                                  drop_in_keywords, flash],
                          ids=lambda f: f.__name__)
 def test_replay_writes_what_the_full_path_writes(case, monkeypatch):
     monkeypatch.setattr(_replay, "_PLANS", {})
     first = case(1)
-    assert _replay._PLANS and all(p is not None
-                                  for p in _replay._PLANS.values())
+    assert _replay._PLANS and all(plan is not None
+                                  for matches in _replay._PLANS.values()
+                                  for _, plan in matches)
     replayed = case(2)
     torch.cuda.synchronize()
     _replay._PLANS.clear()

@@ -99,3 +99,24 @@ def test_tensor_map_errors_name_the_operand(fake):
                                             r"failed .*shape \(300, 8, 128\)"):
         _gpu.launch(kernel, [view("k", 0x40000), q, view("k", 0x40000), 0.5],
                     0)
+
+
+def test_prepared_launch_has_its_own_maps_and_words(fake):
+    """attn_mlir._replay's prepared launch of a TMA kernel: its own 64-byte
+    aligned map slot and parameter words (the kernel's stay as they were),
+    the map encoded from the call's pointer, the operands' pointers patched
+    in, and the grid of the first call."""
+    kernel = _gpu.Kernel(RECORD, None, None, None)
+    q, k = view("q", 0x10000), view("k", 0x20000)
+    prepared = _gpu.PreparedLaunch(kernel, [k, q, k, 0.5], [1, 0, 1, None])
+    _gpu.launch_prepared([prepared], [0x50000, 0x60000], 0)
+    slot = prepared._slots[0]
+    assert slot % 64 == 0 and slot != kernel._map_slots[0]
+    assert fake.encoded[0][2] == 0x60000   # k's map, at the call's k
+    assert fake.launched == [slot]
+    assert prepared._dims == (2, 1, 1, 256, 0)   # 300 // 128 programs
+    assert prepared._slots[1] == ctypes.addressof(prepared._words)
+    words = list(prepared._words)
+    assert words[:3] == [0x50000, 0x50000, 0]     # q
+    assert words[9:12] == [0x60000, 0x60000, 0]   # k
+    assert list(kernel._words[:3]) == [0, 0, 0]

@@ -211,6 +211,86 @@ int attn_rt_launch(int backend, void *function, unsigned gx, unsigned gy,
   return 0;
 }
 
+/// A launch of a replayed call (attn_mlir._replay): the kernel, its grid and
+/// block (gx, gy, gz, threads, shared bytes), its parameter pointers and
+/// words, and which words take which of the call's operand pointers: a
+/// memref's allocated and aligned pointer, words[at] and words[at + 1], for
+/// each pair (at, pointer) of `patches`.
+struct AttnReplayLaunch {
+  void *function;
+  unsigned dims[5];
+  void **params;
+  unsigned long long *words;
+  const int *patches;
+  int patchCount;
+};
+
+/// What a replayed call does with its arguments' pointers. Operand pointer i
+/// is bases[spec[2i]] + spec[2i + 1] (inside an argument, at a fixed offset),
+/// or spec[2i + 1] where spec[2i] is -1 (a buffer of attn_mlir's own). The
+/// checks: pointer aligned[2j] a multiple of aligned[2j + 1] bytes; no pair
+/// (o, o_bytes, i, i_bytes) of `pairs` overlapping (an output and an operand
+/// from another argument). `scratch` holds `count` pointers.
+struct AttnReplayPlan {
+  const long long *spec;
+  int count;
+  const long long *aligned;
+  int alignedCount;
+  const long long *pairs;
+  int pairCount;
+  unsigned long long *scratch;
+  const AttnReplayLaunch *launches;
+  int launchCount;
+};
+
+/// The operand pointers of a replayed call into plan->scratch, from its
+/// arguments' base pointers: 1 when they pass the plan's checks, else 0 (the
+/// call then takes the full path, which names the problem). No driver.
+int attn_rt_replay_pointers(const unsigned long long *bases,
+                            const AttnReplayPlan *plan) {
+  unsigned long long *ptrs = plan->scratch;
+  for (int i = 0; i < plan->count; ++i) {
+    const long long base = plan->spec[2 * i], offset = plan->spec[2 * i + 1];
+    ptrs[i] = base < 0 ? static_cast<unsigned long long>(offset)
+                       : bases[base] + static_cast<unsigned long long>(offset);
+  }
+  for (int i = 0; i < plan->alignedCount; ++i)
+    if (ptrs[plan->aligned[2 * i]] %
+        static_cast<unsigned long long>(plan->aligned[2 * i + 1]))
+      return 0;
+  for (int i = 0; i < plan->pairCount; ++i) {
+    const long long *p = plan->pairs + 4 * i;
+    const unsigned long long out = ptrs[p[0]], other = ptrs[p[2]];
+    if (other < out + p[1] && other + p[3] > out)
+      return 0;
+  }
+  return 1;
+}
+
+/// A replayed call in one round trip from Python: its pointers and checks
+/// (attn_rt_replay_pointers), then every launch with its pointers patched
+/// in. Returns -1 where a check fails (nothing launched), else 0 or
+/// attn_rt_launch's error codes.
+int attn_rt_replay(int backend, void *stream, const unsigned long long *bases,
+                   const AttnReplayPlan *plan, char *err, int len) {
+  if (!attn_rt_replay_pointers(bases, plan))
+    return -1;
+  const unsigned long long *ptrs = plan->scratch;
+  for (int l = 0; l < plan->launchCount; ++l) {
+    const AttnReplayLaunch &launch = plan->launches[l];
+    for (int i = 0; i < launch.patchCount; ++i) {
+      const int at = launch.patches[2 * i];
+      launch.words[at] = launch.words[at + 1] = ptrs[launch.patches[2 * i + 1]];
+    }
+    if (int rc =
+            attn_rt_launch(backend, launch.function, launch.dims[0],
+                           launch.dims[1], launch.dims[2], launch.dims[3],
+                           launch.dims[4], stream, launch.params, err, len))
+      return rc;
+  }
+  return 0;
+}
+
 /// Encodes the tiled tensor map (CUtensorMap, 128 bytes, into `out`) of a
 /// `rank`-dim tensor at `base` with element type `dtype` (CUtensorMapDataType)
 /// and dims `dims`, innermost first; `strides` are the byte strides of dims
