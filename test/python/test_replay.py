@@ -405,3 +405,53 @@ def test_tensors_inside_tuples_are_not_replayed():
     t = torch.zeros(3)
     assert _replay._arg_key((t, t)) is _replay._NO
     assert _replay._arg_key([1, (2, None)]) is not _replay._NO
+
+
+def test_random_call_sequences_launch_what_the_full_path_launches(
+        gpu, monkeypatch):
+    """A random sequence of calls over a few signatures (batch, softcap,
+    one tensor as both caches or two, positional or keyword arguments, the
+    drop-in's growing max_seqlen_k): every call that replays hands the
+    kernels what the full path hands them for the same arguments."""
+    from attn_mlir import vllm
+    monkeypatch.setitem(vllm._WORKSPACES, torch.device("cuda", 0),
+                        torch.empty(1 << 20))
+    monkeypatch.setattr(vllm, "_sm_count", lambda dev: 132)
+    rng = np.random.default_rng(7)
+    calls = []
+    for _ in range(40):
+        batch = int(rng.choice([2, 3]))
+        q, kc, vc, table, cu, used, out = decode(int(rng.integers(1 << 30)),
+                                                 batch=batch)
+        if rng.random() < 0.3:
+            vc = kc
+        kind = rng.choice(["positional", "keyword", "drop-in"])
+        if kind == "drop-in":
+            args = (q, kc, vc, out, cu, 1, used, int(rng.integers(40, 600)),
+                    0.125, True, (-1, -1), table, 0.0, None, None, None)
+            kwargs = {}
+            fn = vllm.unified_attention
+        else:
+            extra = {"softcap": 30.0} if rng.random() < 0.5 else {}
+            fn = ops.unified
+            if kind == "positional":
+                args = (q, kc, vc, table, cu, used, out)
+                kwargs = dict(scale=0.125, **extra)
+            else:
+                args = ()
+                kwargs = dict(q=q, k_cache=kc, v_cache=vc, block_table=table,
+                              cu_seqlens_q=cu, seqused_k=used, out=out,
+                              scale=0.125, **extra)
+        start = len(gpu)
+        fn(*args, **kwargs)
+        calls.append((fn, args, kwargs, gpu[start:]))
+    replayed = [c for c in calls if c[3] and c[3][0][0] == "replay"]
+    assert len(replayed) > 10
+    for fn, args, kwargs, launches in replayed:
+        _replay._PLANS.clear()
+        start = len(gpu)
+        fn(*args, **kwargs)
+        full = gpu[start:]
+        assert all(kind == "full" for kind, _ in full)
+        assert [v for _, values in launches for v in values] == \
+            [v for _, values in full for v in values]
