@@ -939,6 +939,7 @@ class ReplayEngine:
             ctypes.addressof(self._scratch), ctypes.addressof(self._launches),
             len(launches) if self.launches_here else 0)
         self._plan_ref = ctypes.byref(self._plan)
+        self._replay = runtime().attn_rt_replay
 
     def pointers(self):
         """The operand pointers from `bases` (a list), or None where a check
@@ -950,9 +951,8 @@ class ReplayEngine:
     def launch(self, stream, backend=0):
         """The whole call from `bases` (launches_here); False where a check
         fails (nothing launched)."""
-        rc = runtime().attn_rt_replay(backend, ctypes.c_void_p(stream),
-                                      self.bases, self._plan_ref, self._err,
-                                      len(self._err))
+        rc = self._replay(backend, ctypes.c_void_p(stream), self.bases,
+                          self._plan_ref, self._err, 512)
         if rc < 0:
             return False
         _check(rc, self._err)

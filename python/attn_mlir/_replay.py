@@ -391,6 +391,15 @@ class _Plan:
         return True
 
 
+def _routed(first):
+    """ops._torch_route(first), without its call layers once torch_ops is
+    imported (the common case: a plain tensor, no mode, runs directly)."""
+    t = _ops._TORCH_OPS
+    if t is None or type(first) is not _TENSOR:
+        return _ops._torch_route(first)
+    return t and not t.runs_directly(first)
+
+
 class _NotReplayable(Exception):
     pass
 
@@ -431,7 +440,7 @@ def replayable(op, buckets=None):
             # Inside another entry point's first call, that one records the
             # whole call.
             if first is None or _CAPTURE.get() is not None or \
-                    _full_path_only() or _ops._torch_route(first):
+                    _full_path_only() or _routed(first):
                 return fn(*args, **kwargs)
             signature = _signature(op, args, kwargs, buckets)
             if signature is None:
