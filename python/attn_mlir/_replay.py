@@ -332,7 +332,7 @@ class _Plan:
             self.steps.append((call.device, call.name, launches))
         self.aligned = sorted(aligned.items())
         self.pairs = sorted(pairs)
-        # The arguments pointers come from, each once, and the runtime's
+        # The arguments that pointers come from, each once, and the runtime's
         # recipe for every pointer (ReplayEngine).
         positions = sorted({src[1] for src in self.pointers
                             if src[0] == "arg"})
