@@ -57,7 +57,6 @@ def stand_in_gpu(runtime):
         return fake if _abi.is_torch(x) else real(x)
     for module in (ops, vllm, _abi):
         module.device_of = device_of
-    _replay._on_gpu = lambda t: True
     _replay._CPU_AS_GPU = True
     vllm._sm_count = lambda dev: 132
     vllm._WORKSPACES[fake] = torch.empty(1 << 22)

@@ -859,10 +859,6 @@ class PreparedLaunch:
         self._dims = (*self.grid, kernel.record["threads"],
                       kernel.record["shared_bytes"])
 
-    def launch(self, ptrs, stream, backend=0):
-        """One launch with the call's pointers (a list)."""
-        launch_prepared([self], ptrs, stream, backend)
-
 
 def launch_prepared(launches, ptrs, stream, backend=0):
     """Launches PreparedLaunch objects in order on `stream` (a raw handle),

@@ -36,17 +36,16 @@ _SCALARS = frozenset((bool, int, float, str, type(None)))
 
 
 def _arg_key(a, nested=False):
-    """The part of the signature one argument contributes; _NO where the
-    call is not replayable. Tensors inside a tuple or list are not: a plan
+    """The key of an argument that is not a tensor or scalar (a View, a
+    tuple or list: _signature's composites); _NO where the call is not
+    replayable. Tensors and Views inside a tuple or list are not: a plan
     takes pointers from top-level arguments only, and would keep the first
     call's."""
     if a is None:
         return None
     t = type(a)
-    if t is _TENSOR:
-        if nested or not _on_gpu(a):
-            return _NO
-        return (a.dtype, a.shape, a.stride(), a.get_device())
+    if t is _TENSOR:   # (top-level tensors are _signature's own)
+        return _NO
     if t in _SCALARS:
         return (t, a)
     if t is View:
@@ -224,15 +223,12 @@ def _guards_work():
             from torch._C._dynamo.guards import TensorGuards
             a = torch.zeros(4, 6)
             b = torch.zeros(3, dtype=torch.int32)
-
-            def check(*given):
-                return g.check(*given)
-            g = TensorGuards(a, b, dynamic_dims_sizes=[[4, 6], [3]],
-                             dynamic_dims_strides=[[6, 1], [1]])
+            check = TensorGuards(a, b, dynamic_dims_sizes=[[4, 6], [3]],
+                                 dynamic_dims_strides=[[6, 1], [1]]).check
             same = check(torch.ones(4, 6), torch.ones(3, dtype=torch.int32))
             others = [(a.to(torch.float16), b), (a[:, :5], b),
                       (torch.zeros(6, 4).t(), b), (a.view(24), b),
-                      (a, b.view(3, 1)), (a.requires_grad_(False), b[:2]),
+                      (a, b.view(3, 1)), (a, b[:2]),
                       (torch.zeros(4, 6, requires_grad=True), b)]
             if same and not any(check(*o) for o in others):
                 _GUARDS = TensorGuards

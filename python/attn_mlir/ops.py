@@ -703,20 +703,11 @@ def _replay_launch(engine, dev):
 
 
 def _launch_prepared(launches, ptrs, dev, name):
-    """attn_mlir._replay's launches: _gpu.PreparedLaunch objects given the
-    call's operand pointers. (The replay path: _on_stream's work, without
-    its closure.)"""
-    import torch
+    """attn_mlir._replay's launches from Python (tensor maps, NVTX ranges):
+    _gpu.PreparedLaunch objects given the call's operand pointers."""
     from . import _gpu
-    stream, backend = _current_stream(torch, dev), _hip(torch)
-    if not _nvtx_enabled():
-        _gpu.launch_prepared(launches, ptrs, stream, backend)
-        return
-    torch.cuda.nvtx.range_push(name)
-    try:
-        _gpu.launch_prepared(launches, ptrs, stream, backend)
-    finally:
-        torch.cuda.nvtx.range_pop()
+    _on_stream(dev, name, lambda stream, backend: _gpu.launch_prepared(
+        launches, ptrs, stream, backend))
 
 
 def _launch_kernels(kernels, values, dev, name):
@@ -746,13 +737,10 @@ def _on_stream(dev, name, launch):
 def _nvtx_enabled():
     """ATTN_MLIR_NVTX=1: each GPU call is an NVTX range named for its kernel
     (nsys shows the op's host-side span beside the kernel)."""
-    if _ENV_BYTES is not None:   # os.environ's own store: no encoding
-        return _ENV_BYTES.get(b"ATTN_MLIR_NVTX", b"") not in (b"", b"0")
+    env = _replay._ENV   # os.environ's own store: no encoding per call
+    if env is not None:
+        return env.get(b"ATTN_MLIR_NVTX", b"") not in (b"", b"0")
     return os.environ.get("ATTN_MLIR_NVTX", "") not in ("", "0")
-
-
-_ENV_BYTES = getattr(os.environ, "_data", None) if os.name == "posix" \
-    else None
 
 
 def _prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,

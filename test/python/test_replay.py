@@ -43,7 +43,6 @@ def gpu(monkeypatch):
     monkeypatch.setattr(ops, "device_of", device_of)
     monkeypatch.setattr(vllm, "device_of", device_of)
     monkeypatch.setattr(_abi, "device_of", device_of)
-    monkeypatch.setattr(_replay, "_on_gpu", lambda t: True)
     monkeypatch.setattr(_replay, "_CPU_AS_GPU", True)
     monkeypatch.setattr(ops, "_TORCH_OPERANDS", {})
     monkeypatch.setattr(_replay, "_PLANS", {})
