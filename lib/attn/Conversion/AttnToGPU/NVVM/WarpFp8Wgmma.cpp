@@ -186,8 +186,7 @@ void WarpAttentionBuilder::produceTransposed(
     });
     waitBarrier(rawFull(s), parityOf(t));
     awaitFree(emptyV(s), t);
-    if (getenv("NOTRANSPOSE") == nullptr)
-      transposeValues(buf.v, transposedValues(buf));
+    transposeValues(buf.v, transposedValues(buf));
     // Generic-proxy writes that wgmma reads through the async proxy.
     wgmma::fenceProxyAsync(b);
     syncProducer();
