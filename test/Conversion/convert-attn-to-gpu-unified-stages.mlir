@@ -58,11 +58,11 @@ func.func @three_stages(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>,
 
 // -----
 
-// merge_states reads its segments eight at a time: eight loads of the
+// merge_states reads its segments sixteen at a time: sixteen loads of the
 // segment maxima before the first max.
 // CHECK-LABEL: gpu.func @merge
 // CHECK: scf.for
-// CHECK-COUNT-8: memref.load %{{.*}} : memref<?x32x?xf32>
+// CHECK-COUNT-16: memref.load %{{.*}} : memref<?x32x?xf32>
 // CHECK-NEXT: arith.maximumf
 func.func @merge(%p: memref<?x32x?x128xf32>, %m: memref<?x32x?xf32>, %l: memref<?x32x?xf32>, %o: memref<?x32x128xbf16>) {
   attn.merge_states partial(%p : memref<?x32x?x128xf32>) segment_max(%m : memref<?x32x?xf32>) segment_sum(%l : memref<?x32x?xf32>) out(%o : memref<?x32x128xbf16>)

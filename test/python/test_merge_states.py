@@ -50,10 +50,10 @@ def test_max_sum(sinks, out_dtype):
         assert np.all(f64(o)[0, 0] == 0)
 
 
-@pytest.mark.parametrize("segments", [3, 7, 8, 9, 17, 32, 70])
+@pytest.mark.parametrize("segments", [3, 15, 16, 17, 33, 70])
 @pytest.mark.parametrize("lse", [False, True])
 def test_segment_groups(segments, lse):
-    """Segments are read eight at a time (LowerMergeStates.cpp): counts
+    """Segments are read sixteen at a time (LowerMergeStates.cpp): counts
     below, at and past a group, the last group partial, an empty last
     segment, and a large value in the last one (whose clamped copies past
     the end must count once)."""
