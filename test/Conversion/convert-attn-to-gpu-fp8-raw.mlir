@@ -5,27 +5,53 @@
 // Decode-shaped sm_90a programs (mma.sync, one K/V buffer) over fp8 pages
 // stage through a raw buffer: tile t + 1's bytes are copied by 8-byte
 // cp.async (nothing waits on them) into [64, 128] fp8 rows while tile t
-// computes; each tile is then dequantized from shared memory, 16 bytes at
-// a time, by pairs in hardware. The launch reserves the raw K and V
-// (16 KB: 69632 bytes in all).
+// computes; each tile is then decoded from shared memory, 16 bytes at a
+// time, by pairs in hardware. The launch reserves the raw K and V (16 KB:
+// 69632 bytes in all). Under bf16 queries the tiles are f16 (every fp8
+// value is one): a pair's two halves go to the tile as converted, the
+// cache scales apply to the dot products and the output, and Q is staged
+// times a power of two from its largest magnitude (a max over the block:
+// xor shuffles, then the exponent's bits).
 // CHECK-LABEL: func.func @decode_fp8
 // CHECK: gpu.launch_func @attn_kernels::@decode_fp8 {{.*}} dynamic_shared_memory_size %c69632_i32
 // CHECK: gpu.func @decode_fp8
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32
+// CHECK: arith.bitcast %{{.*}} : f32 to i32
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+// CHECK: vector.store %{{.*}} : memref<64x136xf16, #gpu.address_space<workgroup>>, vector<8xf16>
 // CHECK: nvgpu.device_async_copy %arg1{{.*}}, 8, %{{.*}} : memref<?x16x8x128xf8E4M3FN> to memref<64x128xf8E4M3FN, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy %arg2{{.*}}, 8, %{{.*}} : memref<?x16x8x128xf8E4M3FN> to memref<64x128xf8E4M3FN, #gpu.address_space<workgroup>>
 // CHECK: scf.for
 // CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
 // CHECK: vector.load {{.*}} : memref<64x128xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
 // CHECK: cvt.rn.f16x2.e4m3x2
+// CHECK-NOT: arith.mulf
+// CHECK: vector.store %{{.*}} : memref<64x136xf16, #gpu.address_space<workgroup>>, vector<8xf16>
 // CHECK: gpu.barrier
 // CHECK: nvgpu.device_async_copy %arg1{{.*}} to memref<64x128xf8E4M3FN
-// CHECK: nvvm.mma.sync
+// CHECK: nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32)
 // sm_80 keeps decoding in registers (no raw buffer).
 // AMPERE-LABEL: func.func @decode_fp8
 // AMPERE-NOT: to memref<64x128xf8E4M3FN
 // AMPERE: gpu.return
 func.func @decode_fp8(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x128xbf16>) {
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%ks : memref<1xf32>) v_descale(%vs : memref<1xf32>) out(%o : memref<?x32x128xbf16>)
+  return
+}
+
+// -----
+
+// f16 queries: the same f16 tiles and folded scales, Q staged as it is.
+// CHECK-LABEL: func.func @decode_fp8_f16
+// CHECK: gpu.func @decode_fp8_f16
+// CHECK-NOT: gpu.shuffle  xor %{{.*}}, %c16_i32
+// CHECK: scf.for
+// CHECK: cvt.rn.f16x2.e4m3x2
+// CHECK-NOT: arith.mulf
+// CHECK: vector.store %{{.*}} : memref<64x136xf16, #gpu.address_space<workgroup>>, vector<8xf16>
+// CHECK: nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32)
+func.func @decode_fp8_f16(%q: memref<?x32x128xf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x128xf16>) {
+  attn.unified q(%q : memref<?x32x128xf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%ks : memref<1xf32>) v_descale(%vs : memref<1xf32>) out(%o : memref<?x32x128xf16>)
   return
 }
 

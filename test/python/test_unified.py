@@ -431,3 +431,43 @@ def test_per_token_head_scale_cache_errors():
         vllm.unified_attention(q, kc, vc, o, cu, 37, su, 300, 0.1,
                                np.array([True, False]), (-1, -1), table, 0,
                                None, None, None)
+
+
+@pytest.mark.parametrize("magnitude", [1e-5, 1.0, 3e4, 2e6, 1e15])
+@pytest.mark.parametrize("split", [False, True])
+def test_fp8_cache_query_magnitudes(magnitude, split):
+    """bf16 queries over an fp8 cache with per-(sequence, KV head)
+    descales, at magnitudes from far below to far above f16's range, the
+    key descales compensating so that the scores stay those of randn
+    inputs. (The sm_90a decode program multiplies these on f16 tiles: Q is
+    staged times a power of two that its largest magnitude decides, and the
+    descales apply to the dot products and the output. A Q past 65504 must
+    not overflow there, nor a tiny one flush to zero.)"""
+    rng = np.random.default_rng(int(np.log10(magnitude)) + 20)
+    q, kc, vc, cu, su, table = make(rng, hq=16, hk=4, d=128, block_size=16,
+                                    dtype="bf16", fp8="f8E4M3FN",
+                                    q_lens=[1, 1, 4, 1],
+                                    k_lens=[700, 33, 190, 1])
+    q = (f64(q) * magnitude).astype(DTYPES["bf16"])
+    ks = (rng.uniform(0.01, 4.0, (4, 4)) / magnitude).astype(np.float32)
+    vs = rng.uniform(0.01, 4.0, (4, 4)).astype(np.float32)
+    o = np.full(q.shape, np.nan, DTYPES["bf16"])
+    scale = 128 ** -0.5
+    if split:
+        part = np.full(q.shape[:2] + (3, 128), np.nan, np.float32)
+        mx = np.full(q.shape[:2] + (3,), np.nan, np.float32)
+        sm = mx.copy()
+        ops.unified(q, kc, vc, table, cu, su, part, scale=scale,
+                    k_descale=ks, v_descale=vs, segment_max=mx,
+                    segment_sum=sm)
+        ops.merge_states(part, o, segment_max=mx, segment_sum=sm)
+    else:
+        ops.unified(q, kc, vc, table, cu, su, o, scale=scale, k_descale=ks,
+                    v_descale=vs)
+    ref = np.full(q.shape, np.nan)
+    for b in range(len(su)):
+        rows = slice(cu[b], cu[b + 1])
+        ref[rows] = reference(q, kc, vc, cu, su, table, scale,
+                              k_scale=ks[b][:, None],
+                              v_scale=vs[b][:, None])[rows]
+    check(o, ref, "bf16", f"|q| ~ {magnitude:g}")

@@ -122,6 +122,13 @@ public:
   /// The tensor-core operand type for query type `qType`; failure when the
   /// target has no matrix-core path for it.
   virtual FailureOr<Type> computeType(Type qType) const = 0;
+  /// The operand type of the programs of `op` with tile shape `shape`,
+  /// given computeType's `ct`: a backend may multiply in another 16-bit
+  /// type where that makes its staging cheaper. `ct` by default.
+  virtual Type programComputeType(Operation *op, const TileShape &shape,
+                                  Type ct) const {
+    return ct;
+  }
   /// The query types computeType accepts, in words (for diagnostics).
   virtual std::string supportedTypes() const = 0;
   /// Threads and dynamic shared memory of a program of `op` with tile shape

@@ -207,6 +207,7 @@ struct ConvertAttnToGPUPass
                       s.getWarps(),           s.getTma(),
                       s.getProducerWarps(),   s.getPingpong(),
                       s.getPersistent(),      s.getStages()};
+      computeType = gpuTarget.programComputeType(op, shape, computeType);
       ProgramBody body = gpuTarget.bodyOf(shape);
       if (body.rowsPerWarp > kMaxRowsPerWarp ||
           body.accumulatorsPerLane > kMaxAccumulatorsPerLane)

@@ -43,6 +43,11 @@ void WarpAttentionBuilder::setUp(const ProgramRows &rows,
                                  ArrayRef<KvWalk> walks) {
   setUpThreads();
   chooseScoreOperands(rows, walks);
+  foldCacheScales(walks);
+  // (convert-attn-to-gpu gives bf16 queries f16 tiles only where the walk
+  // folds its scales: stagesFp8CacheAsF16.)
+  assert((foldsCacheScales || !ct.isF16() || !qType.isBF16()) &&
+         "f16 tiles for bf16 queries without folded cache scales");
   if (g.wgmma) {
     // The shared window address of the dynamic shared memory, rounded up
     // to the swizzle atoms' 1024 bytes (launches reserve kAlignSlack).
@@ -74,9 +79,15 @@ void WarpAttentionBuilder::stageQuery(const ProgramRows &rows) {
       foldScoreFactor();
     return;
   }
+  if (ct.isF16() && qType.isBF16())
+    scaleQueryForF16(rows);
   // qk8: the raw fp8 bytes; the scales then apply to the dot products.
-  stage(qk8 ? bytesOf(qS, qType) : qS, g.mRows, g.dPad,
-        [&](Value r) { return queryRow(rows, r, /*scaled=*/!qk8); });
+  stage(qk8 ? bytesOf(qS, qType) : qS, g.mRows, g.dPad, [&](Value r) {
+    StagedRow s = queryRow(rows, r, /*scaled=*/!qk8);
+    if (queryPrescale)
+      s.scale = s.scale ? e.mulF(s.scale, queryPrescale) : queryPrescale;
+    return s;
+  });
   if (prefetchedWalk) {
     // Tile 0 of the walk into buffer 0 under Q's copies; Q has landed once
     // the groups after its own (tile 0's, the empty one) may be pending.
@@ -193,63 +204,6 @@ void WarpAttentionBuilder::walkRange(const ProgramRows &rows,
     waitGroups(commitGroup(), 1); // V(t) has landed
     e.ifThen(active, [&] { accumulate(p, walk.valueKeyMajor); });
     gpu::BarrierOp::create(b); // every warp is done with V(t)
-    unpinLaneCoordinates();
-  });
-}
-
-bool WarpAttentionBuilder::stagesRawFp8(const KvWalk &walk, Value &kScale,
-                                        Value &vScale) {
-  // The launch decided for the op (rawStagedFp8Keys) and reserved the
-  // buffer; here only the walk is left to check: the cache's paged walk
-  // (not the new tokens'), with V row-major (key-major V keeps the
-  // register staging). (A walk without keyScale but with a key's scale
-  // has per-token scales, which rawStagedFp8Keys excluded.)
-  if (!rawFp8Reserved || !walk.paged || walk.valueKeyMajor ||
-      !isFp8(walk.keyType))
-    return false;
-  KeyRow any = walk.locate(e, walk.lo);
-  assert((walk.keyScale || !any.kScale) && "per-token scales on the raw path");
-  kScale = any.kScale;
-  vScale = any.vScale;
-  walkKeyType = walk.keyType;
-  return true;
-}
-
-void WarpAttentionBuilder::walkRawFp8(const ProgramRows &rows,
-                                      const KvWalk &walk, Value lo, Value hi,
-                                      Value active, Value kScale,
-                                      Value vScale) {
-  // fp8 pages of decode-shaped programs: their bytes are copied (8-byte
-  // cp.async, nothing waits) into a raw buffer while the previous tile
-  // computes; each tile is then dequantized from shared memory (16-byte
-  // reads, pair cvt) into the K and V tiles. (Decoding straight from
-  // global loads waited on every load: the tile's compute stalled behind
-  // its staging.)
-  Value bn = e.idx(g.bn);
-  auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
-  KvBuffers raw = rawBuffers(e.idx(0), /*rowMajor=*/true);
-  auto copyRaw = [&](Value n0) {
-    KvTileRows tile(e, walk, n0, validAt(n0), shape.headDim);
-    stage(raw.k, g.bn, g.dPad,
-          [&](Value r) { return tile.key(r, /*isK=*/true, /*scaled=*/false); });
-    stage(raw.v, g.bn, g.dPad, [&](Value r) {
-      return tile.key(r, /*isK=*/false, /*scaled=*/false);
-    });
-  };
-  gpu::BarrierOp::create(b); // the previous range may still read the tiles
-  e.ifThen(e.lt(lo, hi), [&] { copyRaw(lo); });
-  commitGroup();
-  e.forLoop(lo, hi, bn, [&](Value n0) {
-    pinLaneCoordinates();
-    // Tile t's bytes have landed, and every warp is done with tile t - 1.
-    waitGroups(commitGroup(), 0);
-    dequantize(raw.k, cur.k, g.bn, g.dPad, kScale);
-    dequantize(raw.v, cur.v, g.bn, g.dPad, vScale);
-    gpu::BarrierOp::create(b); // the tiles are whole; the raw buffer free
-    Value next = e.add(n0, bn);
-    e.ifThen(e.lt(next, hi), [&] { copyRaw(next); });
-    commitGroup();
-    computeTile(rows, walk, active, n0, validAt(n0));
     unpinLaneCoordinates();
   });
 }
@@ -846,33 +800,6 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
   return requests;
 }
 
-bool mlir::attn::rawStagedFp8Keys(Operation *op, const TileShape &shape,
-                                  Type ct, NvidiaChip chip) {
-  Value q, kCache;
-  if (auto unified = dyn_cast<UnifiedOp>(op)) {
-    // (ALiBi slopes and a tree bias next to the raw staging spilled 16
-    // bytes of a 64-row program.)
-    if (unified.hasTokenScales() || unified.getAlibiSlopes() ||
-        unified.getQqBias())
-      return false;
-    q = unified.getQ();
-    kCache = unified.getKCache();
-  } else if (auto prefix = dyn_cast<PrefixPrefillOp>(op)) {
-    if (prefix.getAlibiSlopes())
-      return false;
-    q = prefix.getQ();
-    kCache = prefix.getKCache();
-  } else {
-    return false;
-  }
-  Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
-  return chip.wgmma && chip.fp8 && !ct.isF32() && !g.wgmma && g.stages == 1 &&
-         !shape.producerWarps && g.dPad == shape.headDim &&
-         (g.bn * g.dPad / 16) % (g.warps * kLanes) == 0 &&
-         isFp8(cast<MemRefType>(kCache.getType()).getElementType()) &&
-         !isFp8(cast<MemRefType>(q.getType()).getElementType());
-}
-
 bool mlir::attn::warpGathersKeys(Operation *op, const TileShape &shape, Type ct,
                                  NvidiaChip chip) {
   // (WarpAttentionBuilder::setUpGather then gathers: its tiles are whole
@@ -915,6 +842,12 @@ public:
   FailureOr<Type> computeType(Type qType) const override {
     // f32 on tf32 mma.sync (sm_80 and up).
     return gpuComputeType(qType, /*f32=*/true);
+  }
+  Type programComputeType(Operation *op, const TileShape &shape,
+                          Type ct) const override {
+    return stagesFp8CacheAsF16(op, shape, ct, chip)
+               ? Float16Type::get(ct.getContext())
+               : ct;
   }
   std::string supportedTypes() const override {
     return "f16, bf16, fp8 and f32 (tf32) do";

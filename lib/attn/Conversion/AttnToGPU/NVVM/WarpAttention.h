@@ -41,6 +41,13 @@ KernelLaunch warpLaunchFor(Operation *op, const TileShape &shape, Type ct,
 /// and compute type, head dims a multiple of 16): the launch reserves it.
 bool rawStagedFp8Keys(Operation *op, const TileShape &shape, Type ct,
                       NvidiaChip chip);
+/// Whether those programs of an attn.unified op multiply in f16 although
+/// Q is bf16 (compute type `ct`): fp8 pages then decode to their f16 tiles
+/// by one conversion per pair, the cache scales apply to the dot products
+/// and the output, and Q is staged times a power of two that its largest
+/// magnitude decides (WarpAttentionBuilder::scaleQueryForF16).
+bool stagesFp8CacheAsF16(Operation *op, const TileShape &shape, Type ct,
+                         NvidiaChip chip);
 /// The per-warp body of that program (GpuTarget::bodyOf).
 ProgramBody warpBodyOf(const TileShape &shape, NvidiaChip chip);
 /// The operands of `op` its program loads through TMA (GpuTarget::

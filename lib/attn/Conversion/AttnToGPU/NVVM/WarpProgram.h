@@ -219,6 +219,11 @@ private:
   int64_t qkSteps() const { return g.dPad / (qk8 ? 32 : g.kElems()); }
   /// Decides qk8 and dotScale for the program's walks.
   void chooseScoreOperands(const ProgramRows &rows, ArrayRef<KvWalk> walks);
+  /// Sets foldsCacheScales (and dotScale, accumulatorScale) for f16 tiles
+  /// of one raw-staged fp8 walk.
+  void foldCacheScales(ArrayRef<KvWalk> walks);
+  /// bf16 Q on f16 tiles: sets queryPrescale and scales dotScale back.
+  void scaleQueryForF16(const ProgramRows &rows);
   /// The [rows, cols] tile at element `offset`: swizzled for wgmma, else
   /// with row stride `stride`; in `layout` where given (wgmma).
   SharedTile tile(Value offset, int64_t rows, int64_t cols, int64_t stride,
@@ -553,6 +558,12 @@ private:
   /// dot products instead of the staged elements.
   bool qk8 = false;
   Value dotScale;
+  /// The raw-staged fp8 walk decodes pairs into f16 tiles without its
+  /// scales, which dotScale and accumulatorScale apply (foldCacheScales).
+  bool foldsCacheScales = false;
+  /// bf16 Q staged into f16 tiles is multiplied by this power of two
+  /// (scaleQueryForF16); null otherwise.
+  Value queryPrescale;
   Type qType, kType; // element types of Q and K when qk8 or qgmma
   /// fp8 Q, K and V multiply as stored on fp8 wgmma (sm_90a warp-
   /// specialized TMA programs; multipliesFp8OnWgmma): Q and K tiles hold

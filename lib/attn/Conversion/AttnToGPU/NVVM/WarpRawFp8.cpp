@@ -1,0 +1,206 @@
+//===- WarpRawFp8.cpp - fp8 cache pages staged raw -------------*- C++ -*-===//
+//
+// Decode-shaped sm_90a programs (mma.sync, one warp of rows) over paged
+// fp8 caches: each tile's bytes are copied raw into shared memory, then
+// decoded there into the K/V tiles the MMAs read. attn.unified's programs
+// decode into f16 tiles, with the cache scales folded into the dot
+// products and the output (and a bf16 Q staged times a power of two).
+//
+//===----------------------------------------------------------------------===//
+
+#include "WarpProgram.h"
+#include "attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::warp;
+
+namespace mlir::attn::warp {
+
+void WarpAttentionBuilder::foldCacheScales(ArrayRef<KvWalk> walks) {
+  // f16 tiles of one raw-staged fp8 walk (stagesFp8CacheAsF16, or f16
+  // queries): each pair of bytes decodes by one conversion (every fp8 value
+  // is an f16), and the walk's scales, one per program, apply to the dot
+  // products (dotScale) and the output (accumulatorScale) instead of to
+  // every element.
+  if (!rawFp8Reserved || !ct.isF16() || qk8 || walks.size() != 1)
+    return;
+  const KvWalk &walk = walks.front();
+  if (!walk.paged || walk.valueKeyMajor || walk.forEachRange ||
+      !isFp8(walk.keyType))
+    return;
+  foldsCacheScales = true;
+  dotScale = walk.keyScale;
+  accumulatorScale = walk.locate(e, walk.lo).vScale;
+}
+
+void WarpAttentionBuilder::scaleQueryForF16(const ProgramRows &rows) {
+  // bf16 Q multiplies in f16 here: it is staged times 2^-s, s chosen from
+  // its largest magnitude M so that M * 2^-s lies in [2^14, 2^15) (no
+  // overflow; all but parts below M * 2^-38 keep at least bf16's
+  // precision), and the dot products are multiplied by 2^s again. Both
+  // factors are powers of two: exact.
+  int64_t chunksPerRow = g.dPad / 8, total = g.mRows * chunksPerRow;
+  int64_t iters = (total + threads - 1) / threads;
+  Value local = e.reduce(0, iters, e.f32(0.0), [&](Value i, Value m) {
+    Value c = e.add(e.remU(tid, e.idx(threads)), e.mul(i, e.idx(threads)));
+    Value r = e.divU(c, e.idx(chunksPerRow));
+    Value x0 = e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8));
+    StagedRow src = queryRow(rows, r, /*scaled=*/false);
+    for (int64_t j = 0; j < 8; ++j) {
+      Value x = e.add(x0, e.idx(j));
+      Value ok = e.andI(e.andI(e.lt(c, e.idx(total)), src.valid),
+                        e.lt(x, e.idx(shape.headDim)));
+      Value v = e.ifElse(
+          ok, {b.getF32Type()},
+          [&] {
+            Value q = e.load32(src.mem, src.at(x));
+            return SmallVector<Value>{e.maxF(q, arith::NegFOp::create(b, q))};
+          },
+          [&] { return SmallVector<Value>{e.f32(0.0)}; })[0];
+      m = e.maxF(m, v);
+    }
+    return m;
+  });
+  for (int32_t offset : {16, 8, 4, 2, 1})
+    local = e.maxF(local, gpu::ShuffleOp::create(b, local, offset, kLanes,
+                                                 gpu::ShuffleMode::XOR)
+                              .getShuffleResult());
+  // Across warps through the first K tile (free until the walk stages it,
+  // after barriers that every thread reaches past this).
+  int64_t warps = threads / kLanes;
+  Value scratch = view(cur.k.offset, 1, warps, b.getF32Type());
+  e.ifThen(e.eq(lane, e.idx(0)), [&] {
+    e.store(local, scratch, {e.idx(0), warp});
+  });
+  syncComputeThreads();
+  Value magnitude = e.f32(0.0);
+  for (int64_t w = 0; w < warps; ++w)
+    magnitude = e.maxF(magnitude, e.load(scratch, {e.idx(0), e.idx(w)}));
+  syncComputeThreads();
+  // s = exponent(M) - 14, within [-100, 113] so that 2^s and 2^-s are
+  // normal floats (M = 0, NaN or inf: any s will do).
+  Type i32 = b.getI32Type();
+  auto c32 = [&](int64_t v) {
+    return arith::ConstantOp::create(b, b.getI32IntegerAttr(v)).getResult();
+  };
+  Value bits = arith::BitcastOp::create(b, i32, magnitude);
+  Value exponent = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, bits, c32(23)), c32(0xff));
+  Value s = arith::SubIOp::create(b, exponent, c32(127 + 14));
+  s = arith::MinSIOp::create(b, arith::MaxSIOp::create(b, s, c32(-100)),
+                             c32(113));
+  auto pow2 = [&](Value exp) { // 2^exp as f32
+    return arith::BitcastOp::create(
+               b, b.getF32Type(),
+               arith::ShLIOp::create(b, arith::AddIOp::create(b, exp, c32(127)),
+                                     c32(23)))
+        .getResult();
+  };
+  queryPrescale = pow2(arith::SubIOp::create(b, c32(0), s));
+  Value restore = pow2(s);
+  dotScale = dotScale ? e.mulF(dotScale, restore) : restore;
+}
+
+bool WarpAttentionBuilder::stagesRawFp8(const KvWalk &walk, Value &kScale,
+                                        Value &vScale) {
+  // The launch decided for the op (rawStagedFp8Keys) and reserved the
+  // buffer; here only the walk is left to check: the cache's paged walk
+  // (not the new tokens'), with V row-major (key-major V keeps the
+  // register staging). (A walk without keyScale but with a key's scale
+  // has per-token scales, which rawStagedFp8Keys excluded.)
+  if (!rawFp8Reserved || !walk.paged || walk.valueKeyMajor ||
+      !isFp8(walk.keyType))
+    return false;
+  KeyRow any = walk.locate(e, walk.lo);
+  assert((walk.keyScale || !any.kScale) && "per-token scales on the raw path");
+  kScale = any.kScale;
+  vScale = any.vScale;
+  walkKeyType = walk.keyType;
+  return true;
+}
+
+void WarpAttentionBuilder::walkRawFp8(const ProgramRows &rows,
+                                      const KvWalk &walk, Value lo, Value hi,
+                                      Value active, Value kScale,
+                                      Value vScale) {
+  // fp8 pages of decode-shaped programs: their bytes are copied (8-byte
+  // cp.async, nothing waits) into a raw buffer while the previous tile
+  // computes; each tile is then dequantized from shared memory (16-byte
+  // reads, pair cvt) into the K and V tiles. (Decoding straight from
+  // global loads waited on every load: the tile's compute stalled behind
+  // its staging.)
+  if (foldsCacheScales)
+    kScale = vScale = Value(); // (dotScale and accumulatorScale)
+  Value bn = e.idx(g.bn);
+  auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
+  KvBuffers raw = rawBuffers(e.idx(0), /*rowMajor=*/true);
+  auto copyRaw = [&](Value n0) {
+    KvTileRows tile(e, walk, n0, validAt(n0), shape.headDim);
+    stage(raw.k, g.bn, g.dPad,
+          [&](Value r) { return tile.key(r, /*isK=*/true, /*scaled=*/false); });
+    stage(raw.v, g.bn, g.dPad, [&](Value r) {
+      return tile.key(r, /*isK=*/false, /*scaled=*/false);
+    });
+  };
+  gpu::BarrierOp::create(b); // the previous range may still read the tiles
+  e.ifThen(e.lt(lo, hi), [&] { copyRaw(lo); });
+  commitGroup();
+  e.forLoop(lo, hi, bn, [&](Value n0) {
+    pinLaneCoordinates();
+    // Tile t's bytes have landed, and every warp is done with tile t - 1.
+    waitGroups(commitGroup(), 0);
+    dequantize(raw.k, cur.k, g.bn, g.dPad, kScale);
+    dequantize(raw.v, cur.v, g.bn, g.dPad, vScale);
+    gpu::BarrierOp::create(b); // the tiles are whole; the raw buffer free
+    Value next = e.add(n0, bn);
+    e.ifThen(e.lt(next, hi), [&] { copyRaw(next); });
+    commitGroup();
+    computeTile(rows, walk, active, n0, validAt(n0));
+    unpinLaneCoordinates();
+  });
+}
+
+} // namespace mlir::attn::warp
+
+bool mlir::attn::rawStagedFp8Keys(Operation *op, const TileShape &shape,
+                                  Type ct, NvidiaChip chip) {
+  Value q, kCache;
+  if (auto unified = dyn_cast<UnifiedOp>(op)) {
+    // (ALiBi slopes and a tree bias next to the raw staging spilled 16
+    // bytes of a 64-row program.)
+    if (unified.hasTokenScales() || unified.getAlibiSlopes() ||
+        unified.getQqBias())
+      return false;
+    q = unified.getQ();
+    kCache = unified.getKCache();
+  } else if (auto prefix = dyn_cast<PrefixPrefillOp>(op)) {
+    if (prefix.getAlibiSlopes())
+      return false;
+    q = prefix.getQ();
+    kCache = prefix.getKCache();
+  } else {
+    return false;
+  }
+  Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
+  return chip.wgmma && chip.fp8 && !ct.isF32() && !g.wgmma && g.stages == 1 &&
+         !shape.producerWarps && g.dPad == shape.headDim &&
+         (g.bn * g.dPad / 16) % (g.warps * kLanes) == 0 &&
+         isFp8(cast<MemRefType>(kCache.getType()).getElementType()) &&
+         !isFp8(cast<MemRefType>(q.getType()).getElementType());
+}
+
+bool mlir::attn::stagesFp8CacheAsF16(Operation *op, const TileShape &shape,
+                                     Type ct, NvidiaChip chip) {
+  // (attn.unified only: one paged walk, whose scales are the program's.
+  // Prefix prefill's second walk, the new keys, would be staged as f16.)
+  // On H100 (bench/results/2026-11-27-h100-fp8-decode-f16-tiles.md) the
+  // bf16 tiles' decode (pair conversion, widening, scale, narrowing) held
+  // the fp8-cache decode row at 1885 GB/s; without any decode it ran at
+  // 2370.
+  return isa<UnifiedOp>(op) && ct.isBF16() &&
+         rawStagedFp8Keys(op, shape, ct, chip);
+}
