@@ -4,31 +4,37 @@
 
 // Decode-shaped sm_90a programs (mma.sync, one K/V buffer) over fp8 pages
 // stage through a raw buffer: tile t + 1's bytes are copied by 8-byte
-// cp.async (nothing waits on them) into [64, 128] fp8 rows while tile t
-// computes; each tile is then decoded from shared memory, 16 bytes at a
-// time, by pairs in hardware. The launch reserves the raw K and V (16 KB:
-// 69632 bytes in all). Under bf16 queries the tiles are f16 (every fp8
-// value is one): a pair's two halves go to the tile as converted, the
-// cache scales apply to the dot products and the output, and Q is staged
-// times a power of two from its largest magnitude (a max over the block:
-// xor shuffles, then the exponent's bits).
+// cp.async (nothing waits on them) into fp8 rows while tile t computes.
+// Under 16-bit queries the tiles are f16 (every fp8 value is one), the
+// cache scales apply to the dot products and the output, a bf16 Q is
+// staged times a power of two from its largest magnitude (a max over the
+// block: xor shuffles, then the exponent's bits), and QK reads K raw: K's
+// rows (padded to 144 bytes: [64, 72] as f16 pairs) go through
+// ldmatrix.x2 and a conversion per pair of bytes into the B operands; only
+// V is decoded into its tile (16 bytes at a time, a pair's halves stored
+// as converted). Raw K has two slots (QK reads tile t's while tile t + 1's
+// bytes land): the launch reserves Q, the K and V tiles, two raw K and one
+// raw V: 79872 bytes.
 // CHECK-LABEL: func.func @decode_fp8
-// CHECK: gpu.launch_func @attn_kernels::@decode_fp8 {{.*}} dynamic_shared_memory_size %c69632_i32
+// CHECK: gpu.launch_func @attn_kernels::@decode_fp8 {{.*}} dynamic_shared_memory_size %c79872_i32
 // CHECK: gpu.func @decode_fp8
 // CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32
 // CHECK: arith.bitcast %{{.*}} : f32 to i32
 // CHECK: arith.truncf %{{.*}} : f32 to f16
 // CHECK: vector.store %{{.*}} : memref<64x136xf16, #gpu.address_space<workgroup>>, vector<8xf16>
-// CHECK: nvgpu.device_async_copy %arg1{{.*}}, 8, %{{.*}} : memref<?x16x8x128xf8E4M3FN> to memref<64x128xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %arg1{{.*}}, 8, %{{.*}} : memref<?x16x8x128xf8E4M3FN> to memref<64x144xf8E4M3FN, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy %arg2{{.*}}, 8, %{{.*}} : memref<?x16x8x128xf8E4M3FN> to memref<64x128xf8E4M3FN, #gpu.address_space<workgroup>>
 // CHECK: scf.for
 // CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK-NOT: memref<64x144xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
 // CHECK: vector.load {{.*}} : memref<64x128xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
 // CHECK: cvt.rn.f16x2.e4m3x2
 // CHECK-NOT: arith.mulf
 // CHECK: vector.store %{{.*}} : memref<64x136xf16, #gpu.address_space<workgroup>>, vector<8xf16>
 // CHECK: gpu.barrier
-// CHECK: nvgpu.device_async_copy %arg1{{.*}} to memref<64x128xf8E4M3FN
+// CHECK: nvgpu.device_async_copy %arg1{{.*}} to memref<64x144xf8E4M3FN
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 2 : i32, transpose = false} : memref<64x72xf16, #gpu.address_space<workgroup>> -> vector<2x2xf16>
+// CHECK: cvt.rn.f16x2.e4m3x2
 // CHECK: nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32)
 // sm_80 keeps decoding in registers (no raw buffer).
 // AMPERE-LABEL: func.func @decode_fp8

@@ -86,6 +86,12 @@ void WarpAttentionBuilder::stageQuery(const ProgramRows &rows) {
     StagedRow s = queryRow(rows, r, /*scaled=*/!qk8);
     if (queryPrescale)
       s.scale = s.scale ? e.mulF(s.scale, queryPrescale) : queryPrescale;
+    if (rawKeysDirect) {
+      // (Element by element: adjacent positions hold dims 4 apart.)
+      auto at = s.at;
+      s.at = [this, at](Value p) { return at(rawKeyDim(p)); };
+      s.chunks = false;
+    }
     return s;
   });
   if (prefetchedWalk) {
@@ -333,7 +339,8 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
   // Q fragments are read one k step at a time when S and O already fill
   // the registers (two fragments of a wide S).
   // (3xTF32 operands take twice the registers: one k step at a time.)
-  bool pairs = !(g.registersFull() && qFrags.empty()) && !exactF32;
+  bool pairs =
+      (!(g.registersFull() && qFrags.empty()) && !exactF32) || rawKeysDirect;
   // (wgmma: issued and waited for here. Issued before the next tile's
   // copies instead, the accumulators would be in flight across their
   // branches, and ptxas serializes the MMAs: C7518.)
@@ -353,8 +360,10 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
                            : e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)),
                                    e.idx(g.chunk));
       SmallVector<Value> kb =
-          ldmatrix(cur.k.mem, row, e.add(e.idx(kk * g.kElems()), laneCol),
-                   pair ? 4 : 2, false);
+          rawKeysDirect
+              ? rawKeyOperands(j, kk)
+              : ldmatrix(cur.k.mem, row, e.add(e.idx(kk * g.kElems()), laneCol),
+                         pair ? 4 : 2, false);
       for (int64_t m = 0; m < g.mFrags; ++m) {
         Acc &acc = s[m * nTiles + j];
         auto product = [&](ArrayRef<Value> a, ArrayRef<Value> bRegs) {
@@ -720,10 +729,14 @@ KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
   // of K and V^T at one byte an element (WarpSpecialized.cpp).
   if (shape.producerWarps && !shape.tma && gathersFp8Caches(op))
     bytes = saturatingAdd(bytes, saturatingMul(4, g.bn * g.dPad));
-  // Decode-shaped fp8 programs: one raw K and V (walkRawFp8).
+  // Decode-shaped fp8 programs: a raw K (rows padded) and V (walkRawFp8),
+  // and a second raw K where QK may read K raw (rawKeysFit).
   bool rawFp8Keys = rawStagedFp8Keys(op, shape, ct, chip);
   if (rawFp8Keys)
-    bytes = saturatingAdd(bytes, saturatingMul(2, g.bn * g.dPad));
+    bytes =
+        saturatingAdd(bytes, saturatingMul(g.bn, (rawKeysFit(g) ? 2 : 1) *
+                                                         (g.dPad + kRawKeyPad) +
+                                                     g.dPad));
   if (g.wgmma)
     bytes = saturatingAdd(bytes, kAlignSlack);
   // (Persistence carries the producer's ring from program to program.)

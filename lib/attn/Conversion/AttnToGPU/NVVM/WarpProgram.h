@@ -85,10 +85,21 @@ constexpr int64_t kRawValueBarrier = 10;
 /// 1024-byte boundary (the descriptors' base offset is 0).
 constexpr int64_t kAlignSlack = wgmma::kGroupBytes;
 
+/// Bytes past each raw K row of decode-shaped fp8 programs (rawBuffers).
+constexpr int64_t kRawKeyPad = 16;
+
 /// The geometry of a program with tile shape `s` and compute-type elements
 /// of `elemBytes`; `wgmma` allows warpgroup MMAs (NvidiaChip::wgmma; not
 /// for f32).
 Geometry geometryOf(const TileShape &s, bool wgmma, int64_t elemBytes);
+
+/// Whether a raw-staged decode program of geometry `g` may read K raw in
+/// QK (WarpAttentionBuilder::rawKeysDirect; its launch then reserves two
+/// raw K slots): whole 32-dim steps, heads up to 128 (heads of 256 spilled
+/// 40-108 bytes with the raw operands in flight).
+inline bool rawKeysFit(const Geometry &g) {
+  return g.dPad % 32 == 0 && g.dPad <= 128;
+}
 
 /// How a [rows, cols] tile of the compute type lies in shared memory.
 enum class TileLayout {
@@ -224,6 +235,12 @@ private:
   void foldCacheScales(ArrayRef<KvWalk> walks);
   /// bf16 Q on f16 tiles: sets queryPrescale and scales dotScale back.
   void scaleQueryForF16(const ProgramRows &rows);
+  /// The B operands of k steps kk and kk + 1 for keys 8j .. 8j + 7, read
+  /// from the raw K rows and converted in registers (rawKeysDirect).
+  SmallVector<Value> rawKeyOperands(int64_t j, int64_t kk);
+  /// The dim whose value position `p` of a staged Q row holds under
+  /// rawKeysDirect.
+  Value rawKeyDim(Value p);
   /// The [rows, cols] tile at element `offset`: swizzled for wgmma, else
   /// with row stride `stride`; in `layout` where given (wgmma).
   SharedTile tile(Value offset, int64_t rows, int64_t cols, int64_t stride,
@@ -363,6 +380,9 @@ private:
   /// `rowMajor`, K and V [bn, D] as plain rows instead (vLLM's [blocks,
   /// page, Hk, D] caches, whose key rows are contiguous).
   KvBuffers rawBuffers(Value slot, bool rowMajor = false);
+  /// Raw K slot `slot` (0 or 1) of rawBuffers' row-major layout: slot 0 is
+  /// its K, slot 1 follows its V.
+  SharedTile rawKeySlot(Value slot);
   /// Dequantizes raw tile `raw` ([rows, cols] fp8) into `dst`, `scale` (or
   /// null) applied; the threads share the work, 16 bytes at a time, going
   /// down the columns (core-matrix raw tiles) or along the rows (plain).
@@ -564,6 +584,12 @@ private:
   /// bf16 Q staged into f16 tiles is multiplied by this power of two
   /// (scaleQueryForF16); null otherwise.
   Value queryPrescale;
+  /// With folded scales and heads of whole 32-dim steps, QK reads K as the
+  /// raw bytes (rawKeyOperands) instead of decoded tiles: Q is staged with
+  /// its dims in the order those operands hold them (rawKeyDim).
+  bool rawKeysDirect = false;
+  /// The raw K rows as f16 pairs of bytes (walkRawFp8 sets it).
+  Value rawKeyPairs;
   Type qType, kType; // element types of Q and K when qk8 or qgmma
   /// fp8 Q, K and V multiply as stored on fp8 wgmma (sm_90a warp-
   /// specialized TMA programs; multipliesFp8OnWgmma): Q and K tiles hold

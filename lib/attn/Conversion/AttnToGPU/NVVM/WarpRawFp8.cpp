@@ -4,7 +4,9 @@
 // fp8 caches: each tile's bytes are copied raw into shared memory, then
 // decoded there into the K/V tiles the MMAs read. attn.unified's programs
 // decode into f16 tiles, with the cache scales folded into the dot
-// products and the output (and a bf16 Q staged times a power of two).
+// products and the output (and a bf16 Q staged times a power of two), and
+// their QK reads K raw: each pair of bytes converts in registers into an
+// f16x2 operand, so only V is decoded into a tile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -35,6 +38,50 @@ void WarpAttentionBuilder::foldCacheScales(ArrayRef<KvWalk> walks) {
   foldsCacheScales = true;
   dotScale = walk.keyScale;
   accumulatorScale = walk.locate(e, walk.lo).vScale;
+  rawKeysDirect = rawKeysFit(g);
+}
+
+Value WarpAttentionBuilder::rawKeyDim(Value p) {
+  // rawKeyOperands gives k step i, for the lane of quad column q, its k
+  // values 2q, 2q + 1 from dims 16i + 4q, +1 and its k values 2q + 8, +9
+  // from dims 16i + 4q + 2, +3 (four bytes of one ldmatrix lane). Position
+  // r = p % 16 of step p / 16 therefore holds dim 4 (r % 8 / 2) + 2 (r / 8)
+  // + r % 2 of it. (QK sums over k: Q in the same order is all it needs.)
+  Value r = e.remU(p, e.idx(16));
+  Value dim =
+      e.add(e.mul(e.divU(e.remU(r, e.idx(8)), e.idx(2)), e.idx(4)),
+            e.add(e.mul(e.divU(r, e.idx(8)), e.idx(2)), e.remU(r, e.idx(2))));
+  return e.add(e.mul(e.divU(p, e.idx(16)), e.idx(16)), dim);
+}
+
+SmallVector<Value> WarpAttentionBuilder::rawKeyOperands(int64_t j, int64_t kk) {
+  // One ldmatrix.x2 of the raw rows viewed as f16 pairs: matrix h holds
+  // dims 16 (kk + h) .. + 15 of keys 8j .. 8j + 7, each lane four bytes of
+  // one key (row lane / 4); each pair of bytes converts (exactly) to the
+  // f16x2 of one B register.
+  Value row = e.add(e.idx(8 * j), e.remU(lane, e.idx(8)));
+  Value col = e.add(e.idx(8 * kk),
+                    e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)), e.idx(8)));
+  SmallVector<Value> regs = ldmatrix(rawKeyPairs, row, col, 2, false);
+  std::string cvt = isa<Float8E4M3FNType>(walkKeyType)
+                        ? "cvt.rn.f16x2.e4m3x2 $0, $1;"
+                        : "cvt.rn.f16x2.e5m2x2 $0, $1;";
+  auto i16x2 = VectorType::get({2}, b.getI16Type());
+  auto f16x2 = VectorType::get({2}, b.getF16Type());
+  SmallVector<Value> operands;
+  for (Value reg : regs) {
+    Value units = vector::BitCastOp::create(b, i16x2, reg);
+    for (int64_t h = 0; h < 2; ++h) {
+      Value pair = inlinePtx(b, b.getI32Type(),
+                             ValueRange{vector::ExtractOp::create(b, units, h)},
+                             cvt, "=r,h", /*sideEffects=*/false);
+      operands.push_back(vector::BitCastOp::create(
+          b, f16x2,
+          vector::FromElementsOp::create(
+              b, VectorType::get({1}, b.getI32Type()), ValueRange{pair})));
+    }
+  }
+  return operands;
 }
 
 void WarpAttentionBuilder::scaleQueryForF16(const ProgramRows &rows) {
@@ -130,34 +177,45 @@ void WarpAttentionBuilder::walkRawFp8(const ProgramRows &rows,
   // fp8 pages of decode-shaped programs: their bytes are copied (8-byte
   // cp.async, nothing waits) into a raw buffer while the previous tile
   // computes; each tile is then dequantized from shared memory (16-byte
-  // reads, pair cvt) into the K and V tiles. (Decoding straight from
-  // global loads waited on every load: the tile's compute stalled behind
-  // its staging.)
+  // reads, pair cvt) into the K and V tiles, or only V where QK reads K
+  // raw (rawKeysDirect). (Decoding straight from global loads waited on
+  // every load: the tile's compute stalled behind its staging.)
   if (foldsCacheScales)
     kScale = vScale = Value(); // (dotScale and accumulatorScale)
   Value bn = e.idx(g.bn);
   auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
   KvBuffers raw = rawBuffers(e.idx(0), /*rowMajor=*/true);
-  auto copyRaw = [&](Value n0) {
+  // K read raw by QK stays in its slot while the next tile's bytes land in
+  // the other (rawKeySlot); decoded K needs one.
+  auto rawKeys = [&](Value slot) {
+    return rawKeysDirect ? rawKeySlot(slot) : raw.k;
+  };
+  auto copyRaw = [&](Value n0, Value slot) {
     KvTileRows tile(e, walk, n0, validAt(n0), shape.headDim);
-    stage(raw.k, g.bn, g.dPad,
+    stage(rawKeys(slot), g.bn, g.dPad,
           [&](Value r) { return tile.key(r, /*isK=*/true, /*scaled=*/false); });
     stage(raw.v, g.bn, g.dPad, [&](Value r) {
       return tile.key(r, /*isK=*/false, /*scaled=*/false);
     });
   };
   gpu::BarrierOp::create(b); // the previous range may still read the tiles
-  e.ifThen(e.lt(lo, hi), [&] { copyRaw(lo); });
+  e.ifThen(e.lt(lo, hi), [&] { copyRaw(lo, e.idx(0)); });
   commitGroup();
   e.forLoop(lo, hi, bn, [&](Value n0) {
     pinLaneCoordinates();
-    // Tile t's bytes have landed, and every warp is done with tile t - 1.
+    Value slot = e.remU(e.divU(e.sub(n0, lo), bn), e.idx(2));
+    // Tile t's bytes have landed, and every warp is done with tile t - 1
+    // (and with its raw K).
     waitGroups(commitGroup(), 0);
-    dequantize(raw.k, cur.k, g.bn, g.dPad, kScale);
+    if (rawKeysDirect)
+      rawKeyPairs =
+          view(rawKeySlot(slot).offset, g.bn, (g.dPad + kRawKeyPad) / 2);
+    else
+      dequantize(raw.k, cur.k, g.bn, g.dPad, kScale);
     dequantize(raw.v, cur.v, g.bn, g.dPad, vScale);
-    gpu::BarrierOp::create(b); // the tiles are whole; the raw buffer free
+    gpu::BarrierOp::create(b); // the tiles are whole; raw V free
     Value next = e.add(n0, bn);
-    e.ifThen(e.lt(next, hi), [&] { copyRaw(next); });
+    e.ifThen(e.lt(next, hi), [&] { copyRaw(next, e.sub(e.idx(1), slot)); });
     commitGroup();
     computeTile(rows, walk, active, n0, validAt(n0));
     unpinLaneCoordinates();

@@ -254,18 +254,35 @@ WarpAttentionBuilder::rawBuffers(Value slot, bool rowMajor) {
     return t;
   };
   if (rowMajor) {
-    auto rowsOf = [&](Value offset) {
+    // K's rows padded by kRawKeyPad bytes: QK may read them raw with
+    // ldmatrix (rawKeyOperands), eight rows of 16 bytes at a time, which a
+    // stride of whole 128-byte lines would put in the same banks.
+    auto rowsOf = [&](Value offset, int64_t stride) {
       SharedTile t;
       t.offset = offset;
       t.rows = g.bn;
-      t.mem = view(offset, g.bn, g.dPad, walkKeyType);
+      t.mem = view(offset, g.bn, stride, walkKeyType);
       return t;
     };
-    return {rowsOf(base), rowsOf(e.add(base, e.idx(rawElems))), SharedTile()};
+    int64_t kElems =
+        g.bn * (g.dPad + kRawKeyPad) / (ct.getIntOrFloatBitWidth() / 8);
+    return {rowsOf(base, g.dPad + kRawKeyPad),
+            rowsOf(e.add(base, e.idx(kElems)), g.dPad), SharedTile()};
   }
   SharedTile k = raw(base, g.bn, g.dPad);
   SharedTile vt = raw(e.add(base, e.idx(rawElems)), g.dPad, g.bn);
   return {k, SharedTile(), vt};
+}
+
+SharedTile WarpAttentionBuilder::rawKeySlot(Value slot) {
+  KvBuffers raw = rawBuffers(e.idx(0), /*rowMajor=*/true);
+  int64_t elemBytes = ct.getIntOrFloatBitWidth() / 8;
+  // Slot 1 after raw V: (bn rows of dPad + pad bytes) + (bn rows of dPad).
+  int64_t step = g.bn * (2 * g.dPad + kRawKeyPad) / elemBytes;
+  SharedTile t = raw.k;
+  t.offset = e.add(raw.k.offset, e.mul(slot, e.idx(step)));
+  t.mem = view(t.offset, g.bn, g.dPad + kRawKeyPad, walkKeyType);
+  return t;
 }
 
 void WarpAttentionBuilder::dequantize(const SharedTile &raw,
