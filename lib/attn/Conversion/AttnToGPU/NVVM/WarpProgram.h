@@ -390,7 +390,7 @@ private:
                   int64_t cols, Value scale);
   /// Whether a walk stages through the raw buffer the launch reserved
   /// (rawFp8Reserved: its fp8 pages; its scales are then `kScale`,
-  /// `vScale`).
+  /// `vScale`, left null where foldsCacheScales applies them instead).
   bool stagesRawFp8(const KvWalk &walk, Value &kScale, Value &vScale);
   /// The single-buffered walk of such programs: tile t + 1's bytes are
   /// copied into the raw buffer while tile t computes, and each tile is

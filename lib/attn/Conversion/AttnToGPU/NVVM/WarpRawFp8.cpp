@@ -86,10 +86,10 @@ SmallVector<Value> WarpAttentionBuilder::rawKeyOperands(int64_t j, int64_t kk) {
 
 void WarpAttentionBuilder::scaleQueryForF16(const ProgramRows &rows) {
   // bf16 Q multiplies in f16 here: it is staged times 2^-s, s chosen from
-  // its largest magnitude M so that M * 2^-s lies in [2^14, 2^15) (no
-  // overflow; all but parts below M * 2^-38 keep at least bf16's
-  // precision), and the dot products are multiplied by 2^s again. Both
-  // factors are powers of two: exact.
+  // its largest magnitude M so that M * 2^-s lies in [2^14, 2^15): no
+  // overflow, and every part down to M * 2^-28 stays exact (an f16 normal;
+  // smaller ones round to f16 subnormals). The dot products are multiplied
+  // by 2^s again. Both factors are powers of two.
   int64_t chunksPerRow = g.dPad / 8, total = g.mRows * chunksPerRow;
   int64_t iters = (total + threads - 1) / threads;
   Value local = e.reduce(0, iters, e.f32(0.0), [&](Value i, Value m) {
@@ -162,11 +162,14 @@ bool WarpAttentionBuilder::stagesRawFp8(const KvWalk &walk, Value &kScale,
   if (!rawFp8Reserved || !walk.paged || walk.valueKeyMajor ||
       !isFp8(walk.keyType))
     return false;
+  walkKeyType = walk.keyType;
+  // (Folded scales apply to the dot products and the output instead.)
+  if (foldsCacheScales)
+    return true;
   KeyRow any = walk.locate(e, walk.lo);
   assert((walk.keyScale || !any.kScale) && "per-token scales on the raw path");
   kScale = any.kScale;
   vScale = any.vScale;
-  walkKeyType = walk.keyType;
   return true;
 }
 
@@ -180,8 +183,6 @@ void WarpAttentionBuilder::walkRawFp8(const ProgramRows &rows,
   // reads, pair cvt) into the K and V tiles, or only V where QK reads K
   // raw (rawKeysDirect). (Decoding straight from global loads waited on
   // every load: the tile's compute stalled behind its staging.)
-  if (foldsCacheScales)
-    kScale = vScale = Value(); // (dotScale and accumulatorScale)
   Value bn = e.idx(g.bn);
   auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
   KvBuffers raw = rawBuffers(e.idx(0), /*rowMajor=*/true);

@@ -318,12 +318,6 @@ void WarpAttentionBuilder::dequantize(const SharedTile &raw,
         SmallVector<Value> elems;
         for (int64_t i = 0; i < 8; ++i) {
           Value v = values[8 * h + i];
-          // Unscaled into f16 tiles: the conversion's own halves.
-          if (auto wide = v.getDefiningOp<arith::ExtFOp>();
-              wide && !scale && wide.getIn().getType() == ct) {
-            elems.push_back(wide.getIn());
-            continue;
-          }
           if (scale)
             v = e.mulF(v, scale);
           elems.push_back(arith::TruncFOp::create(b, ct, v));
