@@ -188,9 +188,11 @@ def variants():
 
 
 def prefix():
-    D, Hq, Hk, bs, x = 128, 32, 8, 16, 8
-    for B, ctx, ql, cache in ((8, 2048, 512, "bf16"), (16, 1024, 256, "bf16"),
-                              (8, 2048, 512, "fp8")):
+    D, bs, x = 128, 16, 8
+    # GQA 32/8, and one row of MHA (128-row programs of one head).
+    for B, ctx, ql, cache, Hq, Hk in (
+            (8, 2048, 512, "bf16", 32, 8), (16, 1024, 256, "bf16", 32, 8),
+            (8, 2048, 512, "fp8", 32, 8), (8, 2048, 512, "bf16", 32, 32)):
         nblk = (ctx + bs - 1) // bs
         nb = B * nblk + 4
         k_cache = randn(nb, Hk, D // x, bs, x, dtype=cache)
@@ -212,7 +214,8 @@ def prefix():
                                           b_start, b_seq, o, scale=scale,
                                           k_scale=kv_scale, v_scale=kv_scale)
         flops = 4 * B * Hq * ql * (ctx + ql / 2) * D
-        row = dict(kind="prefix", B=B, ctx=ctx, qlen=ql, cache=cache)
+        row = dict(kind="prefix", B=B, ctx=ctx, qlen=ql, cache=cache,
+                   Hq=Hq, Hk=Hk)
         row["attn_mlir"] = flops / timed(ours) / 1e9
         if cache == "fp8":
             # The schedule fp8 caches had before sm_90a took them onto
@@ -494,8 +497,9 @@ def table():
             ours, seed, fa2, cud = r["attn_mlir"], r["seed"], r.get("sdpa_flash"), r.get("sdpa_cudnn")
         elif k == "prefix":
             fp8 = " fp8 cache" if r.get("cache") == "fp8" else ""
-            name = (f"prefix B={r['B']} ctx={r['ctx']} q={r['qlen']}{fp8} "
-                    "(TFLOP/s)")
+            mha = " MHA" if r.get("Hq", 32) == r.get("Hk", 8) else ""
+            name = (f"prefix B={r['B']} ctx={r['ctx']} q={r['qlen']}{fp8}"
+                    f"{mha} (TFLOP/s)")
             ours, seed, fa2, cud = r["attn_mlir"], r["seed"], None, None
         elif k == "fp8":
             mode = "causal" if r["causal"] else "full"

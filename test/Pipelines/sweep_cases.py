@@ -196,6 +196,12 @@ def cases():
         yield f"prefix D={D} fp8 cache", prefix(D, cache="f8E4M3FN")
     yield "prefix D=128 fp8 e5m2 cache", prefix(128, cache="f8E5M2")
     yield "prefix D=128 page 32", prefix(128, page=32)
+    # One head a KV head (128 rows of one head: the gathering producer's
+    # addresses) and eight (heads of 256 pack four).
+    yield "prefix D=128 MHA", prefix(128, hq=8, hk=8)
+    yield "prefix D=128 MHA fp8 cache", prefix(128, hq=8, hk=8,
+                                               cache="f8E4M3FN")
+    yield "prefix D=256 GQA 8", prefix(256, hq=32, hk=4)
     for D in (64, 80, 96, 112, 128, 256):
         yield f"unified D={D}", unified(D)
     for D in (128, 256):

@@ -232,6 +232,17 @@ func.func @prefix_d256(%q: memref<?x32x256xbf16>, %k: memref<?x8x256xbf16>, %v: 
   return
 }
 
+// ... eight query heads a KV head: sm_90a packs four of them (eight of 16
+// rows spilled 16 bytes at 255 registers), two programs a KV tile.
+// NVVM-LABEL: func.func @prefix_d256_gqa8
+// NVVM: schedule = #attn.schedule<block_q = 16, block_n = 16, heads_per_program = 8, warps = 8>
+// HOPPER-LABEL: func.func @prefix_d256_gqa8
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 8>
+func.func @prefix_d256_gqa8(%q: memref<?x32x256xbf16>, %k: memref<?x4x256xbf16>, %v: memref<?x4x256xbf16>, %kc: memref<?x4x32x16x8xbf16>, %vc: memref<?x4x256x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %o: memref<?x32x256xbf16>) {
+  attn.prefix_prefill q(%q : memref<?x32x256xbf16>) k(%k : memref<?x4x256xbf16>) v(%v : memref<?x4x256xbf16>) k_cache(%kc : memref<?x4x32x16x8xbf16>) v_cache(%vc : memref<?x4x256x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x256xbf16>)
+  return
+}
+
 // ... and with an fp8 cache dequantized while staging, outside warpgroups.
 // CHECK-LABEL: func.func @prefix_d256_fp8_cache
 // NVVM-LABEL: func.func @prefix_d256_fp8_cache

@@ -69,7 +69,8 @@ def run_case(rng, *, dtype="bf16", d=64, hq=8, hk=2, block_size=16,
 
 @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
 @pytest.mark.parametrize("d,hq,hk", [(24, 4, 4), (64, 8, 2), (80, 10, 2),
-                                     (96, 8, 1), (128, 8, 8), (256, 4, 1)])
+                                     (96, 8, 1), (128, 8, 8), (256, 4, 1),
+                                     (256, 8, 1)])
 def test_dtype_headdim_gqa(dtype, d, hq, hk):
     o, ref = run_case(np.random.default_rng(d + hq), dtype=dtype, d=d, hq=hq, hk=hk)
     check(o, ref, dtype, "prefix prefill")
@@ -81,6 +82,16 @@ def test_page_sizes_and_fp8_cache(block_size, kv_dtype):
     o, ref = run_case(np.random.default_rng(block_size), block_size=block_size,
                       kv_dtype=kv_dtype, ctx_lens=(70, 3, 129))
     check(o, ref, "bf16", f"block {block_size} {kv_dtype}")
+
+
+@pytest.mark.parametrize("kv_dtype", ["fp8_e4m3", "fp8_e5m2"])
+def test_mha_fp8_cache(kv_dtype):
+    # 128-row programs of one head (sm_90a: the gathering producer's
+    # registers).
+    o, ref = run_case(np.random.default_rng(11), d=128, hq=8, hk=8,
+                      kv_dtype=kv_dtype, q_lens=(150, 1, 23),
+                      ctx_lens=(70, 3, 129))
+    check(o, ref, "bf16", f"MHA {kv_dtype}")
 
 
 @pytest.mark.parametrize("window", [1, 8, 40])

@@ -117,6 +117,12 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   if (pack == 0)
     pack = group;
   int64_t headDim = cast<MemRefType>(op->getOperand(0).getType()).getDimSize(2);
+  // sm_90a prefix prefill of heads over 128 (warpgroup programs staging by
+  // cp.async, 255 registers): eight packed heads of 16 rows spilled 16
+  // bytes, four of 32 rows none. Larger groups take two programs per tile.
+  if (target == "nvvm" && chip == "sm_90a" && isa<PrefixPrefillOp>(op) &&
+      headDim > 128 && pack > 4 && pack % 4 == 0)
+    pack = 4;
   if (target == "rocdl") {
     std::optional<AmdFamily> family = amdFamily(chip);
     if (!family)

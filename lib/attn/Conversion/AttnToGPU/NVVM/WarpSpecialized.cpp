@@ -64,12 +64,14 @@ RegisterSplit registerSplit(int64_t consumerWarps, bool persistent, bool gather,
   // 2026-11-26-h200-fp8-wgmma-transpose.log).
   if (transposes && consumerWarps == 8 && !persistent)
     return RegisterSplit{168, 56, 224};
-  // A gathering producer addresses its 16 + 16 copies of a tile: 56
-  // registers (at 40 a head of 128 spilled 250 bytes), 128 * 56 + 256 * 224
-  // fit the SM, and the consumers of heads of 128 spill nothing at 224.
+  // A gathering producer addresses its 16 + 16 copies of a tile: 72
+  // registers (at 40 a head of 128 spilled 250 bytes; at 56 the 128-row
+  // programs of one head, MHA, spilled 100, bf16 and fp8 caches alike),
+  // 128 * 72 + 256 * 216 fit the SM, and the consumers of heads of 128
+  // spill nothing at 216.
   if (gather)
     return consumerWarps == 4 ? RegisterSplit{128, 56, 200}
-                              : RegisterSplit{168, 56, 224};
+                              : RegisterSplit{168, 72, 216};
   // One consumer warpgroup (block-sparse programs of 64 rows): two blocks
   // of 256 threads share an SM, 128 registers each at launch (the
   // persistent producer's loop takes 32, as below).
