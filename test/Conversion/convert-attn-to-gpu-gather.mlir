@@ -3,26 +3,30 @@
 
 // sm_90a prefix prefill over bf16 caches in vLLM's layouts (split-x K
 // cache, [D, page] V cache): the Hopper pipeline whose producer warpgroup
-// gathers instead of issuing TMA boxes (schedule producer_warps = 4
-// without tma). No tensor maps; 384 threads.
+// gathers the caches instead of issuing TMA boxes (schedule producer_warps
+// = 4 without tma). Q alone is a tensor map (boxes [32 tokens, 4 heads, 64
+// columns]), the kernel's first argument; 384 threads.
 // CHECK-LABEL: func.func @prefix
+// CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%{{.*}}, %c4, %c64]
 // CHECK-NOT: nvgpu.tma.create.descriptor
-// CHECK: gpu.func @prefix(%{{.*}}: memref<?x32x128xbf16>
-// CHECK-SAME: known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32
-// The full barriers (K and V of each buffer, 0-3) and Q's (8) count the
-// 128 producer threads; the empty ones (4-7) the 256 consumer threads.
+// CHECK: gpu.func @prefix(%arg0: !llvm.ptr, %{{.*}}: memref<?x32x128xbf16>
+// CHECK-SAME: attn.tensor_map_params = 1 : i64, known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32
+// The full barriers (K and V of each buffer, 0-3) count the 128 producer
+// threads, Q's (8) the one expect_tx; the empty ones (4-7) the 256
+// consumer threads.
 // CHECK: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 9>
 // CHECK: nvgpu.mbarrier.init %{{.*}}[%c0{{.*}}], %c128
 // CHECK: nvgpu.mbarrier.init %{{.*}}[%c4{{.*}}], %c256
-// CHECK: nvgpu.mbarrier.init %{{.*}}[%c8{{.*}}], %c128
-// The producer keeps 56 registers; all its threads stage Q (16 copies
-// each), wait for them, fence them for the async proxy and arrive on Q's
-// barrier.
-// CHECK: nvvm.setmaxregister  decrease 56
-// CHECK-COUNT-16: nvgpu.device_async_copy %arg0
-// CHECK: nvgpu.device_async_wait
-// CHECK-NEXT: "fence.proxy.async.shared::cta;"
-// CHECK: nvgpu.mbarrier.arrive %{{.*}}[%c8
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c8{{.*}}], %c1
+// The producer keeps 72 registers (at 56 the 128-row programs of one head
+// spilled); its first thread loads Q by TMA, two 64-column atoms, and no
+// thread copies Q.
+// CHECK: nvvm.setmaxregister  decrease 72
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}[%c8{{.*}}], %c32768
+// CHECK-NEXT: arith.constant
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK-COUNT-2: nvgpu.tma.async.load %{{.*}}[%{{.*}}], %{{.*}}[%c8
 // The cache walk: once the consumers freed the buffer (tile t - 2), K(t)
 // from the split-x cache and V(t) from the [D, page] cache, 16 copies each
 // per thread, each tile's full barrier tracking them (noinc: it counts
@@ -31,27 +35,28 @@
 // [2048, 8]); V's full tiles copy whole chunks, a ragged one its bytes.
 // CHECK: scf.for
 // CHECK: nvgpu.mbarrier.try_wait.parity
-// CHECK-COUNT-16: nvgpu.device_async_copy %arg3{{.*}} to memref<2048x8xbf16, #gpu.address_space<workgroup>>
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg4{{.*}} to memref<2048x8xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
 // CHECK: nvgpu.mbarrier.try_wait.parity
 // CHECK: scf.if
-// CHECK-COUNT-16: nvgpu.device_async_copy %arg4{{.*}} to memref<2048x8xbf16, #gpu.address_space<workgroup>>
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg5{{.*}} to memref<2048x8xbf16, #gpu.address_space<workgroup>>
 // CHECK: } else {
-// CHECK-COUNT-16: nvgpu.device_async_copy %arg4{{.*}} to memref<2048x8xbf16, #gpu.address_space<workgroup>>
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg5{{.*}} to memref<2048x8xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
 // Then the new tokens, ring positions numbered on, into 128-byte swizzled
 // tiles ([atoms * rows, 64]), which keep a row's 128 bytes together.
 // CHECK: scf.for
-// CHECK-COUNT-16: nvgpu.device_async_copy %arg1{{.*}} to memref<256x64xbf16, #gpu.address_space<workgroup>>
-// CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true}
 // CHECK-COUNT-16: nvgpu.device_async_copy %arg2{{.*}} to memref<256x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true}
-// The consumers take 224 registers, wait for Q (no staging of their own)
-// and fence each buffer the producer filled before their MMAs read it.
-// CHECK: nvvm.setmaxregister  increase 224
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg3{{.*}} to memref<256x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true}
+// The consumers take 216 registers, wait for Q (no staging of their own;
+// TMA wrote it through the async proxy: no fence) and fence each buffer
+// the producer filled before their MMAs read it.
+// CHECK: nvvm.setmaxregister  increase 216
 // CHECK-NOT: nvgpu.device_async_copy
 // CHECK: nvgpu.mbarrier.try_wait.parity %{{.*}}[%c8
-// CHECK-NEXT: "fence.proxy.async.shared::cta;"
+// CHECK-NEXT: arith.constant 1.44269502
 // CHECK-NOT: nvgpu.device_async_copy
 // CHECK: nvgpu.mbarrier.try_wait.parity
 // CHECK-NEXT: "fence.proxy.async.shared::cta;"
@@ -79,7 +84,7 @@ func.func @prefix(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memre
 // row-major (transposed). The last PV of the program may be either: the
 // consumers pick it from the pending layout at run time.
 // CHECK-LABEL: gpu.func @prefix_layouts
-// CHECK: nvvm.setmaxregister  increase 224
+// CHECK: nvvm.setmaxregister  increase 216
 // CHECK-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.*}}}, {$128, $129, $130, $131}, $132, p, 1, 1, 0;
 // CHECK-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.*}}}, {$128, $129, $130, $131}, $132, p, 1, 1, 1;
 func.func @prefix_layouts(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x16x16x8xbf16>, %vc: memref<?x8x128x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
@@ -99,18 +104,18 @@ func.func @prefix_layouts(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %
 // CHECK-LABEL: func.func @prefix_fp8
 // CHECK: gpu.launch_func @attn_kernels::@prefix_fp8 {{.*}} dynamic_shared_memory_size %c230400_i32
 // CHECK: gpu.func @prefix_fp8
-// CHECK: nvvm.setmaxregister  decrease 56
-// CHECK: nvgpu.device_async_copy %arg3{{.*}}, 8, %{{.*}} : memref<?x8x8x16x16xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: nvvm.setmaxregister  decrease 72
+// CHECK: nvgpu.device_async_copy %arg4{{.*}}, 8, %{{.*}} : memref<?x8x8x16x16xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
 // CHECK: scf.for
 // CHECK: nvvm.barrier id = %c4_i32{{.*}} number_of_threads = %c128_i32
-// CHECK: nvgpu.device_async_copy %arg4{{.*}}, 8, %{{.*}} : memref<?x8x128x16xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %arg5{{.*}}, 8, %{{.*}} : memref<?x8x128x16xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
 // CHECK: nvvm.barrier id = %c4_i32{{.*}} number_of_threads = %c128_i32
 // CHECK: vector.load {{.*}} : memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
 // CHECK: cvt.rn.f16x2.e4m3x2
 // CHECK: "fence.proxy.async.shared::cta;"
 // CHECK-NEXT: nvgpu.mbarrier.arrive
-// CHECK: nvvm.setmaxregister  increase 224
+// CHECK: nvvm.setmaxregister  increase 216
 func.func @prefix_fp8(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %kc: memref<?x8x8x16x16xf8E4M3FN>, %vc: memref<?x8x128x16xf8E4M3FN>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x128xbf16>) {
   attn.prefix_prefill q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>) k_cache(%kc : memref<?x8x8x16x16xf8E4M3FN>) v_cache(%vc : memref<?x8x128x16xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) out(%o : memref<?x32x128xbf16>)
   return

@@ -73,7 +73,8 @@ void WarpAttentionBuilder::stageQuery(const ProgramRows &rows) {
   if (qMap || gather) {
     // The producer's copy (WarpSpecialized.cpp).
     waitBarrier(e.idx(kQueryBarrier), e.remU(programIndex, e.idx(2)));
-    if (gather)
+    // (Threads' copies are generic-proxy writes; TMA's are async already.)
+    if (gather && !qMap)
       wgmma::fenceProxyAsync(b);
     if (math.linearScores())
       foldScoreFactor();
@@ -755,6 +756,24 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
   // schedule: tmaOperands in Plan.cpp.)
   OpOperand *qOperand, *kOperand, *vOperand;
   Value qScale;
+  // Prefix prefill on the gathering producer warpgroup: its caches are no
+  // TMA boxes, but Q (dense, stored like the tiles) is one; one elected
+  // thread loads it as flash's producer does, so the producer's threads
+  // only copy K and V.
+  if (auto prefix = dyn_cast<PrefixPrefillOp>(op)) {
+    auto qType = cast<MemRefType>(prefix.getQ().getType());
+    SmallVector<int64_t> qStrides;
+    int64_t qOffset;
+    if (!warpGathersKeys(op, shape, ct, chip) ||
+        qType.getElementType() != ct || qType.getRank() != 3 ||
+        failed(qType.getStridesAndOffset(qStrides, qOffset)) ||
+        qStrides[2] != 1 || shape.headDim % wgmma::kAtomCols ||
+        shape.blockQ > 256 || shape.pack > 256)
+      return {};
+    return {{prefix.getQMutable().getOperandNumber(),
+             {shape.blockQ, shape.pack,
+              wgmma::kAtomRowBytes / (ct.getIntOrFloatBitWidth() / 8)}}};
+  }
   if (auto flash = dyn_cast<FlashOp>(op)) {
     if (flash.getQuantizeTo())
       return {};

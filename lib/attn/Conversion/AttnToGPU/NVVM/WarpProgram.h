@@ -140,9 +140,15 @@ struct SharedTile {
 /// completes on `fillers` arrivals: 1 (the TMA issuer's expect_tx), or
 /// each gathering producer thread's cp.async arrive. `rawValues`: the two
 /// raw V barriers of fp8 wgmma programs (kRawValueBarrier) too.
+/// `queryFillers`: Q's barrier's arrivals where they differ (0: `fillers`).
 Value createRingBarriers(ImplicitLocOpBuilder &b, LoopEmitter &e, Value tid,
                          int64_t consumers, bool specialized, bool persistent,
-                         int64_t fillers = 1, bool rawValues = false);
+                         int64_t fillers = 1, bool rawValues = false,
+                         int64_t queryFillers = 0);
+
+/// The descriptor type of a tensor map parameter (128-byte swizzle, zero
+/// fill out of bounds) and its value from the parameter.
+Value tensorMapDescriptor(ImplicitLocOpBuilder &b, const TensorMapArg &m);
 
 /// Splits the block at warp `warp` into the producer warpgroup (warps from
 /// `consumerWarps` on), which gives its registers away (setmaxnreg.dec),

@@ -360,9 +360,15 @@ bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,
   rawCache = isFp8(walks.front().keyType);
   walkKeyType = walks.front().keyType;
   pingpong = shape.pingpong && g.warps == 8;
+  // Q by TMA where warpTensorMaps mapped it: one expect_tx arrival.
+  for (const TensorMapArg &m : maps)
+    if (m.operand == q && !rows.qScale && !rows.qQuantize)
+      qMap = tensorMapDescriptor(b, m);
   bars = createRingBarriers(b, e, tid, consumerThreads(), /*specialized=*/true,
                             /*persistent=*/false,
-                            /*fillers=*/kProducerWarps * kLanes);
+                            /*fillers=*/kProducerWarps * kLanes,
+                            /*rawValues=*/false,
+                            /*queryFillers=*/qMap ? 1 : 0);
   return true;
 }
 
@@ -533,15 +539,21 @@ void WarpAttentionBuilder::producerPart(const ProgramRows &rows,
     tid = e.sub(tid, e.idx(consumerThreads()));
     threads = kProducerWarps * kLanes;
     producerStaging = true;
-    // Q first: QK(0) needs it with K(0). Landed before the arrival (not
-    // tracked by it: racecheck reported the Q copies against the producer's
-    // later cp.async arrivals, which its minimal probe of the K/V pattern,
-    // bench/probes/cpasync_noinc_racecheck.cu, does not show).
-    stage(qS, g.mRows, g.dPad,
-          [&](Value r) { return queryRow(rows, r, /*scaled=*/true); });
-    nvgpu::DeviceAsyncWaitOp::create(b, commitGroup(), b.getI32IntegerAttr(0));
-    wgmma::fenceProxyAsync(b);
-    nvgpu::MBarrierArriveOp::create(b, bars, e.idx(kQueryBarrier));
+    // Q first: QK(0) needs it with K(0). By TMA where it is mapped (the
+    // producer's threads then copy only K and V; racecheck reported their
+    // cp.async copies of Q against their later cp.async arrivals, which a
+    // minimal probe of the pattern, bench/probes/cpasync_noinc_racecheck.cu,
+    // does not show), else landed before a plain arrival.
+    if (qMap) {
+      e.ifThen(e.eq(tid, e.idx(0)), [&] { issueQueryTile(rows); });
+    } else {
+      stage(qS, g.mRows, g.dPad,
+            [&](Value r) { return queryRow(rows, r, /*scaled=*/true); });
+      nvgpu::DeviceAsyncWaitOp::create(b, commitGroup(),
+                                       b.getI32IntegerAttr(0));
+      wgmma::fenceProxyAsync(b);
+      nvgpu::MBarrierArriveOp::create(b, bars, e.idx(kQueryBarrier));
+    }
     Value walked = newCounter(e, entry);
     for (const KvWalk &walk : walks) {
       Value lo = walk.lo, hi = walk.hi;

@@ -57,8 +57,6 @@ bool WarpAttentionBuilder::setUpTma(const ProgramRows &rows,
   }
   if (!kArg || !vArg)
     return false;
-  MLIRContext *ctx = b.getContext();
-  auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   // fp8 Q, K and V (warpTensorMaps maps them only for fp8 wgmma).
   qgmma = isFp8(cast<MemRefType>(kArg->operand.getType()).getElementType());
   if (qgmma) {
@@ -69,27 +67,13 @@ bool WarpAttentionBuilder::setUpTma(const ProgramRows &rows,
     kScaleAtEntry = walks[0].keyScale;
     vScaleAtEntry = walks[0].locate(e, walks[0].lo).vScale;
   }
-  auto descType = [&](const TensorMapArg &m) {
-    Type elem = cast<MemRefType>(m.operand.getType()).getElementType();
-    return nvgpu::TensorMapDescriptorType::get(
-        ctx, MemRefType::get(m.box, elem, MemRefLayoutAttrInterface(), space),
-        nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
-        nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
-        nvgpu::TensorMapOOBKind::OOB_ZERO,
-        nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
-  };
-  // The parameters are pointers to the maps; the nvgpu ops read them as
-  // descriptors (the same !llvm.ptr once lowered).
-  kMap = UnrealizedConversionCastOp::create(b, descType(*kArg), kArg->map)
-             .getResult(0);
-  vMap = UnrealizedConversionCastOp::create(b, descType(*vArg), vArg->map)
-             .getResult(0);
+  kMap = tensorMapDescriptor(b, *kArg);
+  vMap = tensorMapDescriptor(b, *vArg);
   ws = shape.producerWarps > 0;
   ranged = bool(walks[0].forEachRange);
   // (fp8 wgmma: the q scale applies to the dot products.)
   if (ws && qArg && (!rows.qScale || qgmma) && !rows.qQuantize)
-    qMap = UnrealizedConversionCastOp::create(b, descType(*qArg), qArg->map)
-               .getResult(0);
+    qMap = tensorMapDescriptor(b, *qArg);
   pingpong = ws && shape.pingpong && g.warps == 8;
   if (persistent) {
     // Initialized once per block, before the roles' loops.
@@ -102,9 +86,25 @@ bool WarpAttentionBuilder::setUpTma(const ProgramRows &rows,
   return true;
 }
 
+Value tensorMapDescriptor(ImplicitLocOpBuilder &b, const TensorMapArg &m) {
+  MLIRContext *ctx = b.getContext();
+  auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  Type elem = cast<MemRefType>(m.operand.getType()).getElementType();
+  auto type = nvgpu::TensorMapDescriptorType::get(
+      ctx, MemRefType::get(m.box, elem, MemRefLayoutAttrInterface(), space),
+      nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+      nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
+      nvgpu::TensorMapOOBKind::OOB_ZERO,
+      nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+  // The parameters are pointers to the maps; the nvgpu ops read them as
+  // descriptors (the same !llvm.ptr once lowered).
+  return UnrealizedConversionCastOp::create(b, type, m.map).getResult(0);
+}
+
 Value createRingBarriers(ImplicitLocOpBuilder &b, LoopEmitter &e, Value tid,
                          int64_t consumers, bool specialized, bool persistent,
-                         int64_t fillers, bool rawValues) {
+                         int64_t fillers, bool rawValues,
+                         int64_t queryFillers) {
   MLIRContext *ctx = b.getContext();
   auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   int64_t count = !specialized ? kBarriers
@@ -123,7 +123,8 @@ Value createRingBarriers(ImplicitLocOpBuilder &b, LoopEmitter &e, Value tid,
                                     Value());
     }
     if (specialized)
-      nvgpu::MBarrierInitOp::create(b, bars, e.idx(fillers),
+      nvgpu::MBarrierInitOp::create(b, bars,
+                                    e.idx(queryFillers ? queryFillers : fillers),
                                     e.idx(kQueryBarrier), Value());
     if (persistent)
       nvgpu::MBarrierInitOp::create(b, bars, e.idx(consumers),
