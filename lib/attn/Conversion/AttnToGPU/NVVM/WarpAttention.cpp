@@ -764,8 +764,8 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
     auto qType = cast<MemRefType>(prefix.getQ().getType());
     SmallVector<int64_t> qStrides;
     int64_t qOffset;
-    if (!warpGathersKeys(op, shape, ct, chip) ||
-        qType.getElementType() != ct || qType.getRank() != 3 ||
+    if (!warpGathersKeys(op, shape, ct, chip) || qType.getElementType() != ct ||
+        qType.getRank() != 3 ||
         failed(qType.getStridesAndOffset(qStrides, qOffset)) ||
         qStrides[2] != 1 || shape.headDim % wgmma::kAtomCols ||
         shape.blockQ > 256 || shape.pack > 256)

@@ -123,9 +123,9 @@ Value createRingBarriers(ImplicitLocOpBuilder &b, LoopEmitter &e, Value tid,
                                     Value());
     }
     if (specialized)
-      nvgpu::MBarrierInitOp::create(b, bars,
-                                    e.idx(queryFillers ? queryFillers : fillers),
-                                    e.idx(kQueryBarrier), Value());
+      nvgpu::MBarrierInitOp::create(
+          b, bars, e.idx(queryFillers ? queryFillers : fillers),
+          e.idx(kQueryBarrier), Value());
     if (persistent)
       nvgpu::MBarrierInitOp::create(b, bars, e.idx(consumers),
                                     e.idx(kQueryFreeBarrier), Value());
