@@ -86,6 +86,39 @@ def test_prefix_prefill_cuda():
     agree(args[3], dev[3], "context_attention_fwd")
 
 
+@pytest.mark.parametrize("sm_scale", [None, -0.1])
+def test_prefix_prefill_qkv_views_cuda(sm_scale):
+    # vLLM passes q, k and v as views of one projection [tokens, hq + 2 hk,
+    # d]: a token's stride is not q's row. Heads of 128 on sm_90a: Q by TMA
+    # (its map takes the stride), K/V of the new tokens gathered; a negative
+    # scale negates the loaded Q in shared memory.
+    rng = np.random.default_rng(3)
+    hq, hk, d, bs, x = 8, 2, 128, 16, 8
+    q_lens, ctx = np.array([5, 150, 1]), np.array([40, 0, 129])
+    starts = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    table, nb = block_table(rng, ctx, bs)
+    t = int(starts[-1])
+    qkv = bf16(rng, t, hq + 2 * hk, d)
+    k_cache, v_cache = bf16(rng, nb, hk, d // x, bs, x), bf16(rng, nb, hk, d, bs)
+    rest = (table, starts, (ctx + q_lens).astype(np.int32), 0, 0, 1.0, 1.0)
+    views = lambda a: (a[:, :hq], a[:, hq:hq + hk], a[:, hq + hk:])
+    out = np.zeros((t, hq, d), DTYPES["bf16"])
+    vllm.context_attention_fwd(*views(qkv), out, "auto", k_cache, v_cache,
+                               *rest, sm_scale=sm_scale)
+    if not HAVE_CUDA:
+        pytest.skip("needs torch with CUDA")
+    dev_qkv = to_cuda(qkv)
+    assert dev_qkv[:, :hq].stride(0) == (hq + 2 * hk) * d
+    dev_out = torch.full((t, hq, d), float("nan"), dtype=torch.bfloat16,
+                         device="cuda")
+    vllm.context_attention_fwd(*views(dev_qkv), dev_out, "auto",
+                               to_cuda(k_cache), to_cuda(v_cache),
+                               *(to_cuda(a) if isinstance(a, np.ndarray) else a
+                                 for a in rest), sm_scale=sm_scale)
+    torch.cuda.synchronize()
+    agree(out, dev_out, "context_attention_fwd on views of qkv")
+
+
 def unified_inputs(rng, q_lens, k_lens):
     hq, hk, d, bs = 8, 2, 128, 16
     cu = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
