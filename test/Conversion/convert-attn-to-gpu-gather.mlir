@@ -3,14 +3,17 @@
 
 // sm_90a prefix prefill over bf16 caches in vLLM's layouts (split-x K
 // cache, [D, page] V cache): the Hopper pipeline whose producer warpgroup
-// gathers the caches instead of issuing TMA boxes (schedule producer_warps
-// = 4 without tma). Q alone is a tensor map (boxes [32 tokens, 4 heads, 64
-// columns]), the kernel's first argument; 384 threads.
+// gathers the cache pages instead of issuing TMA boxes (schedule
+// producer_warps = 4 without tma). Q and the new tokens' K and V are dense:
+// tensor maps (Q's boxes [32 tokens, 4 heads, 64 columns], K's and V's
+// [128 keys, 1 head, 64]), the kernel's first three arguments; 384 threads.
 // CHECK-LABEL: func.func @prefix
 // CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%{{.*}}, %c4, %c64]
+// CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%c128, %c1{{.*}}, %c64{{.*}}]
+// CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%c128{{.*}}, %c1{{.*}}, %c64{{.*}}]
 // CHECK-NOT: nvgpu.tma.create.descriptor
-// CHECK: gpu.func @prefix(%arg0: !llvm.ptr, %{{.*}}: memref<?x32x128xbf16>
-// CHECK-SAME: attn.tensor_map_params = 1 : i64, known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32
+// CHECK: gpu.func @prefix(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: !llvm.ptr, %{{.*}}: memref<?x32x128xbf16>
+// CHECK-SAME: attn.tensor_map_params = 3 : i64, known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32
 // The full barriers (K and V of each buffer, 0-3) count the 128 producer
 // threads, Q's (8) the one expect_tx; the empty ones (4-7) the 256
 // consumer threads.
@@ -35,21 +38,32 @@
 // [2048, 8]); V's full tiles copy whole chunks, a ragged one its bytes.
 // CHECK: scf.for
 // CHECK: nvgpu.mbarrier.try_wait.parity
-// CHECK-COUNT-16: nvgpu.device_async_copy %arg4{{.*}} to memref<2048x8xbf16, #gpu.address_space<workgroup>>
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg6{{.*}} to memref<2048x8xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
 // CHECK: nvgpu.mbarrier.try_wait.parity
 // CHECK: scf.if
-// CHECK-COUNT-16: nvgpu.device_async_copy %arg5{{.*}} to memref<2048x8xbf16, #gpu.address_space<workgroup>>
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg7{{.*}} to memref<2048x8xbf16, #gpu.address_space<workgroup>>
 // CHECK: } else {
-// CHECK-COUNT-16: nvgpu.device_async_copy %arg5{{.*}} to memref<2048x8xbf16, #gpu.address_space<workgroup>>
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg7{{.*}} to memref<2048x8xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
 // Then the new tokens, ring positions numbered on, into 128-byte swizzled
-// tiles ([atoms * rows, 64]), which keep a row's 128 bytes together.
+// tiles ([atoms * rows, 64]) by TMA: once the buffer is free, the first
+// producer thread expects a tile's bytes and issues its two atoms, the
+// other 127 arrive plainly (the full barriers count 128 arrivals); no
+// thread copies them.
 // CHECK: scf.for
-// CHECK-COUNT-16: nvgpu.device_async_copy %arg2{{.*}} to memref<256x64xbf16, #gpu.address_space<workgroup>>
-// CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true}
-// CHECK-COUNT-16: nvgpu.device_async_copy %arg3{{.*}} to memref<256x64xbf16, #gpu.address_space<workgroup>>
-// CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true}
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c32768
+// CHECK-COUNT-2: nvgpu.tma.async.load
+// CHECK: } else {
+// CHECK-NEXT: nvgpu.mbarrier.arrive
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c32768
+// CHECK-COUNT-2: nvgpu.tma.async.load
+// CHECK: } else {
+// CHECK-NEXT: nvgpu.mbarrier.arrive
 // The consumers take 216 registers, wait for Q (no staging of their own;
 // TMA wrote it through the async proxy: no fence) and fence each buffer
 // the producer filled before their MMAs read it.
@@ -105,10 +119,10 @@ func.func @prefix_layouts(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %
 // CHECK: gpu.launch_func @attn_kernels::@prefix_fp8 {{.*}} dynamic_shared_memory_size %c230400_i32
 // CHECK: gpu.func @prefix_fp8
 // CHECK: nvvm.setmaxregister  decrease 72
-// CHECK: nvgpu.device_async_copy %arg4{{.*}}, 8, %{{.*}} : memref<?x8x8x16x16xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %arg6{{.*}}, 8, %{{.*}} : memref<?x8x8x16x16xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
 // CHECK: scf.for
 // CHECK: nvvm.barrier id = %c4_i32{{.*}} number_of_threads = %c128_i32
-// CHECK: nvgpu.device_async_copy %arg5{{.*}}, 8, %{{.*}} : memref<?x8x128x16xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %arg7{{.*}}, 8, %{{.*}} : memref<?x8x128x16xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
 // CHECK: nvvm.barrier id = %c4_i32{{.*}} number_of_threads = %c128_i32
 // CHECK: vector.load {{.*}} : memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>

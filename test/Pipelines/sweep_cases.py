@@ -37,9 +37,13 @@ def flash(D, t="bf16", causal=True, hq=16, hk=16, quantize=False, lse=False):
             f"{attrs}\n  return\n}}\n")
 
 
-def prefix(D, cache=None, hq=32, hk=8, page=16, t="bf16"):
+def prefix(D, cache=None, hq=32, hk=8, page=16, t="bf16", views=False):
+    """views: q, k and v strided (views of one qkv projection, as vLLM
+    passes them)."""
     cache = cache or t
     q, kv = memref("?", hq, D, t=t), memref("?", hk, D, t=t)
+    if views:
+        q, kv = (m[:-1] + ", strided<[?, ?, 1], offset: ?>>" for m in (q, kv))
     x = 4 if cache == "f32" else 8  # vLLM's 16 bytes
     kc = memref("?", hk, D // x, page, x, t=cache)
     vc = memref("?", hk, D, page, t=cache)
@@ -202,6 +206,11 @@ def cases():
     yield "prefix D=128 MHA fp8 cache", prefix(128, hq=8, hk=8,
                                                cache="f8E4M3FN")
     yield "prefix D=256 GQA 8", prefix(256, hq=32, hk=4)
+    # q, k, v as views of one projection (run-time strides: the producer
+    # addressed the new tokens' rows through them and spilled 24 bytes).
+    yield "prefix D=128 qkv views", prefix(128, views=True)
+    yield "prefix D=128 GQA 8 qkv views fp8 cache", prefix(
+        128, hq=8, hk=1, views=True, cache="f8E4M3FN")
     for D in (64, 80, 96, 112, 128, 256):
         yield f"unified D={D}", unified(D)
     for D in (128, 256):

@@ -278,8 +278,15 @@ void emitPrefixPrefill(LoopEmitter &e, ProgramTarget &target,
           fresh.hi = e.min(hi, lenK);
           fresh.keyType =
               cast<MemRefType>(op.getK().getType()).getElementType();
-          fresh.locate = denseKeys(op.getK(), op.getV(), e.sub(qStart, ctx),
-                                   kvHead, Value(), Value());
+          // (Stored as they are: a warp-specialized program may load their
+          // tiles whole.)
+          Value freshBase = e.sub(qStart, ctx);
+          fresh.locate = denseKeys(op.getK(), op.getV(), freshBase, kvHead,
+                                   Value(), Value());
+          fresh.denseK = op.getK();
+          fresh.denseV = op.getV();
+          fresh.denseBase = freshBase;
+          fresh.denseHead = kvHead;
           target.emitProgram(e, shape, f, out, op.getQ(), rows, {cache, fresh});
         });
       });

@@ -757,22 +757,30 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
   OpOperand *qOperand, *kOperand, *vOperand;
   Value qScale;
   // Prefix prefill on the gathering producer warpgroup: its caches are no
-  // TMA boxes, but Q (dense, stored like the tiles) is one; one elected
-  // thread loads it as flash's producer does, so the producer's threads
-  // only copy K and V.
+  // TMA boxes, but Q and the new tokens' K and V (dense, stored like the
+  // tiles) are; one elected thread loads them as flash's producer does, so
+  // the producer's threads only gather the cache pages.
   if (auto prefix = dyn_cast<PrefixPrefillOp>(op)) {
-    auto qType = cast<MemRefType>(prefix.getQ().getType());
-    SmallVector<int64_t> qStrides;
-    int64_t qOffset;
-    if (!warpGathersKeys(op, shape, ct, chip) || qType.getElementType() != ct ||
-        qType.getRank() != 3 ||
-        failed(qType.getStridesAndOffset(qStrides, qOffset)) ||
-        qStrides[2] != 1 || shape.headDim % wgmma::kAtomCols ||
-        shape.blockQ > 256 || shape.pack > 256)
+    if (!warpGathersKeys(op, shape, ct, chip) ||
+        shape.headDim % wgmma::kAtomCols || shape.blockQ > 256 ||
+        shape.pack > 256)
       return {};
+    auto dense = [&](Value x) {
+      auto type = cast<MemRefType>(x.getType());
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      return type.getElementType() == ct && type.getRank() == 3 &&
+             succeeded(type.getStridesAndOffset(strides, offset)) &&
+             strides[2] == 1;
+    };
+    if (!dense(prefix.getQ()) || !dense(prefix.getK()) || !dense(prefix.getV()))
+      return {};
+    int64_t atomCols = wgmma::kAtomRowBytes / (ct.getIntOrFloatBitWidth() / 8);
+    Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
     return {{prefix.getQMutable().getOperandNumber(),
-             {shape.blockQ, shape.pack,
-              wgmma::kAtomRowBytes / (ct.getIntOrFloatBitWidth() / 8)}}};
+             {shape.blockQ, shape.pack, atomCols}},
+            {prefix.getKMutable().getOperandNumber(), {g.bn, 1, atomCols}},
+            {prefix.getVMutable().getOperandNumber(), {g.bn, 1, atomCols}}};
   }
   if (auto flash = dyn_cast<FlashOp>(op)) {
     if (flash.getQuantizeTo())

@@ -374,6 +374,8 @@ private:
   /// The gathering producer's loop over keys [lo, hi) of `walk`, tiles
   /// numbered on from ring position `base` (every producer thread).
   void produceGathered(const KvWalk &walk, Value lo, Value hi, Value base);
+  /// The gathering producer's dense walk (the new tokens) by TMA.
+  void produceLoaded(const KvWalk &walk, Value lo, Value hi, Value base);
   /// Has mbarrier `barrier` track this thread's cp.async copies so far.
   void arriveOnCopies(Value barrier);
   /// The gathering producer's loop over keys [lo, hi) of a walk over fp8

@@ -360,10 +360,19 @@ bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,
   rawCache = isFp8(walks.front().keyType);
   walkKeyType = walks.front().keyType;
   pingpong = shape.pingpong && g.warps == 8;
-  // Q by TMA where warpTensorMaps mapped it: one expect_tx arrival.
-  for (const TensorMapArg &m : maps)
+  // Q by TMA where warpTensorMaps mapped it: one expect_tx arrival. The
+  // new tokens' K and V too (the last walk, dense): see produceLoaded.
+  const KvWalk &fresh = walks.back();
+  for (const TensorMapArg &m : maps) {
     if (m.operand == q && !rows.qScale && !rows.qQuantize)
       qMap = tensorMapDescriptor(b, m);
+    if (walks.size() > 1 && fresh.denseK && m.operand == fresh.denseK)
+      kMap = tensorMapDescriptor(b, m);
+    if (walks.size() > 1 && fresh.denseV && m.operand == fresh.denseV)
+      vMap = tensorMapDescriptor(b, m);
+  }
+  if (!kMap || !vMap)
+    kMap = vMap = Value();
   bars = createRingBarriers(b, e, tid, consumerThreads(), /*specialized=*/true,
                             /*persistent=*/false,
                             /*fillers=*/kProducerWarps * kLanes,
@@ -382,6 +391,35 @@ void WarpAttentionBuilder::arriveOnCopies(Value barrier) {
       b, LLVM::LLVMPointerType::get(b.getContext(), /*addressSpace=*/3),
       address);
   NVVM::CpAsyncMBarrierArriveOp::create(b, pointer, /*noinc=*/true);
+}
+
+void WarpAttentionBuilder::produceLoaded(const KvWalk &walk, Value lo, Value hi,
+                                         Value base) {
+  // A dense walk (the new tokens) by TMA: the first producer thread issues
+  // each tile's boxes with the bytes they bring, the other 127 arrive
+  // plainly (the full barriers count the 128 producer threads, whose
+  // cp.async copies fill the cache walk's tiles).
+  Value bn = e.idx(g.bn);
+  Value leader = e.eq(tid, e.idx(0));
+  e.forLoop(lo, hi, bn, [&](Value n0) {
+    Value r = e.add(base, e.divU(e.sub(n0, lo), bn));
+    Value s = e.remU(r, e.idx(2));
+    KvBuffers buf = kvBuffers(s, walk.paged);
+    auto load = [&](const SharedTile &tile, Value map, Value full,
+                    Value empty) {
+      awaitFree(empty, r);
+      e.ifThenElse(
+          leader,
+          [&] {
+            nvgpu::MBarrierArriveExpectTxOp::create(
+                b, bars, e.idx(tileBytes(g.bn)), full, Value());
+            issueTmaBoxes(walk, tile, map, full, n0);
+          },
+          [&] { nvgpu::MBarrierArriveOp::create(b, bars, full); });
+    };
+    load(buf.k, kMap, fullK(s), emptyK(s));
+    load(buf.v, vMap, fullV(s), emptyV(s));
+  });
 }
 
 void WarpAttentionBuilder::produceGathered(const KvWalk &walk, Value lo,
@@ -561,6 +599,8 @@ void WarpAttentionBuilder::producerPart(const ProgramRows &rows,
         Value base = readCounter(e, walked);
         if (rawCache && &walk == &walks.front())
           produceConverted(walk, lo, hi, base);
+        else if (kMap && !walk.paged && walk.denseK)
+          produceLoaded(walk, lo, hi, base);
         else
           produceGathered(walk, lo, hi, base);
         writeCounter(e, e.add(base, tilesOf(lo, hi)), walked);
