@@ -64,14 +64,16 @@ RegisterSplit registerSplit(int64_t consumerWarps, bool persistent, bool gather,
   // 2026-11-26-h200-fp8-wgmma-transpose.log).
   if (transposes && consumerWarps == 8 && !persistent)
     return RegisterSplit{168, 56, 224};
-  // A gathering producer addresses its 16 + 16 copies of a tile: 72
-  // registers (at 40 a head of 128 spilled 250 bytes; at 56 the 128-row
-  // programs of one head, MHA, spilled 100, bf16 and fp8 caches alike),
-  // 128 * 72 + 256 * 216 fit the SM, and the consumers of heads of 128
-  // spill nothing at 216.
+  // A gathering producer addresses the 16 + 16 copies of a cache tile
+  // (Q and the new tokens' tiles come by TMA): 56 registers (at 40 a head
+  // of 128 spilled 250 bytes; before those TMA loads, addressing the new
+  // tokens' rows spilled at 56 in programs of one head and through run-time
+  // strides), and the consumers of heads of 128 spill nothing at 224 (at
+  // 216 vLLM's grid case of 64 query heads a KV head with a window spilled
+  // 92 bytes).
   if (gather)
     return consumerWarps == 4 ? RegisterSplit{128, 56, 200}
-                              : RegisterSplit{168, 72, 216};
+                              : RegisterSplit{168, 56, 224};
   // One consumer warpgroup (block-sparse programs of 64 rows): two blocks
   // of 256 threads share an SM, 128 registers each at launch (the
   // persistent producer's loop takes 32, as below).
