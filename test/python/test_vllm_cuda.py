@@ -89,9 +89,9 @@ def test_prefix_prefill_cuda():
 @pytest.mark.parametrize("sm_scale", [None, -0.1])
 def test_prefix_prefill_qkv_views_cuda(sm_scale):
     # vLLM passes q, k and v as views of one projection [tokens, hq + 2 hk,
-    # d]: a token's stride is not q's row. Heads of 128 on sm_90a: Q by TMA
-    # (its map takes the stride), K/V of the new tokens gathered; a negative
-    # scale negates the loaded Q in shared memory.
+    # d]: a token's stride is not q's row. Heads of 128 on sm_90a: Q and the
+    # new tokens' K/V by TMA (their maps take the strides); a negative scale
+    # negates the loaded Q in shared memory.
     rng = np.random.default_rng(3)
     hq, hk, d, bs, x = 8, 2, 128, 16, 8
     q_lens, ctx = np.array([5, 150, 1]), np.array([40, 0, 129])
