@@ -32,6 +32,9 @@ CASES = [(16, (0, 300, 1000, 37), (77, 130, 300, 1), False),
          (64, (129, 2048, 5), (512, 64, 200), False),
          (16, (0, 300, 1000, 37), (77, 130, 300, 1), True)]
 K_SCALE, V_SCALE = 0.5, 1.5
+# SANITIZE_NEGATIVE_SCALE=1: a negative softmax scale (the consumers then
+# negate Q in shared memory; the same kernels).
+SIGN = -1.0 if os.environ.get("SANITIZE_NEGATIVE_SCALE") == "1" else 1.0
 
 
 def reference(q, k, v, kc, vc, table, starts, ctx, page, scale):
@@ -73,7 +76,7 @@ def check(page, ctx, lens, fp8):
     shapes = [(tokens, HQ, D), (tokens, HK, D), (tokens, HK, D),
               (nb, HK, D // x, page, x), (nb, HK, D, page)]
     host = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-    scale = 1 / math.sqrt(D)
+    scale = SIGN / math.sqrt(D)
     scales = {}
     if DRY:
         import ml_dtypes

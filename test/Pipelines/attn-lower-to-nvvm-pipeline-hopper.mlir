@@ -9,7 +9,12 @@
 // the producer warpgroup gives registers away and issues Q, K and V by
 // the bulk tensor copy engine on mbarriers; the consumers take registers,
 // take turns on named barriers 1 and 2, and run QK/PV on wgmma with
-// descriptors (m64n128k16), QK(t) in flight with PV(t - 1).
+// descriptors (m64n128k16), QK(t) in flight with PV(t - 1). The tiles
+// live in the launch's dynamic shared memory (`.extern`), which ptxas
+// places past the static mbarriers, not in a one-byte static variable
+// among them (attn-nvvm-extern-dynamic-shared).
+// CHECK: .extern .shared .align 16 .b8 __dynamic_shmem__0[];
+// CHECK-NOT: .shared .align 16 .b8 __dynamic_shmem__0;
 // CHECK: .visible .entry flash_causal(
 // CHECK-NEXT: .param .align 64 .b8 flash_causal_param_0[128],
 // CHECK-NEXT: .param .align 64 .b8 flash_causal_param_1[128],

@@ -95,4 +95,21 @@ def AttnNvvmTensorMapParams
   }];
 }
 
+def AttnNvvmExternDynamicShared
+    : Pass<"attn-nvvm-extern-dynamic-shared", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Keep dynamic shared memory apart from static shared variables";
+  let description = [{
+    convert-gpu-to-nvvm lowers `gpu.dynamic_shared_memory` to an internal
+    zero-length shared global (`__dynamic_shmem__N`). NVPTX emits a global
+    that only one kernel uses as a variable of that kernel ("demoted"),
+    and prints the zero-length array as a one-byte `.shared` variable:
+    ptxas then lays it out among the kernel's static shared variables
+    (the mbarriers of `nvgpu.mbarrier.create`), and the tiles addressed
+    from it overlap them. This pass gives every zero-length shared global
+    external linkage, which NVPTX emits as CUDA's
+    `.extern .shared .b8 name[]`: the launch's dynamic shared memory,
+    which ptxas places past the static variables.
+  }];
+}
+
 #endif // ATTN_CONVERSION_PASSES_TD

@@ -80,6 +80,8 @@ void mlir::attn::buildLowerToNvvmPipeline(OpPassManager &pm,
   kernels.addPass(createConvertNVGPUToNVVMPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
   kernels.addNestedPass<LLVM::LLVMFuncOp>(createAttnNvvmTensorMapParams());
+  // (The tiles past the mbarriers, not over them.)
+  kernels.addPass(createAttnNvvmExternDynamicShared());
   // PTX-builder NVVM ops (mbarrier.try_wait.parity) as inline assembly.
   kernels.addPass(createConvertNVVMToLLVMPass());
   kernels.addPass(createCanonicalizerPass());
