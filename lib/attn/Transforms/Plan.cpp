@@ -362,7 +362,8 @@ bool mlir::attn::multipliesFp8OnWgmma(Operation *op) {
   // 176 bytes: it keeps the previous schedule.)
   auto flash = dyn_cast<FlashOp>(op);
   if (!flash || flash.getQuantizeTo() || flash.getBias() ||
-      flash.getDropoutP() || flash.getHeadDim() != 128)
+      flash.getDropoutP() ||
+      (flash.getHeadDim() != 64 && flash.getHeadDim() != 128))
     return false;
   for (Value x : {flash.getQ(), flash.getK(), flash.getV()}) {
     auto type = cast<MemRefType>(x.getType());

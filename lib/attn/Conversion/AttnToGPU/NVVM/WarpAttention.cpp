@@ -738,6 +738,11 @@ KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
         saturatingAdd(bytes, saturatingMul(g.bn, (rawKeysFit(g) ? 2 : 1) *
                                                          (g.dPad + kRawKeyPad) +
                                                      g.dPad));
+  // fp8 wgmma programs whose V^T does not fit next to the raw V tile.
+  int64_t ctBytes = ct.getIntOrFloatBitWidth() / 8;
+  if (shape.tma && shape.producerWarps && g.wgmma && multipliesFp8OnWgmma(op) &&
+      transposedPastRing(g, ctBytes))
+    bytes = saturatingAdd(bytes, g.stages * g.dPad * g.bn);
   if (g.wgmma)
     bytes = saturatingAdd(bytes, kAlignSlack);
   // (Persistence carries the producer's ring from program to program.)
@@ -803,12 +808,13 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
   if (!g.wgmma || g.stages != 2 || g.bn > 256)
     return {};
   // fp8 Q, K and V multiply as stored on fp8 wgmma (WarpFp8Wgmma.cpp):
-  // boxes of 128 fp8 (one 128-byte atom), Q with its scale too, on the
-  // producer warpgroup that transposes V (two consumer warpgroups, 128-key
-  // tiles: its lanes' layout).
+  // boxes of 128 fp8 (one 128-byte atom; a head of 64 reads zeros past
+  // its 64), Q with its scale too, on the producer warpgroup that
+  // transposes V (two consumer warpgroups, 128-key tiles: its lanes'
+  // layout).
   bool fp8 = multipliesFp8OnWgmma(op);
   if (fp8 && (shape.producerWarps != kProducerWarps || shape.persistent ||
-              g.warps != 8 || g.bn != 128 || g.dPad != 128))
+              g.warps != 8 || g.bn != 128 || (g.dPad != 64 && g.dPad != 128)))
     return {};
   int64_t atomCols = wgmma::kAtomRowBytes / (fp8 ? 1 : 2);
   SmallVector<TensorMapRequest> requests;

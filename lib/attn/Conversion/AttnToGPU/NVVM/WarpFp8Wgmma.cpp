@@ -5,8 +5,9 @@
 // FlashAttention-3's fp8 path:
 //
 // * Q and K tiles are loaded by TMA as stored (128 fp8 of a row: one
-//   128-byte swizzle atom) and multiplied as they are; q_scale * k_scale
-//   scales the dot products.
+//   128-byte swizzle atom; heads of 64 fill half of it, the box reading
+//   zeros past the head, which QK does not multiply) and multiplied as
+//   they are; q_scale * k_scale scales the dot products.
 // * fp8 wgmma reads B only K-major, and V [keys, D] is N-major for PV: the
 //   producer warpgroup loads each raw V tile by TMA one tile ahead and
 //   transposes it into V^T ([D, keys], 128-byte swizzled), 4 x 4 bytes
@@ -49,12 +50,18 @@ Value permuteBytes(ImplicitLocOpBuilder &b, Value lo, Value hi,
 }
 } // namespace
 
-SharedTile WarpAttentionBuilder::transposedValues(const KvBuffers &buf) {
-  // After the raw tile's bn rows of 128 bytes, in the same buffer (the
-  // buffer holds [bn, D] of the compute type: twice the bytes of raw V).
+SharedTile WarpAttentionBuilder::transposedValues(Value stage) {
+  // After the raw tile's bn rows of 128 bytes, in the same buffer (sized
+  // for [bn, D] of the compute type: a head of 128 holds both), or past
+  // the ring, one V^T per buffer (heads of 64; warpLaunchFor reserves it).
   int64_t ctBytes = ct.getIntOrFloatBitWidth() / 8;
+  int64_t vtElems = g.dPad * wgmma::kAtomRowBytes / ctBytes;
   SharedTile t;
-  t.offset = e.add(buf.v.offset, e.idx(g.bn * wgmma::kAtomRowBytes / ctBytes));
+  t.offset =
+      transposedPastRing(g, ctBytes)
+          ? e.add(e.idx(g.mRows * g.stride + g.stages * g.kvElems()),
+                  e.mul(stage, e.idx(vtElems)))
+          : e.add(kvBuffers(stage).v.offset, e.idx(tileBytes(g.bn) / ctBytes));
   t.rows = g.dPad;
   t.layout = TileLayout::Swizzled;
   t.mem = view(t.offset, g.dPad, wgmma::kAtomRowBytes / ctBytes);
@@ -72,8 +79,11 @@ void WarpAttentionBuilder::transposeValues(const SharedTile &raw,
   // rows differ in key % 8 or in W / 4, so their reads hit 32 banks too.
   // 32-bit shared addresses throughout (index arithmetic is 64-bit, twice
   // the instructions of the producer's critical path), the swizzles as
-  // XORs of byte offsets with per-lane constants.
-  assert(g.bn == 128 && g.dPad == 128 && "one 128-byte atom a row");
+  // XORs of byte offsets with per-lane constants. (Heads of 64: the raw
+  // rows' first 16 words, W = (4 warp + i + x) % 16; W and W ^ 8 of the
+  // lanes' 8 consecutive W still cover 32 banks.)
+  assert(g.bn == 128 && (g.dPad == 64 || g.dPad == 128) &&
+         "raw rows of one 128-byte atom");
   Type i32 = b.getI32Type();
   auto c32 = [&](int64_t v) {
     return arith::ConstantIntOp::create(b, i32, v).getResult();
@@ -100,7 +110,8 @@ void WarpAttentionBuilder::transposeValues(const SharedTile &raw,
   auto shr = [&](Value a, int64_t c) {
     return arith::ShRUIOp::create(b, a, c32(c)).getResult();
   };
-  int64_t words = wgmma::kAtomRowBytes / 4;
+  // (Words of a raw row's dims; each V^T row is 32 words of keys.)
+  int64_t words = g.dPad / 4;
   Value rawBase = to32(tileAddress(raw, 0)), vtBase = to32(tileAddress(vt, 0));
   Value ptid = andI(to32(tid), kProducerWarps * kLanes - 1);
   Value x = andI(shr(ptid, 2), 7), t = andI(ptid, 3);
@@ -186,7 +197,7 @@ void WarpAttentionBuilder::produceTransposed(
     });
     waitBarrier(rawFull(s), parityOf(t));
     awaitFree(emptyV(s), t);
-    transposeValues(buf.v, transposedValues(buf));
+    transposeValues(buf.v, transposedValues(s));
     // Generic-proxy writes that wgmma reads through the async proxy.
     wgmma::fenceProxyAsync(b);
     syncProducer();

@@ -93,6 +93,16 @@ constexpr int64_t kRawKeyPad = 16;
 /// for f32).
 Geometry geometryOf(const TileShape &s, bool wgmma, int64_t elemBytes);
 
+/// Whether the fp8 wgmma program of geometry `g` (compute-type elements of
+/// `ctBytes`) keeps its transposed V tiles past the K/V ring, one a buffer
+/// of [dPad, bn] fp8, because the V buffer (sized for [bn, dPad] of the
+/// compute type) cannot hold one next to the raw tile TMA delivers (bn
+/// rows of whole 128-byte atoms): heads of 64.
+inline bool transposedPastRing(const Geometry &g, int64_t ctBytes) {
+  int64_t raw = g.bn * llvm::alignTo(g.dPad, wgmma::kAtomRowBytes);
+  return raw + g.dPad * g.bn > g.vElems() * ctBytes;
+}
+
 /// Whether a raw-staged decode program of geometry `g` may read K raw in
 /// QK (WarpAttentionBuilder::rawKeysDirect; its launch then reserves two
 /// raw K slots): whole 32-dim steps, heads up to 128 (heads of 256 spilled
@@ -463,9 +473,10 @@ private:
   /// Transposes the raw [bn, D] fp8 V tile `raw` (128-byte swizzled rows)
   /// into `vt` ([D, bn], 128-byte swizzled), with the producer's threads.
   void transposeValues(const SharedTile &raw, const SharedTile &vt);
-  /// The transposed V tile of a K/V buffer of fp8 wgmma programs: after
-  /// the raw V tile, in the same buffer.
-  SharedTile transposedValues(const KvBuffers &buf);
+  /// The transposed V tile of K/V buffer `stage` of fp8 wgmma programs:
+  /// after the raw V tile, in the same buffer, or past the ring
+  /// (transposedPastRing).
+  SharedTile transposedValues(Value stage);
   /// fp8 wgmma programs: the consumers' scales, loaded after setmaxnreg
   /// (dotScale, pScaleAbs, pScaleLog2, accumulatorScale).
   void loadFp8Scales();
@@ -510,10 +521,16 @@ private:
   Value emptyV(Value s) { return e.add(e.idx(6), s); }
   /// Phase parity of the (t / 2)-th use of buffer t % 2.
   Value parityOf(Value t) { return e.remU(e.divU(t, e.idx(2)), e.idx(2)); }
+  /// 128-byte swizzle atoms of a row of a TMA tile: 64 columns of the
+  /// compute type, 128 of fp8 (qgmma; a head of 64 fills half of one, the
+  /// box reading zeros past the tensor's 64).
+  int64_t tmaAtoms() const {
+    return llvm::divideCeil(g.dPad * operandBytes(), wgmma::kAtomRowBytes);
+  }
   /// Bytes of a swizzled [rows, dPad] tile of the compute type, or of fp8
-  /// (qgmma) (what one TMA tile of Q, K or V delivers).
+  /// (qgmma) (what one TMA tile of Q, K or V delivers, zeros included).
   int64_t tileBytes(int64_t rows) const {
-    return rows * g.dPad * operandBytes();
+    return rows * tmaAtoms() * wgmma::kAtomRowBytes;
   }
   /// Bytes of an element of the tiles TMA loads.
   int64_t operandBytes() const {

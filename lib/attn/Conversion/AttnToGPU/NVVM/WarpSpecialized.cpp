@@ -700,7 +700,7 @@ void WarpAttentionBuilder::syncComputeThreads() {
 void WarpAttentionBuilder::issueQueryTile(const ProgramRows &rows) {
   // Atoms of 128 bytes a row (64 columns of the compute type, 128 of fp8).
   int64_t atomCols = wgmma::kAtomRowBytes / operandBytes();
-  int64_t atoms = g.dPad / atomCols;
+  int64_t atoms = tmaAtoms();
   nvgpu::MBarrierArriveExpectTxOp::create(b, bars, e.idx(tileBytes(g.mRows)),
                                           e.idx(kQueryBarrier), Value());
   // (The map's box: [block_q, heads_per_program, atomCols].)
@@ -817,7 +817,7 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
       probs.alpha.push_back(e.load(alphaState, {e.idx(i)}));
     KvBuffers buf = kvBuffers(sPrev);
     cur.v = buf.v;
-    cur.vt = qgmma ? transposedValues(buf) : buf.vt;
+    cur.vt = qgmma ? transposedValues(sPrev) : buf.vt;
     oPending = issueWarpgroupPV(probs, valuesKeyMajor, 0);
   }
   passTurn(e.andI(last, e.eq(group, e.idx(1))));

@@ -162,7 +162,7 @@ void WarpAttentionBuilder::issueTmaBoxes(const KvWalk &walk,
   // Atoms of 128 bytes a row: 64 columns of the compute type, 128 of fp8
   // (qgmma), bn rows each.
   int64_t atomCols = wgmma::kAtomRowBytes / operandBytes();
-  int64_t atoms = g.dPad / atomCols;
+  int64_t atoms = tmaAtoms();
   Value row = e.add(walk.denseBase, n0);
   // (The map's box: [bn, 1, atomCols] of the operand's type; see
   // warpTensorMaps.)
