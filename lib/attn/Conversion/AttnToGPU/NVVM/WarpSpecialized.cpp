@@ -56,8 +56,17 @@ namespace {
 struct RegisterSplit {
   int32_t entry, producer, consumer;
 };
-RegisterSplit registerSplit(int64_t consumerWarps, bool persistent, bool gather,
-                            bool transposes) {
+/// Whether `s` fits the registers the launch gives a block of
+/// `consumerWarps` plus the producer warpgroup: setmaxnreg.inc waits until
+/// the block has them, so a split that asks for more never starts its
+/// consumers (a hang, not a compile error).
+constexpr bool fitsBlock(RegisterSplit s, int64_t consumerWarps) {
+  return kProducerWarps * s.producer + consumerWarps * s.consumer <=
+         (kProducerWarps + consumerWarps) * s.entry;
+}
+
+constexpr RegisterSplit registerSplit(int64_t consumerWarps, bool persistent,
+                                      bool gather, bool transposes) {
   // A producer that transposes V (fp8 wgmma: four rounds of 4 x 4 bytes
   // in flight) takes 56: on H200 fp8 flash ran 753-757 TFLOP/s at 40 and
   // one round at a time, 797-802 at 56 and four (bench/results/
@@ -86,6 +95,16 @@ RegisterSplit registerSplit(int64_t consumerWarps, bool persistent, bool gather,
   // non-causal ones; the consumers spill nothing at 232).
   return persistent ? RegisterSplit{168, 32, 232} : RegisterSplit{168, 24, 240};
 }
+/// Every split of one or two consumer warpgroups fits its block.
+constexpr bool everySplitFits() {
+  for (int64_t warps : {4, 8})
+    for (int flags = 0; flags < 8; ++flags)
+      if (!fitsBlock(registerSplit(warps, flags & 1, flags & 2, flags & 4),
+                     warps))
+        return false;
+  return true;
+}
+static_assert(everySplitFits(), "a register split exceeds its block");
 /// Named barriers of the pingpong: warpgroup w waits on kTurnBarrier + w
 /// (barrier 0 is the block's); both warpgroups' threads count.
 constexpr int32_t kTurnBarrier = 1, kTurnThreads = 2 * 128;
