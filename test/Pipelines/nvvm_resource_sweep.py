@@ -2,7 +2,10 @@
 chips at the default schedules (attn-lower-to-nvvm-pipeline, then ptxas -v)
 and reports every kernel whose resource report shows a stack frame, spills
 or a performance loss ptxas reports (C75xx: serialized wgmma, ignored
-setmaxnreg). Prints one line per failure, then
+setmaxnreg), and every kernel whose dynamic shared memory is not declared
+`.extern` (a one-byte static variable that ptxas lays out among the
+mbarriers, so that the tiles overlap them). Prints one line per failure,
+then
 "checked N kernels, M failed"; exits 1 when any failed.
 
 usage: nvvm_resource_sweep.py ATTN_OPT PTXAS [-j JOBS]
@@ -31,8 +34,11 @@ def check(attn_opt, ptxas, name, text, chip):
         if lowered.returncode:
             return f"{name} {chip}: attn-opt failed: {lowered.stderr[-400:]}"
         ptx = os.path.join(tmp, "k.ptx")
+        text = extract(lowered.stdout)
         with open(ptx, "w") as f:
-            f.write(extract(lowered.stdout))
+            f.write(text)
+        if re.search(r"^\s*\.shared\s.*__dynamic_shmem__\w*;", text, re.M):
+            return f"{name} {chip}: dynamic shared memory not .extern"
         report = subprocess.run(
             [ptxas, f"-arch={chip}", "-v", ptx, "-o", ptx + ".cubin"],
             capture_output=True, text=True)
