@@ -112,7 +112,8 @@ def cpu_stages(text):
         tool = _toolchain._llvm_tool
         steps = [
             ("attn-opt", [_toolchain.attn_opt(), str(tmp / "k.mlir"),
-                          "--attn-lower-to-cpu-pipeline", "-o",
+                          "--attn-lower-to-cpu-pipeline",
+                          "--verify-each=false", "-o",
                           str(tmp / "k.llvm.mlir")]),
             ("translate", [tool("mlir-translate"), "--mlir-to-llvmir",
                            str(tmp / "k.llvm.mlir"), "-o", str(tmp / "k.ll")]),

@@ -306,8 +306,12 @@ def _lower(tmp, chip, options, out_name):
                 else "attn-lower-to-nvvm-pipeline")
     if not is_amd(chip):
         options += f" f32-precision={f32_precision()}"
+    # (The parser verifies the input; verifying after every pass cost
+    # about a third of the pipeline's time, bench/compile_latency.py. lit
+    # runs the passes with it.)
     cmd = [attn_opt(), str(tmp / "kernel.mlir"),
-           f"--{pipeline}=chip={chip} {options}", "-o", str(tmp / out_name)]
+           f"--{pipeline}=chip={chip} {options}", "--verify-each=false",
+           "-o", str(tmp / out_name)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise CompileError(f"attn-opt failed ({' '.join(cmd)}):\n"

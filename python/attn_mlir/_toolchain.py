@@ -265,7 +265,7 @@ def _build(mlir_text, out_so):
             return
         _run([attn_opt(), str(src),
               f"--attn-lower-to-cpu-pipeline=plan-target={target} "
-              f"plan-chip={chip}",
+              f"plan-chip={chip}", "--verify-each=false",
               "-o", str(tmp / "kernel.llvm.mlir")], "attn-opt")
         _run([_llvm_tool("mlir-translate"), "--mlir-to-llvmir",
               str(tmp / "kernel.llvm.mlir"), "-o", str(tmp / "kernel.ll")],
