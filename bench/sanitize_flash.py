@@ -104,7 +104,8 @@ def check(H, lens):
             err = np.abs(o.float().cpu().double().numpy() - ref).max()
             # (fp8: P rounded to e4m3. Heads of 64, the third case causal:
             # the CPU lowering of the same semantics is 0.101 off float64.)
-            ok = bool(np.isfinite(err) and err < (0.15 if FP8 else 3e-2))
+            tol = (0.15 if D < 128 else 0.1) if FP8 else 3e-2
+            ok = bool(np.isfinite(err) and err < tol)
             bad += not ok
             print(f"H={H} lens={lens} causal={causal} "
                   f"schedule={sched or 'plan'}: "

@@ -306,9 +306,9 @@ def _lower(tmp, chip, options, out_name):
                 else "attn-lower-to-nvvm-pipeline")
     if not is_amd(chip):
         options += f" f32-precision={f32_precision()}"
-    # (The parser verifies the input; verifying after every pass cost
-    # about a third of the pipeline's time, bench/compile_latency.py. lit
-    # runs the passes with it.)
+    # (The parser verifies the input and lit runs every pass verified;
+    # verifying after each pass here cost 11-18% of attn-opt's sm_90a time,
+    # bench/results/2026-11-27-cpu-compile-verify-once.txt.)
     cmd = [attn_opt(), str(tmp / "kernel.mlir"),
            f"--{pipeline}=chip={chip} {options}", "--verify-each=false",
            "-o", str(tmp / out_name)]

@@ -599,10 +599,7 @@ void WarpAttentionBuilder::producerPart(const ProgramRows &rows,
     threads = kProducerWarps * kLanes;
     producerStaging = true;
     // Q first: QK(0) needs it with K(0). By TMA where it is mapped (the
-    // producer's threads then copy only the cache pages; racecheck reported
-    // their cp.async copies of Q against their later cp.async arrivals,
-    // which a minimal probe of the pattern,
-    // bench/probes/cpasync_noinc_racecheck.cu, does not show), else landed
+    // producer's threads then copy only the cache pages), else landed
     // before a plain arrival.
     if (qMap) {
       e.ifThen(e.eq(tid, e.idx(0)), [&] { issueQueryTile(rows); });
