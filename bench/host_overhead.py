@@ -119,7 +119,7 @@ def main():
                     if p is not None and p.engine.launches_here)
         rows.append(("runtime round trip of a replayed drop-in call (2 "
                      "launches)",
-                     lambda: ops._replay_launch(plan.engine, plan.device)))
+                     lambda: plan.engine.launch(plan.stream(), plan.backend)))
     except (AttributeError, StopIteration, TypeError):
         pass
 

@@ -44,6 +44,9 @@ def _arg_key(a, nested=False):
     if a is None:
         return None
     t = type(a)
+    if t is tuple and len(a) == 2 and type(a[0]) is int and \
+            type(a[1]) is int:   # window sizes: the common composite
+        return (tuple, a, _TWO_INTS)
     if t is _TENSOR:   # (top-level tensors are _signature's own)
         return _NO
     if t in _SCALARS:
@@ -62,6 +65,7 @@ def _arg_key(a, nested=False):
 
 
 _NO = object()
+_TWO_INTS = (int, int)
 
 
 def _on_gpu(tensor):
@@ -90,9 +94,16 @@ def _signature(op, args, kwargs, buckets=None):
     `buckets` (replayable's), and which are tensors."""
     given = args + tuple(kwargs.values()) if kwargs else args
     types = (op, tuple(kwargs), len(args), *map(type, given))
-    layout = _LAYOUTS.get(types, _NO)
-    if layout is _NO:
-        layout = _layout(types, buckets)
+    # A serving loop repeats one layout: comparing with the last one's
+    # types (identical objects) skips hashing them.
+    last = _LAST_LAYOUT.get(op)
+    if last is not None and last[0] == types:
+        layout = last[1]
+    else:
+        layout = _LAYOUTS.get(types, _NO)
+        if layout is _NO:
+            layout = _layout(types, buckets)
+        _LAST_LAYOUT[op] = (types, layout)
     if layout is None:
         return None
     key = (layout, layout.scalars(given))
@@ -109,6 +120,7 @@ def _signature(op, args, kwargs, buckets=None):
 # (op, keywords, positional count, argument types...) -> _Layout, or None
 # where an argument's type is never replayable.
 _LAYOUTS = {}
+_LAST_LAYOUT = {}   # op -> (types, layout) of its last call
 
 
 class _Layout:
@@ -248,7 +260,7 @@ def _full_path_only():
     """Environments in which every call takes the full path: recording, a
     dry run, validation (ops read these per call too), fake tensors, and
     ops.collect_specializations (precompile), whose calls launch nothing."""
-    if _abi.checking_metadata() or _ops._COLLECTING.get() is not None:
+    if _abi._STATE.metadata_only or _ops._COLLECTING.get() is not None:
         return True
     env = _ENV
     if env is None:
@@ -341,6 +353,9 @@ class _Plan:
                                 for j in positions)
         self.device = self.steps[0][0] if self.steps else None
         one_device = all(step[0] == self.device for step in self.steps)
+        # The current stream's getter and the runtime's backend, looked up
+        # once per plan, not per call.
+        self.stream, self.backend = _ops._stream_getter(self.device)
         self.engine = _gpu.ReplayEngine(
             spec, len(positions), self.aligned, self.pairs,
             [launch for step in self.steps for launch in step[2]]
@@ -378,7 +393,7 @@ class _Plan:
                 if self.tensors_only else \
                 [x.ptr if type(x) is View else x.data_ptr() for x in args]
         if engine.launches_here and not _ops._nvtx_enabled():
-            return _ops._replay_launch(engine, self.device)
+            return engine.launch(self.stream(), self.backend)
         ptrs = engine.pointers()
         if ptrs is None:
             return False
@@ -434,9 +449,12 @@ def replayable(op, buckets=None):
             if _compiling():
                 return fn(*args, **kwargs)
             # Inside another entry point's first call, that one records the
-            # whole call.
+            # whole call. (_routed's common case inline: this runs per call.)
+            t = _ops._TORCH_OPS
             if first is None or _CAPTURE.get() is not None or \
-                    _full_path_only() or _routed(first):
+                    _full_path_only() or (
+                        not t.runs_directly(first)
+                        if t and type(first) is _TENSOR else _routed(first)):
                 return fn(*args, **kwargs)
             signature = _signature(op, args, kwargs, buckets)
             if signature is None:

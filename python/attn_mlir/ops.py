@@ -27,6 +27,7 @@ are `attn_mlir.vllm`'s to check.
 """
 
 import ctypes
+import functools
 import contextvars
 import json
 import os
@@ -370,11 +371,17 @@ def _hip(torch):
     return 1 if torch.version.hip else 0
 
 
-def _replay_launch(engine, dev):
-    """attn_mlir._replay's one-round-trip launch (_gpu.ReplayEngine) on
-    `dev`'s current stream; False where a pointer check failed."""
+def _stream_getter(dev):
+    """(function returning the raw handle of `dev`'s current stream, the
+    runtime's backend): what attn_mlir._replay's one-round-trip launch
+    (_gpu.ReplayEngine.launch) takes, resolved once per plan."""
     import torch
-    return engine.launch(_current_stream(torch, dev), _hip(torch))
+    if dev is None:   # a plan without launches never asks
+        return (lambda: 0), 0
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return functools.partial(raw, dev.index), _hip(torch)
+    return (lambda: _current_stream(torch, dev)), _hip(torch)
 
 
 def _launch_prepared(launches, ptrs, dev, name):
