@@ -6,9 +6,14 @@ bottleneck of the loop. Prints microseconds per call and the top functions
 of a cProfile run.
 
     python bench/host_overhead.py
+
+With ATTN_MLIR_DRY_RUN=1 (and ATTN_MLIR_RECORD) on a machine without a
+GPU, each call runs once on CPU tensors and launches nothing: the
+specializations to carry as AOT bundles.
 """
 
 import cProfile
+import os
 import pstats
 import sys
 import time
@@ -20,13 +25,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / ".peers"))
 from attn_mlir import ops, vllm  # noqa: E402
-import vllm_seeds as S  # noqa: E402
+DRY = bool(os.environ.get("ATTN_MLIR_DRY_RUN"))
+if not DRY:
+    import vllm_seeds as S  # noqa: E402
 
 
 def per_call_us(fn, n=300, rounds=7):
     """Best of `rounds` rounds of n calls (the host is shared: a round that
     another process interrupts says nothing of the call)."""
     fn()
+    if DRY:
+        return float("nan")
     torch.cuda.synchronize()
     best = float("inf")
     for _ in range(rounds):
@@ -40,7 +49,7 @@ def per_call_us(fn, n=300, rounds=7):
 
 def main():
     D, Hq, Hk, bs, B, ctx, segments = 128, 32, 8, 16, 8, 256, 8
-    dev = "cuda"
+    dev = "cpu" if DRY else "cuda"
     nblk = ctx // bs
     kc = torch.randn(B * nblk, bs, Hk, D, dtype=torch.bfloat16, device=dev)
     vc = torch.randn_like(kc)
@@ -131,8 +140,12 @@ def main():
              ("attn_mlir unified (1 launch)", single),
              ("attn_mlir merge_states alone", merge_only),
              ("split-KV without torch.library", split_direct),
-             ("unified without torch.library", single_direct),
-             ("seed unified_attention", seed)]
+             ("unified without torch.library", single_direct)]
+    if DRY:
+        for _, fn in rows:
+            fn()
+        return
+    rows.append(("seed unified_attention", seed))
     for name, fn in rows:
         print(f"{name}: {per_call_us(fn):.1f} us host per call")
     prof = cProfile.Profile()

@@ -89,9 +89,9 @@ func.func @tma_without_producer(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xb
 // -----
 
 // persistent (pinned): the mbarriers (a tenth: the consumers' release of Q)
-// are initialized once, then each role loops over the programs from the
-// block's linear id with the launch's stride, registers moved once before
-// the loops. The manifest marks the kernel so that the runtime launches at
+// are initialized once, then each role loops over the programs dealt to
+// the block (longest first, in a snake over the blocks), registers moved
+// once before the loops. The manifest marks the kernel so that the runtime launches at
 // most one block per SM.
 // CHECK: \22name\22:\22flash_persistent\22,\22op\22:\22attn.flash\22,\22params\22
 // CHECK-SAME: \22persistent\22:true
@@ -112,11 +112,17 @@ func.func @tma_without_producer(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xb
 // spills values that live across setmaxnreg).
 // CHECK: nvvm.setmaxregister  decrease 32
 // CHECK-NEXT: arith.constant
+// CHECK: llvm.inline_asm has_side_effects "mov.u32 $0, %ctaid.x;"
 // CHECK: memref.dim %arg3
 // CHECK-NEXT: arith.index_cast
 // CHECK-NEXT: llvm.inline_asm has_side_effects "mov.b64 $0, $1;"
-// CHECK: llvm.inline_asm has_side_effects "mov.u32 $0, %ctaid.x;"
+// The rounds of the snake: block i takes program r * blocks + i in even
+// rounds and r * blocks + blocks - 1 - i in odd ones, if there is one.
 // CHECK: scf.for {{.*}} : i32
+// CHECK: arith.andi
+// CHECK: arith.select
+// CHECK: arith.cmpi ult
+// CHECK-NEXT: scf.if
 // CHECK: nvgpu.tma.async.load
 // CHECK: nvgpu.mbarrier.try_wait.parity %{{.*}}[%c9{{.*}}]
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}[%c8{{.*}}], %c32768

@@ -49,9 +49,10 @@
 // CHECK: .maxntid 384, 1, 1
 // CHECK: .maxnreg 168
 // CHECK: mbarrier.init.shared.b64
-// CHECK: setmaxnreg.dec.sync.aligned.u32 32;
-// CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
-// CHECK: setmaxnreg.inc.sync.aligned.u32 232;
+// (The roles' blocks lie in either order.)
+// CHECK-DAG: setmaxnreg.dec.sync.aligned.u32 32;
+// CHECK-DAG: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// CHECK-DAG: setmaxnreg.inc.sync.aligned.u32 232;
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK-NOT: ld.local
 // CHECK-NOT: st.local

@@ -84,9 +84,9 @@ public:
 
   /// Persistent launches (KernelLaunch::persistent): the mbarriers and
   /// counters once, then the producer and consumer warpgroups each loop
-  /// over the programs from the block's linear id, with the stride of the
-  /// launch (any launch grid covers the programs once). Otherwise the
-  /// launch grid is the program grid.
+  /// over the programs dealt to the block: longest first, in a snake over
+  /// the launch's blocks (any launch grid covers the programs once).
+  /// Otherwise the launch grid is the program grid.
   void grid(LoopEmitter &e, ArrayRef<Value> ubs,
             llvm::function_ref<void(ValueRange)> body) override;
   /// A warp-parallel search (32 probes per round).
