@@ -193,6 +193,21 @@ def test_signature_tells_values_types_and_places_apart():
     assert key(1, 2) != key(1, b=2) != key(a=1, b=2)
     assert key((1, None)) != key((None, 1))
     assert key(1, (2, 3)) == key(1, (2, 3))
+    # Window sizes (two ints: a fast path) against equal-comparing pairs of
+    # other types, and the same pair inside a list.
+    assert len({key((1, 2)), key((1.0, 2)), key((True, 2)), key([1, 2])}) == 4
+
+
+def test_signature_layouts_alternate():
+    """An op's last layout is reused only for the same argument types: calls
+    that alternate types (and keyword names) keep their own keys."""
+    def key(*args, **kwargs):
+        return _replay._signature("unified", args, kwargs)[0]
+    first, second, third = key(1, 2.0), key(1.0, 2), key(1, b=2.0)
+    assert len({first, second, third}) == 3
+    for _ in range(2):
+        assert (key(1, 2.0), key(1.0, 2), key(1, b=2.0)) == \
+            (first, second, third)
 
 
 _WORKSPACE = {}
