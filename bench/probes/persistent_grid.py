@@ -6,6 +6,10 @@ in a snake); and the same persistent kernel launched with one block per
 program (a grid the hardware schedules, as the plan's). Prints TFLOP/s
 and each one's ratio to the plan. ATTN_MLIR_DRY_RUN=1 only records the
 specializations.
+
+The same kernel is also launched with one block for every 2 or 4
+programs (rounds of the snake in each block, blocks assigned to SMs by
+the hardware).
 """
 import math
 import os
@@ -58,17 +62,24 @@ def main():
         kernels = [k for ks in ops._GPU_KERNELS.values() for k in ks
                    if k.record.get("persistent")]
         saved = [k._blocks for k in kernels]
-        for kernel in kernels:
-            kernel._blocks = None   # the whole program grid
-        _replay._PLANS.clear()
-        full = run(PERSISTENT)
+        programs = (S // 128) * B * H
+        grids = {}
+        # Blocks of 2 and 4 programs each (rounds), the hardware assigning
+        # blocks to SMs as they free up, and one block a program.
+        for name, blocks in (("2 rounds", -(-programs // 2)),
+                             ("4 rounds", -(-programs // 4)),
+                             ("full grid", None)):
+            for kernel in kernels:
+                kernel._blocks = blocks
+            _replay._PLANS.clear()
+            grids[name] = run(PERSISTENT)
         for kernel, blocks in zip(kernels, saved):
             kernel._blocks = blocks
         _replay._PLANS.clear()
         print(f"S={S} causal={causal}: plan {plan:.0f}, persistent "
-              f"{persistent:.0f} ({persistent / plan:.2f}), persistent "
-              f"kernel on the full grid {full:.0f} ({full / plan:.2f}) "
-              f"TFLOP/s", flush=True)
+              f"{persistent:.0f} ({persistent / plan:.2f}), " + ", ".join(
+                  f"{name} {t:.0f} ({t / plan:.2f})"
+                  for name, t in grids.items()) + " TFLOP/s", flush=True)
 
 
 if __name__ == "__main__":
