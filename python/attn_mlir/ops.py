@@ -279,7 +279,8 @@ class _Call:
             operands.add("split")  # split-KV: split<S>, or split (run time)
         for word, tag in (("causal", "causal"), ("split", "split"),
                           ("sliding_window", "window"), ("dropout", "dropout"),
-                          ("quantize_to", "q8")):
+                          ("quantize_to", "q8"),
+                          ("short_sequences", "short")):
             if word in attrs or word in operands:
                 m = re.search(r"num_segments = (\d+)", attrs)
                 parts.append(tag + (m.group(1) if m and tag == "split"
@@ -649,7 +650,7 @@ def _flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
     check_head_dim(qv)
     kv_ = c.mem("k", k, (1, 2))
     vv = c.mem("v", v, (1, 2))
-    c.ints("cu_seqlens_q", cu_seqlens_q)
+    cq = c.ints("cu_seqlens_q", cu_seqlens_q)
     c.ints("cu_seqlens_k", cu_seqlens_k)
     scale = check_scale(scale, "scale", allow_zero=True)
     c.scalar("scale", scale)
@@ -695,9 +696,28 @@ def _flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
     _out_scale_range(os_)
     c.attr("causal", bool(causal))
     c.attr("quantize_to", quantize_to)
+    # A planning hint from the shapes alone (no device read): queries that
+    # average at most SHORT_SEQUENCE_TOKENS a sequence. On sm_90a the plan
+    # then takes the persistent form of its schedule for 16-bit heads up to
+    # 128 without bias, dropout or lse (Plan.cpp, kShortSequencesHint); the
+    # result is the same. Set only where it can matter: other calls keep
+    # one specialization.
+    sequences = cq.shape[0] - 1 if cq is not None else 0
+    c.attr("attn.short_sequences", schedule is None and sequences > 0 and
+           qv.shape[0] <= SHORT_SEQUENCE_TOKENS * sequences and
+           qv.dtype in ("bf16", "f16") and kv_.dtype == qv.dtype and
+           vv.dtype == qv.dtype and qv.shape[-1] <= 128 and bias is None and
+           dropout is None and lse is None and quantize_to is None)
     c.attr("schedule", _schedule_attr(schedule))
     c.check_aliasing()
     c.run()
+
+
+# ops.flash's short-sequences hint: queries per sequence, on average, at or
+# under which sm_90a runs the persistent program (5-11% faster at 512 on
+# H100; level or slower from 1024 on:
+# bench/results/2026-11-27-h100-persistent-snake.md).
+SHORT_SEQUENCE_TOKENS = 512
 
 
 def _blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, *, scale,

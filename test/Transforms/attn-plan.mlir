@@ -52,6 +52,31 @@ func.func @flash_gqa4(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref
   return
 }
 
+// The short-sequences hint: the persistent form of the Hopper schedule on
+// sm_90a (one block per SM walking the programs); elsewhere, and for fp8,
+// bias, dropout or lse, the schedule it would have anyway.
+// CHECK-LABEL: func.func @flash_short_sequences
+// CHECK: schedule = #attn.schedule<block_q = 4, block_n = 32, heads_per_program = 4>
+// NVVM-LABEL: func.func @flash_short_sequences
+// NVVM: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 4>
+// HOPPER-LABEL: func.func @flash_short_sequences
+// HOPPER: {attn.short_sequences, schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true, persistent = true>}
+// HOPPER: {attn.short_sequences, schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>}
+// HOPPER: {attn.short_sequences, schedule = #attn.schedule<block_q = 128, block_n = 128, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4, pingpong = true>}
+func.func @flash_short_sequences(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>,
+    %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x8x64xf16>, %lse: memref<?x8xf32>,
+    %q8: memref<?x4x128xf8E4M3FN>, %sc: memref<1xf32>, %o8: memref<?x4x128xbf16>) {
+  attn.flash q(%q : memref<?x8x64xf16>) k(%k : memref<?x2x64xf16>) v(%v : memref<?x2x64xf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x8x64xf16>) {attn.short_sequences}
+  attn.flash q(%q : memref<?x8x64xf16>) k(%k : memref<?x2x64xf16>) v(%v : memref<?x2x64xf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x8x64xf16>)
+      lse(%lse : memref<?x8xf32>) {attn.short_sequences}
+  attn.flash q(%q8 : memref<?x4x128xf8E4M3FN>) k(%q8 : memref<?x4x128xf8E4M3FN>) v(%q8 : memref<?x4x128xf8E4M3FN>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%sc : memref<1xf32>)
+      k_scale(%sc : memref<1xf32>) v_scale(%sc : memref<1xf32>) p_scale(%sc : memref<1xf32>) out(%o8 : memref<?x4x128xbf16>) {attn.short_sequences}
+  return
+}
+
 // fp8 Q, K and V with heads of 128 multiply as stored on fp8 wgmma: the
 // Hopper pipeline's schedule (its producer transposes V).
 // HOPPER-LABEL: func.func @flash_fp8_wgmma

@@ -195,6 +195,32 @@ def test_persistent_schedule_same_result(causal, lq, lk):
           f"persistent, causal={causal}")
 
 
+def test_short_sequences_hint():
+    """Calls whose queries average at most 512 a sequence carry the planning
+    hint attn.short_sequences (sm_90a: the persistent schedule), unless a
+    schedule is pinned or the call has bias, dropout, lse, fp8 or f32 (the
+    plan ignores the hint there: no second specialization)."""
+    import ml_dtypes
+    bf = ml_dtypes.bfloat16
+
+    def attrs(tokens, seqs, dtype=bf, **kw):
+        q = np.zeros((tokens, 4, 64), dtype)
+        cu = np.linspace(0, tokens, seqs + 1).astype(np.int32)
+        with ops.collect_specializations() as texts:
+            ops.flash(q, q, q, cu, cu, np.zeros_like(q), scale=0.1, **kw)
+        assert len(texts) == 1
+        return texts[0]
+    assert "attn.short_sequences" in attrs(1024, 2)
+    assert "attn.short_sequences" in attrs(1536, 4, causal=True)
+    assert "attn.short_sequences" not in attrs(1026, 2)
+    assert "attn.short_sequences" not in attrs(512, 1, schedule=(16, 16, 1))
+    assert "attn.short_sequences" not in attrs(512, 1, dtype=np.float32)
+    assert "attn.short_sequences" not in attrs(
+        512, 1, lse=np.zeros((512, 4), np.float32))
+    assert "attn.short_sequences" not in attrs(
+        512, 1, dropout=(0.1, 1, 0))
+
+
 def quantize_like_vllm(x, scale, dtype):
     """vLLM's check_and_convert: (x * (1 / scale)) in x's dtype, clamped,
     cast to fp8 e4m3 (round to nearest even)."""

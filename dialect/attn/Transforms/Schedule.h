@@ -14,6 +14,14 @@ namespace mlir::attn {
 FailureOr<ScheduleAttr> defaultSchedule(Operation *op, StringRef target,
                                         StringRef chip = "");
 
+/// A discardable unit attribute of attn.flash: the calls the op stands for
+/// have short sequences (the Python ops set it when the queries average at
+/// most 512 a sequence). A planning hint only: on sm_90a the plan then
+/// gives dense 16-bit flash the persistent form of its Hopper schedule;
+/// elsewhere it changes nothing.
+inline constexpr llvm::StringLiteral kShortSequencesHint =
+    "attn.short_sequences";
+
 /// The op's own schedule, or the CPU default when it has none.
 ScheduleAttr scheduleOrDefault(Operation *op);
 

@@ -266,9 +266,14 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   // ran 24% faster there on 128-key tiles than on 64 (the MMAs are longer
   // next to the softmax), and heads of 256 4-6% faster without pingpong
   // (their O takes the registers that two tiles in flight need). The
-  // persistent form was level on full attention and 26-41% slower on
-  // causal (a static stride over programs of unequal lengths;
-  // bench/results/2026-11-24-h100-ws.md): not chosen.
+  // persistent form (one block per SM) runs 5-11% faster where sequences
+  // are short (S = 512: each block's prologue and epilogue then overlap
+  // the next program's loads) and 0-15% slower from S = 1024 on
+  // (bench/results/2026-11-27-h100-persistent-snake.md). The shapes are
+  // dynamic, so the caller says which regime a call is in: flash ops
+  // carrying kShortSequencesHint (the Python ops set it when the tokens
+  // average at most 512 a sequence) take it, those with bias, dropout or
+  // lse excepted (their persistent programs are untested).
   // sm_90a block-sparse programs on the same pipeline: a producer
   // warpgroup loads the CSR blocks by TMA into a ring that runs on from
   // block to block. 64 rows (a layout row of one head) are one consumer
@@ -311,10 +316,14 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     if (auto flash = dyn_cast<FlashOp>(op);
         flash && flash.getBias() && headDim > 64)
       keys = 64;
+    auto flash = dyn_cast<FlashOp>(op);
+    bool persistent = flash && op->hasAttr(kShortSequencesHint) &&
+                      headDim <= 128 && !flash.getBias() &&
+                      !flash.getDropoutP() && !flash.getLse();
     return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps,
                              /*tma=*/true, /*producer_warps=*/4,
-                             /*pingpong=*/headDim <= 128,
-                             /*persistent=*/false, /*stages=*/0);
+                             /*pingpong=*/headDim <= 128, persistent,
+                             /*stages=*/0);
   }
   // sm_90a unified programs over caches stored like Q (heads of 64 or
   // 128, 64-key tiles): two K/V stages, so that tile j + 1 loads while
