@@ -181,10 +181,9 @@ def test_schedule_override_same_result():
 def test_persistent_schedule_same_result(causal, lq, lk):
     """The sm_90a persistent form of the Hopper schedule (one block per SM,
     programs dealt in a snake over the blocks) against the reference:
-    varlen sequences of unequal lengths, GQA 4, more programs (8 query
-    tiles x sequences x 8 heads) than an H100 has SMs, so each block takes
-    programs of several rounds, odd and even; 24 (sequence, head) pairs
-    take the query-tiles-slowest order, 40 the grid's own. (Elsewhere the
+    varlen sequences of unequal lengths, GQA 4, more programs (query tiles
+    of the batch x 8 heads: 18 x 8 and 20 x 8) than an H100 has SMs, so
+    each block takes programs of odd and even rounds. (Elsewhere the
     schedule's tile sizes give the same programs as any other.)"""
     rng = np.random.default_rng(11)
     q, k, v, cq, ck = make(rng, lq, lk, 8, 2, 128, "bf16")

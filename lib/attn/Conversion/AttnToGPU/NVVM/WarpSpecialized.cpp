@@ -289,27 +289,19 @@ void WarpProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
   auto c32 = [&](int64_t v) {
     return arith::ConstantIntOp::create(b, i32, v).getResult();
   };
-  // The order of the programs (both dealt in a snake over the blocks: round
-  // r gives block i program r * blocks + i when r is even, r * blocks +
-  // blocks - 1 - i when odd, so that each block's long and short programs
-  // pair up):
-  // * few (batch, head) pairs (at most a quarter of the blocks): decreasing
-  //   length, the query tile slowest and last first (causal programs of
-  //   later tiles walk more keys); each pair's keys are still shared by
-  //   the blocks of a round.
-  // * otherwise the grid's own order, query tiles fastest (last first):
-  //   the blocks of a round share few pairs' keys in L2. (Query tiles
-  //   slowest there gave each block of a round its own keys: causal
-  //   S = 2048 at 128 pairs fell from 505 to 416 TFLOP/s on H100.)
-  // (A stride over the grid's order instead of the snake gave some blocks
-  // mostly long causal programs: 26-41% slower than the hardware's dynamic
-  // assignment of a full grid.)
-  Value pairs32 = c32(1);
+  // The programs in tile-major order: the grid's query tiles (over the
+  // whole varlen batch) last first, each with all its head groups, dealt in
+  // a snake over the blocks: round r gives block i program r * blocks + i
+  // when r is even and r * blocks + blocks - 1 - i when odd, so that the
+  // long and short ends of consecutive rounds pair up in each block. (A
+  // stride over the grid's own order, head groups slowest, gave some
+  // blocks mostly long causal programs: 26-41% slower than the hardware's
+  // dynamic assignment of a full grid; the snake made causal S = 4096 to
+  // 16384 24-52% faster, bench/results/2026-11-27-h100-persistent-
+  // snake.md.)
+  Value groups32 = c32(1);
   for (size_t i = 1; i < extents.size(); ++i)
-    pairs32 = arith::MulIOp::create(b, pairs32, extents[i]);
-  Value tilesSlowest = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ule, arith::MulIOp::create(b, pairs32, c32(4)),
-      blocks32);
+    groups32 = arith::MulIOp::create(b, groups32, extents[i]);
   auto loop = [&](PersistentKernel::Role role) {
     state.role = role;
     persistent = state;
@@ -325,14 +317,9 @@ void WarpProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
       e.ifThen(
           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, linear, total32),
           [&] {
-            // The query tile counted from the last, and the index of the
-            // (batch, head) pair, in either order.
-            Value tile = arith::SelectOp::create(
-                b, tilesSlowest, arith::DivUIOp::create(b, linear, pairs32),
-                arith::RemUIOp::create(b, linear, extents[0]));
-            Value rest = arith::SelectOp::create(
-                b, tilesSlowest, arith::RemUIOp::create(b, linear, pairs32),
-                arith::DivUIOp::create(b, linear, extents[0]));
+            // The query tile counted from the last, and the head group.
+            Value tile = arith::DivUIOp::create(b, linear, groups32);
+            Value rest = arith::RemUIOp::create(b, linear, groups32);
             SmallVector<Value> ids(extents.size());
             for (size_t i = 1; i < extents.size(); ++i) {
               ids[i] = arith::IndexCastUIOp::create(
