@@ -313,10 +313,9 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
       keys = 128;
     // An additive bias tile next to two S tiles in flight (pingpong):
     // a head of 128 spilled 8 bytes at 128 keys (f16, f32 bias, GQA 2).
-    if (auto flash = dyn_cast<FlashOp>(op);
-        flash && flash.getBias() && headDim > 64)
-      keys = 64;
     auto flash = dyn_cast<FlashOp>(op);
+    if (flash && flash.getBias() && headDim > 64)
+      keys = 64;
     bool persistent = flash && op->hasAttr(kShortSequencesHint) &&
                       headDim <= 128 && !flash.getBias() &&
                       !flash.getDropoutP() && !flash.getLse();
