@@ -4,9 +4,10 @@ one-pass kernel with segments 0.
 
     ncu --section SpeedOfLight --section MemoryWorkloadAnalysis \\
         --section WarpStateStats --section Occupancy \\
-        -k regex:attn_ -c 2 python3 bench/profile_decode.py [B] [ctx] [segments]
+        -k regex:attn_ -c 2 python3 bench/profile_decode.py [B] [ctx] [segments] [stages]
 
-(defaults 1 32768 32: the benchmark's B=1 row)
+(defaults 1 32768 32: the benchmark's B=1 row; stages pins the K/V
+stages of 64-key tiles, the plan's schedule otherwise)
 """
 import sys
 from pathlib import Path
@@ -20,6 +21,8 @@ from attn_mlir import ops  # noqa: E402
 B = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 CTX = int(sys.argv[2]) if len(sys.argv) > 2 else 32768
 SEGMENTS = int(sys.argv[3]) if len(sys.argv) > 3 else 32
+STAGES = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+SCHEDULE = (16, 64, 4, 0, 0, 0, 0, 0, STAGES) if STAGES else None
 HQ, HK, D, PAGE = 32, 8, 128, 16
 pages = CTX // PAGE
 kc, vc = (torch.randn(B * pages, PAGE, HK, D, dtype=torch.bfloat16,
@@ -35,8 +38,9 @@ if SEGMENTS:
     smax = torch.empty(B, HQ, SEGMENTS, device="cuda")
     ssum = torch.empty_like(smax)
     ops.unified(q, kc, vc, table, cu, used, part, scale=D ** -0.5,
-                segment_max=smax, segment_sum=ssum)
+                segment_max=smax, segment_sum=ssum, schedule=SCHEDULE)
     ops.merge_states(part, o, segment_max=smax, segment_sum=ssum)
 else:
-    ops.unified(q, kc, vc, table, cu, used, o, scale=D ** -0.5)
+    ops.unified(q, kc, vc, table, cu, used, o, scale=D ** -0.5,
+                schedule=SCHEDULE)
 torch.cuda.synchronize()

@@ -280,7 +280,8 @@ class _Call:
         for word, tag in (("causal", "causal"), ("split", "split"),
                           ("sliding_window", "window"), ("dropout", "dropout"),
                           ("quantize_to", "q8"),
-                          ("short_sequences", "short")):
+                          ("short_sequences", "short"),
+                          ("long_queries", "long")):
             if word in attrs or word in operands:
                 m = re.search(r"num_segments = (\d+)", attrs)
                 parts.append(tag + (m.group(1) if m and tag == "split"
@@ -486,7 +487,7 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     if kc is not None and kc.ndim == 4:
         check_int(kc.shape[1], kc.name, "block_size", "page size ")
     c.ints("block_table", block_table)
-    c.ints("cu_seqlens_q", cu_seqlens_q)
+    cq = c.ints("cu_seqlens_q", cu_seqlens_q)
     c.ints("seqused_k", seqused_k)
     scale = check_scale(scale, "scale", allow_zero=True)
     c.scalar("scale", scale)
@@ -560,9 +561,28 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     c.attr("rswa_window", f"{rswa_window} : i64" if rswa_window else None)
     c.attr("mm_prefix_clamp_window", bool(mm_prefix_clamp_window))
     _chunk_lookback(c, chunk_lookback, sliding_window, rswa_window)
+    # A planning hint from the shapes alone (no device read): queries that
+    # average more than LONG_QUERY_TOKENS a sequence (prefill rows, alone
+    # or in a mixed batch). On sm_90a the plan then gives 16-bit unified
+    # programs three K/V stages (Plan.cpp, kLongQueriesHint); the result is
+    # the same. Set only where it can matter: other calls keep one
+    # specialization.
+    sequences = cq.shape[0] - 1 if cq is not None else 0
+    c.attr("attn.long_queries", schedule is None and sequences > 0 and
+           None not in (qv, kc, vc) and
+           qv.shape[0] > LONG_QUERY_TOKENS * sequences and
+           qv.dtype in ("bf16", "f16") and kc.dtype == qv.dtype and
+           vc.dtype == qv.dtype and qv.shape[-1] in (64, 128))
     c.attr("schedule", _schedule_attr(schedule))
     c.check_aliasing()
     c.run()
+
+
+# ops.unified's long-queries hint: queries per sequence, on average, above
+# which sm_90a runs three K/V stages (the mixed batch of 4 prefills of 1k
+# and 60 decodes: 4% faster on H100; decode-only rows 1-3% slower:
+# bench/results/2026-11-27-h100-unified-three-stages.md).
+LONG_QUERY_TOKENS = 16
 
 
 def _check_token_scales(kc, qv, k_scales, v_scales, k_descale, v_descale):

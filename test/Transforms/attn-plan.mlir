@@ -168,6 +168,37 @@ func.func @unified_mqa(%q: memref<?x32x128xbf16>, %kc: memref<?x16x1x128xbf16>, 
   return
 }
 
+// The long-queries hint (prefill rows, alone or in a mixed batch): three
+// K/V stages for 16-bit unified programs on sm_90a; elsewhere, and for fp8
+// caches, the schedule it would have anyway.
+// CHECK-LABEL: func.func @unified_long_queries
+// CHECK-COUNT-4: schedule = #attn.schedule<block_q = 4, block_n = 32, heads_per_program = 4>}
+// NVVM-LABEL: func.func @unified_long_queries
+// NVVM-COUNT-4: schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>}
+// HOPPER-LABEL: func.func @unified_long_queries
+// HOPPER: {attn.long_queries, schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4, stages = 3>}
+// HOPPER: {attn.long_queries, schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4, stages = 3>}
+// HOPPER: {attn.long_queries, schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>}
+// HOPPER: out(%{{.*}}) {schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4, stages = 2>}
+func.func @unified_long_queries(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>,
+    %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>,
+    %q64: memref<?x32x64xf16>, %kc64: memref<?x16x8x64xf16>, %o64: memref<?x32x64xf16>,
+    %kc8: memref<?x16x8x128xf8E4M3FN>, %sc: memref<1xf32>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
+      scale(%s) out(%o : memref<?x32x128xbf16>) {attn.long_queries}
+  attn.unified q(%q64 : memref<?x32x64xf16>) k_cache(%kc64 : memref<?x16x8x64xf16>) v_cache(%kc64 : memref<?x16x8x64xf16>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
+      scale(%s) out(%o64 : memref<?x32x64xf16>) {attn.long_queries}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc8 : memref<?x16x8x128xf8E4M3FN>) v_cache(%kc8 : memref<?x16x8x128xf8E4M3FN>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
+      scale(%s) k_descale(%sc : memref<1xf32>) v_descale(%sc : memref<1xf32>) out(%o : memref<?x32x128xbf16>) {attn.long_queries}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%kc : memref<?x16x8x128xbf16>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
+      scale(%s) out(%o : memref<?x32x128xbf16>)
+  return
+}
+
 // Heads over 128 keep one 16-row MMA tile per warp (8 warps), so that the
 // [32 x 256] accumulator never has to fit in one warp's registers.
 // CHECK-LABEL: func.func @flash_d256

@@ -198,6 +198,51 @@ def test_pinned_kv_stages(stages, block_n, split):
           f"stages {stages} x {block_n}")
 
 
+def test_long_queries_hint():
+    """Calls whose queries average more than 16 a sequence carry the
+    planning hint attn.long_queries (sm_90a: three K/V stages), unless a
+    schedule is pinned or the caches or Q are not the same 16-bit type, or
+    the head is not 64 or 128 (the plan ignores the hint there)."""
+    def attrs(q_lens, d=64, dtype="bf16", fp8=None, **kw):
+        rng = np.random.default_rng(3)
+        q, kc, vc, cu, su, table = make(
+            rng, hq=8, hk=2, d=d, block_size=16, dtype=dtype, fp8=fp8,
+            q_lens=q_lens, k_lens=[max(n, 20) for n in q_lens])
+        scales = dict(k_descale=1.0, v_descale=1.0) if fp8 else {}
+        with ops.collect_specializations() as texts:
+            ops.unified(q, kc, vc, table, cu, su, np.zeros_like(q), scale=0.1,
+                        **scales, **kw)
+        assert len(texts) == 1
+        return texts[0]
+    assert "attn.long_queries" in attrs([17])
+    assert "attn.long_queries" in attrs([1, 40], d=128, dtype="f16")
+    assert "attn.long_queries" not in attrs([16])
+    assert "attn.long_queries" not in attrs([1, 31])
+    assert "attn.long_queries" not in attrs(
+        [40], schedule=(16, 64, 4, 0, 0, 0, 0, 0, 2))
+    assert "attn.long_queries" not in attrs([40], dtype="f32")
+    assert "attn.long_queries" not in attrs([40], d=96)
+    assert "attn.long_queries" not in attrs([40], fp8="f8E4M3FN")
+
+
+@pytest.mark.parametrize("dtype,d", [("bf16", 128), ("f16", 64)])
+def test_long_queries_same_result(dtype, d):
+    """A hinted batch (prefill rows beside decodes; three K/V stages on
+    sm_90a) matches the float64 reference: rows that end inside a tile and
+    a page, a prefill longer than the ring, and decodes."""
+    rng = np.random.default_rng(50 + d)
+    q, kc, vc, cu, su, table = make(rng, hq=16, hk=4, d=d, block_size=16,
+                                    dtype=dtype, q_lens=[1, 70, 1, 40, 3],
+                                    k_lens=[300, 70, 9, 231, 64])
+    o = np.full(q.shape, np.nan, DTYPES[dtype])
+    with ops.collect_specializations() as texts:
+        ops.unified(q, kc, vc, table, cu, su, o, scale=d ** -0.5)
+    assert "attn.long_queries" in texts[0]
+    ops.unified(q, kc, vc, table, cu, su, o, scale=d ** -0.5)
+    check(o, reference(q, kc, vc, cu, su, table, d ** -0.5), dtype,
+          "long queries")
+
+
 def test_split_partials_have_empty_segments():
     """Segments past a short sequence write (0, -inf, 0)."""
     rng = np.random.default_rng(13)

@@ -22,6 +22,14 @@ FailureOr<ScheduleAttr> defaultSchedule(Operation *op, StringRef target,
 inline constexpr llvm::StringLiteral kShortSequencesHint =
     "attn.short_sequences";
 
+/// A discardable unit attribute of attn.unified: the calls the op stands
+/// for carry many queries a sequence (the Python ops set it when the
+/// queries average more than 16 a sequence: prefill rows, or a mixed batch
+/// with them). A planning hint only: on sm_90a the plan then gives 16-bit
+/// unified programs three K/V stages instead of two; elsewhere it changes
+/// nothing.
+inline constexpr llvm::StringLiteral kLongQueriesHint = "attn.long_queries";
+
 /// The op's own schedule, or the CPU default when it has none.
 ScheduleAttr scheduleOrDefault(Operation *op);
 

@@ -331,13 +331,20 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   // stages.md) decode rose 3-4% at B = 1..256, decode of 4 query tokens
   // 19% and the mixed batch 16%; ptxas gave 146 registers instead of 236.
   // (Dequantizing caches keep one stage and their raw fp8 buffer.)
+  // Calls carrying kLongQueriesHint (queries averaging more than 16 a
+  // sequence: prefill rows, alone or in a mixed batch) take three stages:
+  // their programs walk long causal ranges and compute more a tile, and
+  // on H100 the mixed batch (4 prefills of 1k tokens, 60 decodes of 2k)
+  // ran in 244-246 us instead of 255-256, while decode-only rows lost 1-3%
+  // (bench/results/2026-11-27-h100-unified-three-stages.md). Heads of 128
+  // then take 113 KB of shared memory: still two programs per SM.
   if (isa<UnifiedOp>(op) && target == "nvvm" && chip == "sm_90a" &&
       !converted && (headDim == 64 || headDim == 128) && keys == 64 &&
       blockQ * pack == 64 && !warps)
     return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps,
                              /*tma=*/false, /*producer_warps=*/0,
                              /*pingpong=*/false, /*persistent=*/false,
-                             /*stages=*/2);
+                             /*stages=*/op->hasAttr(kLongQueriesHint) ? 3 : 2);
   return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps);
 }
 
