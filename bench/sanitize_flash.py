@@ -28,7 +28,9 @@ from attn_mlir import ops  # noqa: E402
 DRY = bool(os.environ.get("ATTN_MLIR_DRY_RUN"))
 FP8 = "fp8" in sys.argv[1:]
 SCHEDULES = [None, (128, 128, 1, 8, 1, 4, 1, 1), (128, 128, 1, 8, 1, 4, 0),
-             (128, 128, 1, 8, 1, 0, 0)]
+             (128, 128, 1, 8, 1, 0, 0),
+             # three consumer warpgroups in pingpong (heads of 64)
+             (192, 128, 1, 12, 1, 4, 1)]
 if FP8:
     SCHEDULES = [None]
 # fp8: stored values times 1/8 (randn-scale after dequantization).

@@ -55,16 +55,18 @@
 // CHECK: arith.select
 // CHECK: gpu.shuffle  xor
 // CHECK: gpu.return
-// sm_90a: the Hopper pipeline (the plan's tma, producer_warps = 4,
-// pingpong): two consumer warpgroups of 64 rows and a producer warpgroup
-// (384 threads, 168 registers each at launch), 128-key tiles, 1 KB of
-// slack to align the swizzled tiles: Q 16 KB + 2 x (K + V) 32 KB.
+// sm_90a: the Hopper pipeline (the plan's tma, producer_warps = 4); heads
+// of 64 take three consumer warpgroups of 64 rows (192-row programs, Q
+// boxes of 48 tokens x 4 heads) and a producer warpgroup (512 threads,
+// 128 registers each at launch), 128-key tiles, 1 KB of slack to align
+// the swizzled tiles: Q 24 KB + 2 x (K + V) 32 KB.
 // (convert-attn-to-gpu-tma.mlir checks the pipeline in detail; the
 // warpgroup tile without it is checked there too.)
 // HOPPER: \22name\22:\22flash\22,\22op\22:\22attn.flash\22,
-// HOPPER-SAME: \22shared_bytes\22:82944,\22threads\22:384
+// HOPPER-SAME: \22box\22:[48,4,64]
+// HOPPER-SAME: \22shared_bytes\22:91136,\22threads\22:512
 // HOPPER-LABEL: gpu.func @flash
-// HOPPER-SAME: known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32
+// HOPPER-SAME: known_block_size = array<i32: 512, 1, 1>, nvvm.maxnreg = 128 : i32
 // The program's sequence (sm_90a): the warp's lanes probe 32 cu_seqlens
 // entries per round and a ballot picks the last that starts at or before
 // the tile.
@@ -75,7 +77,7 @@
 // HOPPER: llvm.intr.ctpop
 // HOPPER: nvvm.setmaxregister  decrease 24
 // HOPPER: nvgpu.tma.async.load
-// HOPPER: nvvm.setmaxregister  increase 240
+// HOPPER: nvvm.setmaxregister  increase 160
 // HOPPER: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // HOPPER: gpu.return
 func.func @flash(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
@@ -217,5 +219,15 @@ func.func @flash_fp8(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x16x128xf8E4M3FN
 func.func @tma_not_possible(%q: memref<?x4x128xf8E4M3FN>, %k: memref<?x4x128xf8E4M3FN>, %v: memref<?x4x128xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x4x128xbf16>) {
   // expected-error @+1 {{asks for TMA, which only sm_90a flash and block-sparse programs of warpgroups have, over dense f16/bf16 K and V}}
   attn.flash q(%q : memref<?x4x128xf8E4M3FN>) k(%k : memref<?x4x128xf8E4M3FN>) v(%v : memref<?x4x128xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x4x128xbf16>) {schedule = #attn.schedule<block_q = 128, block_n = 128, heads_per_program = 1, warps = 8, tma = true>}
+  return
+}
+
+// -----
+
+// A producer warpgroup shares the registers with one, two or three consumer
+// warpgroups: four (256 rows, 640 threads) would not launch.
+func.func @tma_four_consumer_warpgroups(%q: memref<?x4x64xbf16>, %cq: memref<?xi32>, %s: f32, %o: memref<?x4x64xbf16>) {
+  // expected-error @+1 {{one to three consumer warpgroups, warps 4, 8 or 12 (12: flash only), with producer_warps}}
+  attn.flash q(%q : memref<?x4x64xbf16>) k(%q : memref<?x4x64xbf16>) v(%q : memref<?x4x64xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%cq : memref<?xi32>) scale(%s) out(%o : memref<?x4x64xbf16>) {schedule = #attn.schedule<block_q = 256, block_n = 128, heads_per_program = 1, warps = 16, tma = true, producer_warps = 4>}
   return
 }

@@ -40,11 +40,12 @@
 // NVVM-LABEL: func.func @flash_gqa4
 // GPU prefill tiles have 128 rows: 4 warps of two 16-row MMA tiles each.
 // NVVM: attn.flash {{.*}}schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 4>
-// sm_90a: two warpgroups of 64 rows (one 16-row fragment per warp) on
-// wgmma over 128-key tiles, K/V by TMA from a producer warpgroup, the
-// consumer warpgroups in pingpong (dense K/V stored like Q).
+// sm_90a: warpgroups of 64 rows (one 16-row fragment per warp) on wgmma
+// over 128-key tiles, K/V by TMA from a producer warpgroup (dense K/V
+// stored like Q), the consumer warpgroups in pingpong; heads of 64 take
+// three (192 rows).
 // HOPPER-LABEL: func.func @flash_gqa4
-// HOPPER: attn.flash {{.*}}schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>
+// HOPPER: attn.flash {{.*}}schedule = #attn.schedule<block_q = 48, block_n = 128, heads_per_program = 4, warps = 12, tma = true, producer_warps = 4, pingpong = true>
 func.func @flash_gqa4(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x8x64xf16>) {
   attn.flash q(%q : memref<?x8x64xf16>) k(%k : memref<?x2x64xf16>) v(%v : memref<?x2x64xf16>)
@@ -61,7 +62,7 @@ func.func @flash_gqa4(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref
 // NVVM: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 4>
 // HOPPER-LABEL: func.func @flash_short_sequences
 // HOPPER: {attn.short_sequences, schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true, persistent = true>}
-// HOPPER: {attn.short_sequences, schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>}
+// HOPPER: {attn.short_sequences, schedule = #attn.schedule<block_q = 48, block_n = 128, heads_per_program = 4, warps = 12, tma = true, producer_warps = 4, pingpong = true>}
 // HOPPER: {attn.short_sequences, schedule = #attn.schedule<block_q = 128, block_n = 128, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4, pingpong = true>}
 func.func @flash_short_sequences(%q: memref<?x8x64xf16>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x8x64xf16>, %lse: memref<?x8xf32>,

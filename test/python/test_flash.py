@@ -194,6 +194,27 @@ def test_persistent_schedule_same_result(causal, lq, lk):
           f"persistent, causal={causal}")
 
 
+@pytest.mark.parametrize("pingpong", [0, 1])
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("hq,hk,dtype", [(8, 2, "bf16"), (3, 3, "f16")])
+def test_three_warpgroups_same_result(pingpong, causal, hq, hk, dtype):
+    """sm_90a flash of heads of 64 on three consumer warpgroups (192-row
+    programs: 48 tokens x 4 heads under GQA 4, 192 tokens of one head),
+    with and without the three-way pingpong, against the reference: varlen
+    sequences ending inside, at and past a 192-row tile, one shorter than a
+    K/V tile, keys longer than queries. (Elsewhere the schedule's tile
+    sizes give the same programs as any other.)"""
+    rng = np.random.default_rng(12)
+    lq, lk = [1, 191, 192, 193, 400, 17], [1, 300, 192, 193, 530, 17]
+    q, k, v, cq, ck = make(rng, lq, lk, hq, hk, 64, dtype)
+    o = np.full(q.shape, np.nan, q.dtype)
+    pack = hq // hk
+    ops.flash(q, k, v, cq, ck, o, scale=0.11, causal=causal,
+              schedule=(192 // pack, 128, pack, 12, 1, 4, pingpong))
+    check(o, reference(q, k, v, cq, ck, 0.11, causal), dtype,
+          f"three warpgroups, causal={causal}")
+
+
 def test_short_sequences_hint():
     """Calls whose queries average at most 512 a sequence carry the planning
     hint attn.short_sequences (sm_90a: the persistent schedule), unless a

@@ -319,6 +319,18 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     bool persistent = flash && op->hasAttr(kShortSequencesHint) &&
                       headDim <= 128 && !flash.getBias() &&
                       !flash.getDropoutP() && !flash.getLse();
+    // Heads of 64: three consumer warpgroups (192-row programs, as
+    // FlashAttention-3's), 160 registers each, in a three-way pingpong. On
+    // H100 (S = 8192, bench/results/2026-11-27-h100-flash-three-
+    // warpgroups.md) 500 TFLOP/s against 414 for two in pingpong, causal
+    // 430 against 409. Not for the persistent form, bias or dropout
+    // (untested there).
+    if (flash && headDim == 64 && !persistent && !flash.getBias() &&
+        !flash.getDropoutP() && 192 % pack == 0)
+      return ScheduleAttr::get(op->getContext(), 192 / pack, keys, pack,
+                               /*warps=*/12, /*tma=*/true,
+                               /*producer_warps=*/4, /*pingpong=*/true,
+                               /*persistent=*/false, /*stages=*/0);
     return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps,
                              /*tma=*/true, /*producer_warps=*/4,
                              /*pingpong=*/headDim <= 128, persistent,

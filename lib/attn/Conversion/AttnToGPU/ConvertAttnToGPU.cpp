@@ -225,8 +225,9 @@ struct ConvertAttnToGPUPass
                << " asks for TMA, which only sm_90a flash and block-sparse "
                   "programs of warpgroups have, over dense f16/bf16 K and V "
                   "(head dim a multiple of 64, contiguous rows, "
-                  "double-buffered tiles of at most 256 keys; one warpgroup "
-                  "only with producer_warps)";
+                  "double-buffered tiles of at most 256 keys; one to three "
+                  "consumer warpgroups, warps 4, 8 or 12 (12: flash only), "
+                  "with producer_warps)";
       if (shape.producerWarps && !shape.tma &&
           !gpuTarget.gathersKeys(op, shape, computeType))
         return op->emitOpError("convert-attn-to-gpu: the schedule ")

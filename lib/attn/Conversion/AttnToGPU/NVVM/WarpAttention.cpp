@@ -807,6 +807,12 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
   Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
   if (!g.wgmma || g.stages != 2 || g.bn > 256)
     return {};
+  // A producer warpgroup splits the registers with one, two or three
+  // consumer warpgroups (WarpSpecialized.cpp, registerSplit); three only
+  // in flash programs (block-sparse ones are untested there).
+  if (shape.producerWarps && g.warps != 4 && g.warps != 8 &&
+      (g.warps != 12 || !isa<FlashOp>(op)))
+    return {};
   // fp8 Q, K and V multiply as stored on fp8 wgmma (WarpFp8Wgmma.cpp):
   // boxes of 128 fp8 (one 128-byte atom; a head of 64 reads zeros past
   // its 64), Q with its scale too, on the producer warpgroup that

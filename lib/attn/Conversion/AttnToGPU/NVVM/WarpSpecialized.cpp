@@ -16,9 +16,10 @@
 //   group's issue and its wait the code is straight-line (ptxas serializes
 //   wgmma whose registers are in flight across a branch: C7518), so the masked
 //   and mask-free steps are whole copies, and O is rescaled on every step.
-// * Pingpong: the two consumer warpgroups issue their MMAs in turn, waiting
-//   on a named barrier that the other one arrives on once it has issued
-//   its own, so that one's softmax runs under the other's MMAs.
+// * Pingpong: the two (or three) consumer warpgroups issue their MMAs in
+//   turn, each waiting on a named barrier that the previous one arrives on
+//   once it has issued its own, so that one's softmax runs under the
+//   others' MMAs.
 // * Walks of several ranges (block-sparse CSR blocks): the producer walks
 //   the ranges too, and the ring and the consumers' pipeline run on from
 //   range to range (walkSpecializedRange, finishWalks). Programs of one
@@ -67,6 +68,12 @@ constexpr bool fitsBlock(RegisterSplit s, int64_t consumerWarps) {
 
 constexpr RegisterSplit registerSplit(int64_t consumerWarps, bool persistent,
                                       bool gather, bool transposes) {
+  // Three consumer warpgroups (192-row programs; neither gathering nor
+  // transposing producers have them): 512 threads get 128 each at launch,
+  // the consumers 160 (as FlashAttention-3's three MMA warpgroups).
+  if (consumerWarps == 12)
+    return persistent ? RegisterSplit{128, 32, 160}
+                      : RegisterSplit{128, 24, 160};
   // A producer that transposes V (fp8 wgmma: four rounds of 4 x 4 bytes
   // in flight) takes 56: on H200 fp8 flash ran 753-757 TFLOP/s at 40 and
   // one round at a time, 797-802 at 56 and four (bench/results/
@@ -97,7 +104,7 @@ constexpr RegisterSplit registerSplit(int64_t consumerWarps, bool persistent,
 }
 /// Every split of one or two consumer warpgroups fits its block.
 constexpr bool everySplitFits() {
-  for (int64_t warps : {4, 8})
+  for (int64_t warps : {4, 8, 12})
     for (int flags = 0; flags < 8; ++flags)
       if (!fitsBlock(registerSplit(warps, flags & 1, flags & 2, flags & 4),
                      warps))
@@ -105,13 +112,15 @@ constexpr bool everySplitFits() {
   return true;
 }
 static_assert(everySplitFits(), "a register split exceeds its block");
-/// Named barriers of the pingpong: warpgroup w waits on kTurnBarrier + w
-/// (barrier 0 is the block's); both warpgroups' threads count.
+/// Named barriers of the pingpong: warpgroup w of n (two or three) waits
+/// on kTurnBarrier + w, which warpgroup w - 1 (mod n) arrives at (barrier
+/// 0 is the block's); the waiting and the arriving warpgroup's threads
+/// count.
 constexpr int32_t kTurnBarrier = 1, kTurnThreads = 2 * 128;
 /// The consumer warpgroups' own barrier (Q staged).
-constexpr int32_t kConsumerBarrier = 3;
+constexpr int32_t kConsumerBarrier = 4;
 /// The producer warpgroup's own barrier (its raw ring).
-constexpr int32_t kProducerBarrier = 4;
+constexpr int32_t kProducerBarrier = 5;
 /// A per-thread i32 counter (an alloca of the entry block, which LLVM
 /// keeps in a register), set to 0; its value as an index, and its update.
 Value newCounter(LoopEmitter &e, Block *entry) {
@@ -412,7 +421,7 @@ bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,
   // producer (produceConverted).
   rawCache = isFp8(walks.front().keyType);
   walkKeyType = walks.front().keyType;
-  pingpong = shape.pingpong && g.warps == 8;
+  pingpong = shape.pingpong && (g.warps == 8 || g.warps == 12);
   // Q by TMA where warpTensorMaps mapped it: one expect_tx arrival. The
   // new tokens' K and V too (the last walk, dense): see produceLoaded.
   const KvWalk &fresh = walks.back();
@@ -814,10 +823,12 @@ void WarpAttentionBuilder::passTurn(Value skip) {
   if (!pingpong)
     return;
   Type i32 = b.getI32Type();
-  // The other warpgroup's barrier: kTurnBarrier + 1 - group.
-  Value group = arith::IndexCastOp::create(b, i32, e.divU(warp, e.idx(4)));
-  Value id = arith::SubIOp::create(
-      b, arith::ConstantIntOp::create(b, i32, kTurnBarrier + 1), group);
+  // The next warpgroup's barrier: kTurnBarrier + (group + 1) % n.
+  int64_t groups = g.warps / 4;
+  Value next = e.remU(e.add(e.divU(warp, e.idx(4)), e.idx(1)), e.idx(groups));
+  Value id =
+      arith::AddIOp::create(b, arith::IndexCastOp::create(b, i32, next),
+                            arith::ConstantIntOp::create(b, i32, kTurnBarrier));
   Value count = arith::ConstantIntOp::create(b, i32, kTurnThreads);
   e.ifThen(e.notI(skip), [&] { NVVM::BarrierArriveOp::create(b, id, count); });
 }
@@ -827,8 +838,8 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
                                        Value nValid, bool scores, bool values,
                                        bool valuesKeyMajor, bool masked) {
   // The turns (see walkSpecialized): warpgroup 0 starts without waiting,
-  // and warpgroup 1 hands no turn on after its last MMAs, so that every
-  // wait has its arrival and none is left over.
+  // and the last warpgroup hands no turn on after its last MMAs, so that
+  // every wait has its arrival and none is left over.
   Value group = e.divU(warp, e.idx(4));
   Value first = e.boolean(!values), last = e.boolean(!scores);
   Value r = ringOf(t);
@@ -868,7 +879,7 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
     cur.vt = qgmma ? transposedValues(sPrev) : buf.vt;
     oPending = issueWarpgroupPV(probs, valuesKeyMajor, 0);
   }
-  passTurn(e.andI(last, e.eq(group, e.idx(1))));
+  passTurn(e.andI(last, e.eq(group, e.idx(g.warps / 4 - 1))));
   if (!scores) {
     // The last V is released too: a persistent block's next program
     // refills its buffer.
