@@ -569,7 +569,7 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     # specialization.
     sequences = cq.shape[0] - 1 if cq is not None else 0
     c.attr("attn.long_queries", schedule is None and sequences > 0 and
-           None not in (qv, kc, vc) and
+           kc is not None and vc is not None and
            qv.shape[0] > LONG_QUERY_TOKENS * sequences and
            qv.dtype in ("bf16", "f16") and kc.dtype == qv.dtype and
            vc.dtype == qv.dtype and qv.shape[-1] in (64, 128))

@@ -190,6 +190,9 @@ def cases():
         yield f"flash D={D} causal", flash(D)
     yield "flash D=112 f16", flash(112, t="f16", causal=False)
     yield "flash D=24 GQA", flash(24, hq=8, hk=2)
+    # (sm_90a: three consumer warpgroups at 160 registers, the row lse too.)
+    yield "flash D=64 GQA full lse", flash(64, causal=False, hq=16, hk=4,
+                                           lse=True)
     yield "flash D=128 fp8", flash(128, t="f8E4M3FN")
     # (sm_90a: fp8 wgmma, V transposed by the producer.)
     yield "flash D=128 fp8 e5m2 GQA full lse", flash(

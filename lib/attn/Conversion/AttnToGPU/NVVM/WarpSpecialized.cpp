@@ -102,7 +102,7 @@ constexpr RegisterSplit registerSplit(int64_t consumerWarps, bool persistent,
   // non-causal ones; the consumers spill nothing at 232).
   return persistent ? RegisterSplit{168, 32, 232} : RegisterSplit{168, 24, 240};
 }
-/// Every split of one or two consumer warpgroups fits its block.
+/// Every split of one, two or three consumer warpgroups fits its block.
 constexpr bool everySplitFits() {
   for (int64_t warps : {4, 8, 12})
     for (int flags = 0; flags < 8; ++flags)
