@@ -105,8 +105,28 @@
 // CHECK-NOT: ld.local
 // CHECK-NOT: st.local
 
+// Heads of 256 on the plan's 80-key tiles: 64 KB of Q and 160 KB of two K/V
+// stages in the launch's shared memory, TMA boxes of 80 keys, QK on
+// m64n80k16 and PV on m64n256k16 (five 16-key steps); the consumers' 240
+// registers hold O, S and P without spilling (the masked tiles finish
+// PV(t - 1) before their softmax, and the epilogue indexes rows in 32 bits).
+// CHECK: .visible .entry flash_d256(
+// CHECK: .maxntid 384, 1, 1
+// CHECK: .maxnreg 168
+// CHECK: setmaxnreg.dec.sync.aligned.u32 24;
+// CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// CHECK: setmaxnreg.inc.sync.aligned.u32 240;
+// CHECK: wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16
+// CHECK: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// CHECK-NOT: ld.local
+// CHECK-NOT: st.local
+
 // ptxas keeps every MMA of the kernels asynchronous and spills nothing
 // (it reports the kernels last first).
+// PTXAS-NOT: Potential Performance Loss
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NOT: Potential Performance Loss
+// PTXAS: Used 168 registers
 // PTXAS-NOT: Potential Performance Loss
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: Potential Performance Loss
@@ -150,5 +170,10 @@ func.func @blocksparse_heads(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16
 
 func.func @flash_fp8(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x4x128xf8E4M3FN>, %v: memref<?x4x128xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x16x128xbf16>) {
   attn.flash q(%q : memref<?x16x128xf8E4M3FN>) k(%k : memref<?x4x128xf8E4M3FN>) v(%v : memref<?x4x128xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x16x128xbf16>) {causal}
+  return
+}
+
+func.func @flash_d256(%q: memref<?x8x256xbf16>, %k: memref<?x8x256xbf16>, %v: memref<?x8x256xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x8x256xbf16>) {
+  attn.flash q(%q : memref<?x8x256xbf16>) k(%k : memref<?x8x256xbf16>) v(%v : memref<?x8x256xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x8x256xbf16>)
   return
 }

@@ -206,10 +206,10 @@ func.func @unified_long_queries(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x12
 // CHECK: schedule = #attn.schedule<block_q = 16, block_n = 32, heads_per_program = 1>
 // NVVM-LABEL: func.func @flash_d256
 // NVVM: schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8>
-// Heads over 128 take 64-key tiles on sm_90a too ([64 x 256] O per
-// warpgroup next to S).
+// Heads of 256 take 80-key tiles on sm_90a ([64 x 256] O per warpgroup
+// next to a [64 x 80] S; K and V of two stages in 160 KB), no pingpong.
 // HOPPER-LABEL: func.func @flash_d256
-// HOPPER: schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4>
+// HOPPER: schedule = #attn.schedule<block_q = 128, block_n = 80, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4>
 func.func @flash_d256(%q: memref<?x4x256xbf16>, %k: memref<?x4x256xbf16>, %v: memref<?x4x256xbf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x4x256xbf16>) {
   attn.flash q(%q : memref<?x4x256xbf16>) k(%k : memref<?x4x256xbf16>) v(%v : memref<?x4x256xbf16>)

@@ -215,6 +215,29 @@ def test_three_warpgroups_same_result(pingpong, causal, hq, hk, dtype):
           f"three warpgroups, causal={causal}")
 
 
+@pytest.mark.parametrize("pingpong", [0, 1])
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("hq,hk,dtype", [(4, 2, "bf16"), (2, 2, "f16")])
+@pytest.mark.parametrize("d,keys", [(256, 80), (128, 176)])
+def test_key_tiles_of_partial_atoms_same_result(d, keys, pingpong, causal,
+                                                hq, hk, dtype):
+    """sm_90a flash on K/V tiles whose keys are not whole 64-key atoms
+    (heads of 256 on 80-key tiles, 128 on 176: K and V by TMA into [keys,
+    D] tiles, m64n80 / m64n176 QK, 16-key steps of PV), with and without
+    pingpong, against the reference: varlen keys ending inside, at and past
+    a tile, one shorter than a tile, keys longer than queries. (Elsewhere
+    the schedule's tile sizes give the same programs as any other.)"""
+    rng = np.random.default_rng(13)
+    lq = [1, keys - 1, keys, keys + 1, 200, 17]
+    lk = [1, 2 * keys, keys, keys + 1, 333, 17]
+    q, k, v, cq, ck = make(rng, lq, lk, hq, hk, d, dtype)
+    o = np.full(q.shape, np.nan, q.dtype)
+    ops.flash(q, k, v, cq, ck, o, scale=0.07, causal=causal,
+              schedule=(128, keys, 1, 8, 1, 4, pingpong))
+    check(o, reference(q, k, v, cq, ck, 0.07, causal), dtype,
+          f"{keys}-key tiles, causal={causal}")
+
+
 def test_short_sequences_hint():
     """Calls whose queries average at most 512 a sequence carry the planning
     hint attn.short_sequences (sm_90a: the persistent schedule), unless a

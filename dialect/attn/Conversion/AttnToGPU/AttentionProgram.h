@@ -115,6 +115,12 @@ protected:
   /// A factor of every output element that the accumulators leave out
   /// (programs that multiply stored fp8 V directly: its scale), or null.
   Value accumulatorScale;
+  /// The epilogue indexes output rows from the low 32 bits of the
+  /// program's first token (every op's token offsets are i32, so a stored
+  /// row's index fits): set where the walk leaves no register for the
+  /// index's high half (ptxas spilled it in sm_90a programs of heads of
+  /// 256 on 80-key tiles).
+  bool narrowOutputRows = false;
 
 private:
   void allocateState();

@@ -7,6 +7,7 @@
 
 #include "attn/Conversion/AttnToGPU/AttentionProgram.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -73,7 +74,12 @@ void AttentionProgram::initializeState(const ProgramRows &rows) {
     e.store(e.f32(0.0), oAcc, {e.idx(i)});
 }
 
-void AttentionProgram::epilogue(const ProgramRows &rows) {
+void AttentionProgram::epilogue(const ProgramRows &programRows) {
+  ProgramRows rows = programRows;
+  if (narrowOutputRows)
+    rows.qTokBase = arith::IndexCastUIOp::create(
+        b, b.getIndexType(),
+        arith::IndexCastOp::create(b, b.getI32Type(), rows.qTokBase));
   // 16-bit outputs without an fp8 clamp go out a pair per store (rows of
   // 16-bit GPU operands are 16-byte aligned: the runtime checks): half the
   // store instructions; or, where the target trades pairs between lanes,

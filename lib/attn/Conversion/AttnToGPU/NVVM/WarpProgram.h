@@ -190,7 +190,9 @@ public:
         g(geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8)),
         shared(shared), ct(ct), threads(threads), chip(chip),
         exactF32(exactF32 && ct.isF32()), maps(maps.begin(), maps.end()),
-        persistent(persistent), rawFp8Reserved(rawFp8Reserved) {}
+        persistent(persistent), rawFp8Reserved(rawFp8Reserved) {
+    narrowOutputRows = shape.producerWarps > 0;
+  }
 
 private:
   using Acc = std::array<Value, 4>;

@@ -887,8 +887,11 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
     nvgpu::MBarrierArriveOp::create(b, bars, emptyV(sPrev));
     return;
   }
-  // A bias is read under branches: PV(t - 1) completes first.
-  bool overlap = values && !f.bias;
+  // A bias is read under branches: PV(t - 1) completes first. So it does
+  // before a masked softmax on tiles that are not whole atoms (80 keys,
+  // heads of 256): there P(t - 1) and S(t) next to O and the masks spilled
+  // (the masked tiles are the few on a diagonal or a sequence's end).
+  bool overlap = values && !f.bias && (!masked || g.bn % wgmma::kAtomCols == 0);
   SmallVector<Acc> sTiles = awaitScores(sPending, overlap ? 1 : 0);
   nvgpu::MBarrierArriveOp::create(b, bars, emptyK(s));
   if (values && !overlap) {

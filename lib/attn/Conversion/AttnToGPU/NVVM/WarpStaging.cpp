@@ -39,10 +39,14 @@ Geometry geometryOf(const TileShape &s, bool wgmma, int64_t elemBytes) {
   // warpgroup).
   g.stages = s.stages ? s.stages : g.mRows >= 128 || s.producerWarps ? 2 : 1;
   // Whole warpgroups of one fragment per warp on the double-buffered walk,
-  // and tiles of whole swizzle atoms (N of an MMA is at most 256).
+  // and tiles of whole swizzle atoms (N of an MMA is at most 256). K and V
+  // tiles that TMA fills for a producer warpgroup are [bn, D] (D in atoms;
+  // their keys are rows, V never transposed), so there bn only has to be
+  // whole k steps of PV: 80 keys for heads of 256, as FlashAttention-3.
+  int64_t keyUnit = s.tma && s.producerWarps ? 16 : wgmma::kAtomCols;
   g.wgmma = wgmma && elemBytes == 2 && g.warps % 4 == 0 && g.mFrags == 1 &&
             g.stages >= 2 && g.dPad % wgmma::kAtomCols == 0 &&
-            g.bn % wgmma::kAtomCols == 0 && g.dPad <= 256 && g.bn <= 256;
+            g.bn % keyUnit == 0 && g.dPad <= 256 && g.bn <= 256;
   if (g.wgmma) {
     g.stride = g.dPad;
     g.vtStride = g.bn;
