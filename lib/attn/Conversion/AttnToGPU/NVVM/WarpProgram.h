@@ -653,6 +653,11 @@ private:
   /// Warp-specialized (a producer warpgroup; see specialize()), with
   /// pingpong between the consumer warpgroups.
   bool ws = false, pingpong = false;
+  /// Whether the schedule's pingpong applies: two or three consumer
+  /// warpgroups take turns (one has no one to take turns with).
+  bool pingpongApplies() const {
+    return shape.pingpong && (g.warps == 8 || g.warps == 12);
+  }
   /// The walk visits several ranges (block-sparse, or several walks:
   /// prefix prefill's cache and new tokens): the consumers' tiles walked so
   /// far and whether a PV is pending (i32 counters).

@@ -421,7 +421,7 @@ bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,
   // producer (produceConverted).
   rawCache = isFp8(walks.front().keyType);
   walkKeyType = walks.front().keyType;
-  pingpong = shape.pingpong && (g.warps == 8 || g.warps == 12);
+  pingpong = pingpongApplies();
   // Q by TMA where warpTensorMaps mapped it: one expect_tx arrival. The
   // new tokens' K and V too (the last walk, dense): see produceLoaded.
   const KvWalk &fresh = walks.back();

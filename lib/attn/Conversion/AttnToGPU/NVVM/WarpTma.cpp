@@ -74,7 +74,7 @@ bool WarpAttentionBuilder::setUpTma(const ProgramRows &rows,
   // (fp8 wgmma: the q scale applies to the dot products.)
   if (ws && qArg && (!rows.qScale || qgmma) && !rows.qQuantize)
     qMap = tensorMapDescriptor(b, *qArg);
-  pingpong = ws && shape.pingpong && (g.warps == 8 || g.warps == 12);
+  pingpong = ws && pingpongApplies();
   if (persistent) {
     // Initialized once per block, before the roles' loops.
     bars = persistent->barriers;
