@@ -36,6 +36,10 @@
 // CHECK: wgmma.wait_group.sync.aligned 1;
 // CHECK: mbarrier.arrive.shared.b64
 // CHECK: ex2.approx.ftz.f32
+// The softmax's lazy rescaling: a warp vote on whether any row moved its
+// reference max (O is rescaled under that branch at the next step's
+// start, where no MMA is in flight).
+// CHECK: vote.sync.any.pred
 // CHECK: wgmma.wait_group.sync.aligned 0;
 // The epilogue: each quad trades its pairs (xor shuffles) so that each lane
 // holds 8 adjacent outputs, stored 16 bytes at a time.

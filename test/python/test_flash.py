@@ -238,6 +238,39 @@ def test_key_tiles_of_partial_atoms_same_result(d, keys, pingpong, causal,
           f"{keys}-key tiles, causal={causal}")
 
 
+@pytest.mark.parametrize("pattern", ["rising", "spikes"])
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("lq,lk", [([300, 700, 5], [1000, 700, 400]),
+                                   ([1000, 700, 300], [1000, 900, 400])])
+def test_moving_max_rescales_same_result(d, causal, pattern, lq, lk):
+    """Scores whose row max moves by far more than the lazy rescaling's
+    slack (2^8) from KV tile to KV tile, so that O and l are rescaled on
+    later tiles too (randn scores set the reference on the first tile and
+    rarely move it): keys whose magnitude rises along the sequence (about
+    10 log2 units a 128-key tile), or isolated key rows 30 times larger.
+    Under the plan's schedule (sm_90a: the specialized consumers, which
+    rescale O at the next step's start; the first lengths average under
+    512 queries a sequence, so heads up to 128 take the persistent form),
+    against the reference."""
+    rng = np.random.default_rng(14)
+    q, k, v, cq, ck = make(rng, lq, lk, 4, 2, d, "bf16")
+    kf = k.astype(np.float32)
+    for b in range(len(lk)):
+        n = np.arange(lk[b], dtype=np.float32)
+        if pattern == "rising":
+            gain = 1 + n / 40
+        else:
+            gain = np.where(n % 97 == 50, 30.0, 1.0).astype(np.float32)
+        kf[ck[b]:ck[b + 1]] *= gain[:, None, None]
+    k = kf.astype(k.dtype)
+    scale = 1 / np.sqrt(d)
+    o = np.full(q.shape, np.nan, q.dtype)
+    ops.flash(q, k, v, cq, ck, o, scale=scale, causal=causal)
+    check(o, reference(q, k, v, cq, ck, scale, causal), "bf16",
+          f"{pattern} scores, causal={causal}")
+
+
 def test_short_sequences_hint():
     """Calls whose queries average at most 512 a sequence carry the planning
     hint attn.short_sequences (sm_90a: the persistent schedule), unless a

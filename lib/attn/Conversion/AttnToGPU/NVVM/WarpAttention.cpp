@@ -414,7 +414,8 @@ WarpAttentionBuilder::softmax(const ProgramRows &rows, Value n0, Value nValid,
   // tiles. (Not with an fp8 P, whose quantization expects P <= 1, nor where
   // the registers are full: the conditional rescaling spills there.)
   constexpr float kRescaleSlack = 8.0f;
-  bool lazy = !f.pScale && !g.registersFull() && !straightLine;
+  bool lazy =
+      !f.pScale && !g.registersFull() && (!straightLine || deferredRescale);
   SmallVector<Value> negMax(numRows);
   Value grownAny = e.boolean(false);
   for (int64_t st = 0; st < numRows; ++st) {
@@ -534,15 +535,20 @@ SmallVector<Value> WarpAttentionBuilder::packP(ArrayRef<Value> p) {
   return packed;
 }
 
+void WarpAttentionBuilder::scaleOutput(ArrayRef<Value> alpha) {
+  for (int64_t m = 0; m < g.mFrags; ++m)
+    for (int64_t dj = 0; dj < g.dTiles(); ++dj)
+      for (int64_t i = 0; i < 4; ++i)
+        e.store(e.mulF(e.load(oAcc, {accIndex(m, dj, i)}),
+                       alpha[stateIndex(m, i / 2)]),
+                oAcc, {accIndex(m, dj, i)});
+}
+
 void WarpAttentionBuilder::rescaleOutput(const Probabilities &probs) {
-  auto rescale = [&] {
-    for (int64_t m = 0; m < g.mFrags; ++m)
-      for (int64_t dj = 0; dj < g.dTiles(); ++dj)
-        for (int64_t i = 0; i < 4; ++i)
-          e.store(e.mulF(e.load(oAcc, {accIndex(m, dj, i)}),
-                         probs.alpha[stateIndex(m, i / 2)]),
-                  oAcc, {accIndex(m, dj, i)});
-  };
+  // (Specialized consumers with lazy rescaling did it at the step's start.)
+  if (deferredRescale)
+    return;
+  auto rescale = [&] { scaleOutput(probs.alpha); };
   if (probs.rescale)
     e.ifThen(probs.rescale, rescale);
   else

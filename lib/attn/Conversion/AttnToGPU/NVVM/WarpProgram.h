@@ -347,6 +347,8 @@ private:
   SmallVector<Value> packP(ArrayRef<Value> p);
   /// O = alpha * O (only where probs.rescale, when set).
   void rescaleOutput(const Probabilities &probs);
+  /// O *= alpha (per row slot).
+  void scaleOutput(ArrayRef<Value> alpha);
   // wgmma (one warpgroup's 64 rows): the tile step, and its MMA groups.
   // An issue returns the accumulators in flight; awaitScores and
   // storeWarpgroupOutput wait for them.
@@ -687,11 +689,18 @@ private:
   /// (KernelLaunch::rawFp8Keys): stagesRawFp8 only checks the walk.
   bool rawFp8Reserved = false;
   /// P and the rescaling factors of the tile whose PV is still to come
-  /// (walkSpecialized), as Probabilities' p and alpha.
-  Value pState, alphaState;
+  /// (walkSpecialized), as Probabilities' p and alpha; and, where the
+  /// rescaling is lazy, whether it is needed at all (i1).
+  Value pState, alphaState, rescaleState;
   /// The softmax keeps no branch between an MMA's issue and its wait: O is
-  /// rescaled on every tile (no lazy rescaling).
+  /// rescaled on every tile, under QK (no lazy rescaling), unless
+  /// `deferredRescale`.
   bool straightLine = false;
+  /// Specialized consumers with lazy rescaling: the softmax of tile t
+  /// records whether O needs its alpha (rescaleState), and step t + 1
+  /// rescales O under that branch first, while none of its MMAs is in
+  /// flight; PV(t) then leaves O as it is.
+  bool deferredRescale = false;
   /// softmax() leaves P unpacked (f32, accumulator order): the packed
   /// registers are PV's A operand, which must not be written while the
   /// previous PV still reads them (ptxas serializes the wgmma: C7513).

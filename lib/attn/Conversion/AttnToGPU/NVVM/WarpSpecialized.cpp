@@ -719,6 +719,23 @@ void WarpAttentionBuilder::consumerPart(llvm::function_ref<void()> consume) {
     alphaState = memref::AllocaOp::create(
         b, MemRefType::get({rowSlots()}, b.getF32Type()));
   }
+  // Lazy rescaling (softmax: O and l stay relative to a reference max
+  // that moves only by more than 2^8), its branch at each step's start:
+  // most tiles skip the 64-128 multiplies of O a thread (for heads of 256
+  // more than the softmax's own work). On H100 (bench/results/2026-11-27-
+  // h100-deferred-rescale.md) dense D=256 ran at 0.99x cuDNN (0.91-0.97x
+  // in the session's calls before), block-sparse at 572 us (594). Not with
+  // a P scale (fp8 P expects P <= 1), nor on three consumer warpgroups
+  // (160 registers: the causal program spilled 60 bytes), nor for heads
+  // over 128 in a persistent block (232 registers: 20 bytes).
+  deferredRescale = !f.pScale && !g.registersFull() && g.warps <= 8 &&
+                    !(persistent && g.dPad > 128);
+  if (deferredRescale) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(entry);
+    rescaleState =
+        memref::AllocaOp::create(b, MemRefType::get({1}, b.getI1Type()));
+  }
   // Walks of several ranges: the tiles walked so far and whether a PV is
   // pending (walkSpecializedRange).
   walkedLayouts.clear();
@@ -738,7 +755,7 @@ void WarpAttentionBuilder::consumerPart(llvm::function_ref<void()> consume) {
   if (persistent && !qMap)
     syncComputeThreads();
   consume();
-  consumersOnly = straightLine = false;
+  consumersOnly = straightLine = deferredRescale = false;
   threads = allThreads;
 }
 
@@ -840,6 +857,16 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
   // The turns (see walkSpecialized): warpgroup 0 starts without waiting,
   // and the last warpgroup hands no turn on after its last MMAs, so that
   // every wait has its arrival and none is left over.
+  // O *= alpha(t - 1) where the softmax of t - 1 moved a row's reference:
+  // no MMA of this warpgroup is in flight here (a branch there would
+  // serialize them).
+  if (deferredRescale && values)
+    e.ifThen(e.load(rescaleState, {e.idx(0)}), [&] {
+      SmallVector<Value> alpha;
+      for (int64_t i = 0; i < rowSlots(); ++i)
+        alpha.push_back(e.load(alphaState, {e.idx(i)}));
+      scaleOutput(alpha);
+    });
   Value group = e.divU(warp, e.idx(4));
   Value first = e.boolean(!values), last = e.boolean(!scores);
   Value r = ringOf(t);
@@ -905,6 +932,8 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
   deferPack = false;
   for (auto [i, a] : llvm::enumerate(probs.alpha))
     e.store(a, alphaState, {e.idx(i)});
+  if (deferredRescale)
+    e.store(probs.rescale, rescaleState, {e.idx(0)});
   if (overlap) {
     storeWarpgroupOutput(oPending);
     nvgpu::MBarrierArriveOp::create(b, bars, emptyV(sPrev));
