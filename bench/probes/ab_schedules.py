@@ -1,0 +1,40 @@
+"""Interleaved A/B of pinned sm_90a flash schedules (dense bf16, S=8192,
+16K tokens): each schedule of a case timed in turn, `ROUNDS` times, in
+one process, so that clock drift between schedules averages out (single
+`bench_gpu.py variants` samples of one schedule moved by up to 7% with
+their place in the run). Prints TFLOP/s per round and the median.
+ATTN_MLIR_DRY_RUN=1 only records the specializations.
+"""
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import bench_gpu as G  # noqa: E402
+from bench_gpu import ops, np  # noqa: E402
+
+ROUNDS = 3
+# (D, causal): schedules (block_q, block_n, pack, warps, tma, producer, pingpong)
+CASES = {
+    (256, False): [(128, 80, 1, 8, 1, 4, 0), (128, 80, 1, 8, 1, 4, 1)],
+    (256, True): [(128, 80, 1, 8, 1, 4, 0), (128, 80, 1, 8, 1, 4, 1)],
+    (128, False): [(128, 128, 1, 8, 1, 4, 1), (128, 176, 1, 8, 1, 4, 1)],
+}
+S_ = 8192
+for (D, causal), schedules in CASES.items():
+    H, B = 2048 // D, 16384 // S_
+    flops = 4 * B * H * S_ * S_ * D * (0.5 if causal else 1.0)
+    qv, kv, vv = (G.randn(B * S_, H, D) for _ in range(3))
+    cu = G.ints(np.arange(B + 1) * S_)
+    o = G.randn(B * S_, H, D)
+    runs = {s: [] for s in schedules}
+    for _ in range(1 if G.DRY else ROUNDS):
+        for s in schedules:
+            fn = lambda: ops.flash(qv, kv, vv, cu, cu, o, scale=1 / math.sqrt(D),  # noqa: E731
+                                   causal=causal, schedule=s)
+            runs[s].append(round(flops / G.timed(fn) / 1e9, 1))
+    for s, r in runs.items():
+        print(json.dumps(dict(D=D, causal=causal, schedule=list(s), rounds=r,
+                              median=statistics.median(r))), flush=True)
