@@ -345,7 +345,8 @@ private:
   void accumulate(const Probabilities &probs, bool vTransposed);
   /// Pairs of f32 elements (accumulator order) packed as PV's A operand.
   SmallVector<Value> packP(ArrayRef<Value> p);
-  /// O = alpha * O (only where probs.rescale, when set).
+  /// O = alpha * O (only where probs.rescale, when set; nothing under
+  /// deferredRescale, whose steps rescale first).
   void rescaleOutput(const Probabilities &probs);
   /// O *= alpha (per row slot).
   void scaleOutput(ArrayRef<Value> alpha);

@@ -854,9 +854,6 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
                                        const KvWalk &walk, Value t, Value n0,
                                        Value nValid, bool scores, bool values,
                                        bool valuesKeyMajor, bool masked) {
-  // The turns (see walkSpecialized): warpgroup 0 starts without waiting,
-  // and the last warpgroup hands no turn on after its last MMAs, so that
-  // every wait has its arrival and none is left over.
   // O *= alpha(t - 1) where the softmax of t - 1 moved a row's reference:
   // no MMA of this warpgroup is in flight here (a branch there would
   // serialize them).
@@ -867,6 +864,9 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
         alpha.push_back(e.load(alphaState, {e.idx(i)}));
       scaleOutput(alpha);
     });
+  // The turns (see walkSpecialized): warpgroup 0 starts without waiting,
+  // and the last warpgroup hands no turn on after its last MMAs, so that
+  // every wait has its arrival and none is left over.
   Value group = e.divU(warp, e.idx(4));
   Value first = e.boolean(!values), last = e.boolean(!scores);
   Value r = ringOf(t);
