@@ -139,8 +139,10 @@ def dense():
 
 
 def hopper_schedule(D, persistent=False):
-    """attn-plan's sm_90a schedule of dense bf16 flash (Plan.cpp), and its
-    persistent form."""
+    """attn-plan's sm_90a schedule of dense bf16 flash (Plan.cpp) before
+    heads of 256 took 80-key tiles, and its persistent form (the `persistent`
+    column: for heads of 256 it keeps 64-key tiles, whose persistent form
+    has run on the GPU; that of 80-key tiles has not)."""
     return (128, 128 if D <= 128 else 64, 1, 8, 1, 4, int(D <= 128),
             int(persistent))
 
