@@ -10,6 +10,9 @@
 // CHECK: nvgpu.tma.create.descriptor {{.*}} -> <tensor = memref<128x1x128xf8E4M3FN, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
 // CHECK: nvgpu.tma.create.descriptor {{.*}} -> <tensor = memref<128x1x128xf8E4M3FN, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
 // CHECK: nvgpu.tma.create.descriptor {{.*}} -> <tensor = memref<32x4x128xf8E4M3FN, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
+// The tiles in fp8 bytes: Q 16 KB, two stages of K and raw V at 16 KB each,
+// two V^T of 16 KB past the ring, and 1 KB of alignment slack.
+// CHECK: gpu.launch_func {{.*}} dynamic_shared_memory_size %c115712_i32
 // Twelve mbarriers: the specialized ring's nine, Q's release slot unused,
 // and the raw V tiles' two (one expect_tx each).
 // CHECK: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 12>
@@ -35,9 +38,9 @@
 // CHECK: nvgpu.mbarrier.try_wait.parity
 // CHECK: nvgpu.mbarrier.try_wait.parity
 // CHECK: scf.for %{{.*}} step %c4
-// CHECK-COUNT-16: "ld.shared.b32 $0, [$1];"
+// CHECK-COUNT-16: "ld.shared.b32 $0, [$1+{{0|128|1024|1152}}];"
 // CHECK-COUNT-8: "prmt.b32
-// CHECK-COUNT-4: "st.shared.b32 [$0], $1;"
+// CHECK-COUNT-4: "st.shared.b32 [$0+{{0|128|256|384}}], $1;"
 // CHECK: "fence.proxy.async.shared::cta;"
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
 // CHECK: nvgpu.mbarrier.arrive
@@ -92,22 +95,24 @@ func.func @dropout(%q: memref<?x4x128xf8E4M3FN>, %k: memref<?x4x128xf8E4M3FN>, %
 
 // -----
 
-// Heads of 64 take the same pipeline: boxes of 128 fp8 read zeros past the
-// head's 64 (16 KB tiles), QK is two k steps of 32 over the first half of
-// each 128-byte row, and V^T ([64, 128 keys]) lies past the K/V ring
-// (16384 + 2 * 32768 bytes of tiles, 2 * 8192 of V^T, 1024 of alignment
-// slack), where the producer transposes the raw tile's first 16 words of
-// each row: one round of four a warp; PV is m64n64k32.
+// Heads of 64 take the same pipeline on three consumer warpgroups (192
+// rows: a box of 48 tokens of 4 heads; 160 registers each, the producer
+// 24): boxes of 128 fp8 read zeros past the head's 64 (16 KB tiles), QK is
+// two k steps of 32 over the first half of each 128-byte row, and V^T
+// ([64, 128 keys]) lies past the K/V ring (24576 + 2 * 32768 bytes of
+// tiles, 2 * 8192 of V^T, 1024 of alignment slack), where the producer
+// transposes the raw tile's first 16 words of each row: four rounds a
+// warp, one at a time; PV is m64n64k32.
 // CHECK-LABEL: func.func @d64
 // CHECK: nvgpu.tma.create.descriptor {{.*}} box[%c128{{.*}}, %c1{{.*}}, %c128{{.*}}] {{.*}} -> <tensor = memref<128x1x128xf8E4M3FN
 // CHECK: nvgpu.tma.create.descriptor {{.*}} box[%c128{{.*}}, %c1{{.*}}, %c128{{.*}}] {{.*}} -> <tensor = memref<128x1x128xf8E4M3FN
-// CHECK: nvgpu.tma.create.descriptor {{.*}} box[%c32{{.*}}, %c4{{.*}}, %c128{{.*}}] {{.*}} -> <tensor = memref<32x4x128xf8E4M3FN
-// CHECK: gpu.launch_func {{.*}} dynamic_shared_memory_size %c99328_i32
-// CHECK: nvvm.setmaxregister  decrease 56
+// CHECK: nvgpu.tma.create.descriptor {{.*}} box[%c48{{.*}}, %c4{{.*}}, %c128{{.*}}] {{.*}} -> <tensor = memref<48x4x128xf8E4M3FN
+// CHECK: gpu.launch_func {{.*}} threads in (%c512{{.*}} dynamic_shared_memory_size %c107520_i32
+// CHECK: nvvm.setmaxregister  decrease 24
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c16384
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4
-// CHECK-COUNT-16: "ld.shared.b32 $0, [$1];"
-// CHECK: nvvm.setmaxregister  increase 224
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1
+// CHECK-COUNT-4: "ld.shared.b32 $0, [$1+{{0|128|1024|1152}}];"
+// CHECK: nvvm.setmaxregister  increase 160
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}, $64, $65, p, 1, 1;
 // CHECK-NOT: m64n128k32
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}, $128, $129, p, 1, 1;
@@ -116,5 +121,28 @@ func.func @dropout(%q: memref<?x4x128xf8E4M3FN>, %k: memref<?x4x128xf8E4M3FN>, %
 // CHECK: wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3
 func.func @d64(%q: memref<?x8x64xf8E4M3FN>, %k: memref<?x2x64xf8E4M3FN>, %v: memref<?x2x64xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x8x64xbf16>) {
   attn.flash q(%q : memref<?x8x64xf8E4M3FN>) k(%k : memref<?x2x64xf8E4M3FN>) v(%v : memref<?x2x64xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x8x64xbf16>) {causal}
+  return
+}
+
+// -----
+
+// Heads of 256: rows of two atoms (two boxes of 128 fp8 a tile, 32 KB),
+// 230400 bytes of shared memory (Q 32 KB, two stages of K and raw V at
+// 32 KB each, two V^T of 32 KB, 1 KB of slack); the producer at 24
+// registers transposes one round at a time, word W of a raw row in atom
+// W / 32 (16384 bytes on: the atom's 128 rows), the consumers at 240; QK
+// is eight k steps of 32 over the two atoms, PV m64n256k32.
+// CHECK-LABEL: func.func @d256
+// CHECK: gpu.launch_func {{.*}} threads in (%c384{{.*}} dynamic_shared_memory_size %c230400_i32
+// CHECK: nvvm.setmaxregister  decrease 24
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c32768
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1
+// CHECK: arith.shli %{{.*}}, %c14_i32
+// CHECK-COUNT-4: "ld.shared.b32 $0, [$1+{{0|128|1024|1152}}];"
+// CHECK: nvvm.setmaxregister  increase 240
+// CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// CHECK: wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3
+func.func @d256(%q: memref<?x8x256xf8E4M3FN>, %k: memref<?x2x256xf8E4M3FN>, %v: memref<?x2x256xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x8x256xbf16>) {
+  attn.flash q(%q : memref<?x8x256xf8E4M3FN>) k(%k : memref<?x2x256xf8E4M3FN>) v(%v : memref<?x2x256xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x8x256xbf16>)
   return
 }

@@ -85,16 +85,16 @@ func.func @dense(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>, %v: memre
 
 // -----
 
-// fp8 K/V of heads other than 64 and 128 (dequantized while staged; those
-// run on fp8 wgmma: convert-attn-to-gpu-fp8-wgmma.mlir) and head dims that
-// do not fill whole 64-column atoms keep per-thread staging.
+// fp8 K/V of heads other than 64, 128 and 256 (dequantized while staged;
+// those run on fp8 wgmma: convert-attn-to-gpu-fp8-wgmma.mlir) and head dims
+// that do not fill whole 64-column atoms keep per-thread staging.
 // CHECK-LABEL: func.func @fp8_kv
 // CHECK-NOT: nvgpu.tma
-// CHECK: gpu.func @fp8_kv(%{{.*}}: memref<?x8x256xf8E4M3FN>
+// CHECK: gpu.func @fp8_kv(%{{.*}}: memref<?x8x192xf8E4M3FN>
 // CHECK-NOT: nvgpu.tma.async.load
 // CHECK: return
-func.func @fp8_kv(%q: memref<?x8x256xf8E4M3FN>, %k: memref<?x8x256xf8E4M3FN>, %v: memref<?x8x256xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x8x256xbf16>) {
-  attn.flash q(%q : memref<?x8x256xf8E4M3FN>) k(%k : memref<?x8x256xf8E4M3FN>) v(%v : memref<?x8x256xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x8x256xbf16>)
+func.func @fp8_kv(%q: memref<?x8x192xf8E4M3FN>, %k: memref<?x8x192xf8E4M3FN>, %v: memref<?x8x192xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x8x192xbf16>) {
+  attn.flash q(%q : memref<?x8x192xf8E4M3FN>) k(%k : memref<?x8x192xf8E4M3FN>) v(%v : memref<?x8x192xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x8x192xbf16>)
   return
 }
 

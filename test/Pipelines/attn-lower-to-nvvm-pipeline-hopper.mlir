@@ -125,8 +125,44 @@
 // CHECK-NOT: ld.local
 // CHECK-NOT: st.local
 
+// fp8 heads of 256 on fp8 wgmma: 128 x 128 tiles sized in fp8 bytes, the
+// producer at 24 registers (transposing one round at a time, its two raw
+// V atoms bn rows apart), the consumers at 240 for O, S and P; QK on
+// m64n128k32 over two atoms of 128 fp8, PV on m64n256k32.
+// CHECK: .visible .entry flash_fp8_d256(
+// CHECK: .maxntid 384, 1, 1
+// CHECK: .maxnreg 168
+// CHECK: setmaxnreg.dec.sync.aligned.u32 24;
+// CHECK: prmt.b32
+// CHECK: setmaxnreg.inc.sync.aligned.u32 240;
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// CHECK: wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3
+// CHECK-NOT: ld.local
+// CHECK-NOT: st.local
+
+// fp8 heads of 64 on three consumer warpgroups (192 rows, 160 registers
+// each) in a three-way pingpong (turn barriers 1-3), the producer at 24.
+// CHECK: .visible .entry flash_fp8_d64(
+// CHECK: .maxntid 512, 1, 1
+// CHECK: .maxnreg 128
+// CHECK: setmaxnreg.dec.sync.aligned.u32 24;
+// CHECK: prmt.b32
+// CHECK: setmaxnreg.inc.sync.aligned.u32 160;
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// CHECK: wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3
+// CHECK-NOT: ld.local
+// CHECK-NOT: st.local
+
 // ptxas keeps every MMA of the kernels asynchronous and spills nothing
 // (it reports the kernels last first).
+// PTXAS-NOT: Potential Performance Loss
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NOT: Potential Performance Loss
+// PTXAS: Used 128 registers
+// PTXAS-NOT: Potential Performance Loss
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NOT: Potential Performance Loss
+// PTXAS: Used 168 registers
 // PTXAS-NOT: Potential Performance Loss
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: Potential Performance Loss
@@ -179,5 +215,15 @@ func.func @flash_fp8(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x4x128xf8E4M3FN>
 
 func.func @flash_d256(%q: memref<?x8x256xbf16>, %k: memref<?x8x256xbf16>, %v: memref<?x8x256xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x8x256xbf16>) {
   attn.flash q(%q : memref<?x8x256xbf16>) k(%k : memref<?x8x256xbf16>) v(%v : memref<?x8x256xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x8x256xbf16>)
+  return
+}
+
+func.func @flash_fp8_d256(%q: memref<?x16x256xf8E4M3FN>, %k: memref<?x4x256xf8E4M3FN>, %v: memref<?x4x256xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x16x256xbf16>) {
+  attn.flash q(%q : memref<?x16x256xf8E4M3FN>) k(%k : memref<?x4x256xf8E4M3FN>) v(%v : memref<?x4x256xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x16x256xbf16>) {causal}
+  return
+}
+
+func.func @flash_fp8_d64(%q: memref<?x16x64xf8E4M3FN>, %k: memref<?x4x64xf8E4M3FN>, %v: memref<?x4x64xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x16x64xbf16>) {
+  attn.flash q(%q : memref<?x16x64xf8E4M3FN>) k(%k : memref<?x4x64xf8E4M3FN>) v(%v : memref<?x4x64xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x16x64xbf16>) {causal}
   return
 }

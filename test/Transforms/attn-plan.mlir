@@ -91,16 +91,42 @@ func.func @flash_fp8_wgmma(%q: memref<?x4x128xf8E4M3FN>, %k: memref<?x4x128xf8E4
   return
 }
 
-// Other fp8 heads (dequantized while staged; heads of 64 and 128 run on fp8
-// wgmma) keep per-thread staging on sm_90a: no tma in the schedule.
-// HOPPER-LABEL: func.func @flash_fp8_no_tma
-// HOPPER: schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8>
-func.func @flash_fp8_no_tma(%q: memref<?x4x256xf8E4M3FN>, %k: memref<?x4x256xf8E4M3FN>, %v: memref<?x4x256xf8E4M3FN>,
+// Heads of 64: three consumer warpgroups (192 rows) in a three-way
+// pingpong, as 16-bit heads of 64.
+// HOPPER-LABEL: func.func @flash_fp8_wgmma_d64
+// HOPPER: schedule = #attn.schedule<block_q = 192, block_n = 128, heads_per_program = 1, warps = 12, tma = true, producer_warps = 4, pingpong = true>
+func.func @flash_fp8_wgmma_d64(%q: memref<?x4x64xf8E4M3FN>, %k: memref<?x4x64xf8E4M3FN>, %v: memref<?x4x64xf8E4M3FN>,
+    %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>,
+    %ps: memref<1xf32>, %o: memref<?x4x64xbf16>) {
+  attn.flash q(%q : memref<?x4x64xf8E4M3FN>) k(%k : memref<?x4x64xf8E4M3FN>) v(%v : memref<?x4x64xf8E4M3FN>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>)
+      k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x4x64xbf16>)
+  return
+}
+
+// So do heads of 256 (FlashAttention-3's 128 x 128 fp8 tiles: 224 KB of
+// shared memory with the tiles sized in bytes).
+// HOPPER-LABEL: func.func @flash_fp8_wgmma_d256
+// HOPPER: schedule = #attn.schedule<block_q = 128, block_n = 128, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4, pingpong = true>
+func.func @flash_fp8_wgmma_d256(%q: memref<?x4x256xf8E4M3FN>, %k: memref<?x4x256xf8E4M3FN>, %v: memref<?x4x256xf8E4M3FN>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>,
     %ps: memref<1xf32>, %o: memref<?x4x256xbf16>) {
   attn.flash q(%q : memref<?x4x256xf8E4M3FN>) k(%k : memref<?x4x256xf8E4M3FN>) v(%v : memref<?x4x256xf8E4M3FN>)
       cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>)
       k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x4x256xbf16>)
+  return
+}
+
+// Other fp8 heads (dequantized while staged; heads of 64, 128 and 256 run
+// on fp8 wgmma) keep per-thread staging on sm_90a: no tma in the schedule.
+// HOPPER-LABEL: func.func @flash_fp8_no_tma
+// HOPPER: schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8>
+func.func @flash_fp8_no_tma(%q: memref<?x4x192xf8E4M3FN>, %k: memref<?x4x192xf8E4M3FN>, %v: memref<?x4x192xf8E4M3FN>,
+    %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>,
+    %ps: memref<1xf32>, %o: memref<?x4x192xbf16>) {
+  attn.flash q(%q : memref<?x4x192xf8E4M3FN>) k(%k : memref<?x4x192xf8E4M3FN>) v(%v : memref<?x4x192xf8E4M3FN>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>)
+      k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x4x192xbf16>)
   return
 }
 

@@ -1,7 +1,7 @@
-"""attn.flash over fp8 q, k and v with heads of 64 and 128: on sm_90a the program
-multiplies them as stored on fp8 wgmma (Q and K by TMA, V transposed by the
-producer warpgroup with its keys permuted, P quantized in registers, the
-scales applied to the dot products and the output). Every case is checked
+"""attn.flash over fp8 q, k and v with heads of 64, 128 and 256: on sm_90a
+the program multiplies them as stored on fp8 wgmma (Q and K by TMA, V
+transposed by the producer warpgroup with its keys permuted, P quantized in
+registers, the scales applied to the dot products and the output). Every case is checked
 against float64 on the fp8 values the kernel saw, outputs poisoned first;
 on the CPU the same cases check the reference lowering."""
 
@@ -39,7 +39,7 @@ def reference(q, k, v, cq, ck, scales, sm_scale, causal, dropout=None):
 LQ, LK = [130, 1, 64, 300], [200, 1, 64, 300]
 
 
-@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("d", [64, 128, 256])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("fp8", ["f8E4M3FN", "f8E5M2"])
 def test_fp8_wgmma_scales_gqa_varlen(causal, fp8, d):
@@ -54,25 +54,27 @@ def test_fp8_wgmma_scales_gqa_varlen(causal, fp8, d):
     check(o, ref, "f8E4M3FN", f"fp8 wgmma flash {fp8} causal={causal} d={d}")
 
 
-def test_fp8_wgmma_d64_views():
-    """Heads of 64 whose K and V are views of one [tokens, 2, heads, 64]
-    tensor: the kernel's 128-byte boxes read zeros past each head's 64,
-    not the neighbouring head or V, and Q is a view of a wider row."""
+@pytest.mark.parametrize("d", [64, 256])
+def test_fp8_wgmma_views(d):
+    """K and V as views of one [tokens, 2, heads, d] tensor and Q as a view
+    of a wider row: heads of 64, whose 128-byte boxes read zeros past each
+    head's 64, not the neighbouring head or V; heads of 256, whose rows
+    are two boxes (two atoms of raw V for the producer to transpose)."""
     rng = np.random.default_rng(16)
-    _, _, _, cq, ck = make(rng, LQ, LK, 1, 1, "f8E4M3FN", 64)
-    kv = (np.clip(rng.standard_normal((ck[-1], 2, 2, 64)) * 16, -400, 400)
+    _, _, _, cq, ck = make(rng, LQ, LK, 1, 1, "f8E4M3FN", d)
+    kv = (np.clip(rng.standard_normal((ck[-1], 2, 2, d)) * 16, -400, 400)
           .astype(F8["f8E4M3FN"]))
-    qrow = (np.clip(rng.standard_normal((cq[-1], 8, 96)) * 16, -400, 400)
+    qrow = (np.clip(rng.standard_normal((cq[-1], 8, d + 32)) * 16, -400, 400)
             .astype(F8["f8E4M3FN"]))
-    q, k, v = qrow[:, :, 16:80], kv[:, 0], kv[:, 1]
+    q, k, v = qrow[:, :, 16:16 + d], kv[:, 0], kv[:, 1]
     scales = (0.05, 0.04, 0.06, 1 / 448)
     o = np.full(q.shape, np.nan, np.float32)
     ops.flash(q, k, v, cq, ck, o, scale=0.09, causal=True, fp8_scales=scales)
     ref, _ = reference(q, k, v, cq, ck, scales, 0.09, True)
-    check(o, ref, "f8E4M3FN", "d64 views")
+    check(o, ref, "f8E4M3FN", f"d{d} views")
 
 
-@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("d", [64, 128, 256])
 def test_fp8_wgmma_negative_scales(d):
     """A negative q scale (the folded score factor: Q negated in shared
     memory) and a negative p scale (P / p_scale rounds symmetrically: its
@@ -86,11 +88,12 @@ def test_fp8_wgmma_negative_scales(d):
     check(o, ref, "f8E4M3FN", "negative scales")
 
 
-def test_fp8_wgmma_fp8_out_and_lse():
+@pytest.mark.parametrize("d", [128, 256])
+def test_fp8_wgmma_fp8_out_and_lse(d):
     rng = np.random.default_rng(13)
-    q, k, v, cq, ck = make(rng, LQ, LK, 8, 1, "f8E4M3FN")
+    q, k, v, cq, ck = make(rng, LQ, LK, 8, 1, "f8E4M3FN", d)
     scales = (0.05, 0.04, 0.06, 1 / 448)
-    o8 = np.full(q.shape[:2] + (D,), np.nan, F8["f8E4M3FN"])
+    o8 = np.full(q.shape[:2] + (d,), np.nan, F8["f8E4M3FN"])
     lse = np.full(q.shape[:2], np.nan, np.float32)
     ops.flash(q, k, v, cq, ck, o8, scale=0.09, causal=True, fp8_scales=scales,
               out_scale=0.1, lse=lse)
@@ -111,7 +114,7 @@ def test_fp8_wgmma_dropout():
     check(o, ref, "f8E4M3FN", "dropout")
 
 
-@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("d", [64, 128, 256])
 def test_fp8_wgmma_rows_without_keys(d):
     """Bottom-right causal with fewer keys than queries (the first rows see
     none: output 0, log-sum-exp -inf) and a sequence without keys (the

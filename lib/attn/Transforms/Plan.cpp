@@ -303,11 +303,20 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   // sm_90a flash over fp8 Q, K and V: the same pipeline on fp8 wgmma
   // (QGMMA), Q and K as stored, V transposed by the producer warpgroup,
   // P quantized in registers (WarpSpecialized.cpp, produceTransposed).
-  if (warpgroups && warps == 8 && multipliesFp8OnWgmma(op))
-    return ScheduleAttr::get(op->getContext(), blockQ, 128, pack, warps,
+  // Heads of 64 take three consumer warpgroups in a three-way pingpong
+  // (192-row programs), as 16-bit heads of 64 do below: on H100 (S = 8192,
+  // bench/results/2026-11-28-h100-fp8-heads256-wgmma.md) 564 TFLOP/s
+  // against 468 for two, causal 463-467 against 413-425. Heads of 256
+  // (FlashAttention-3's 128 x 128 fp8 tile) ran 851-870 against 197 for
+  // the previous program.
+  if (warpgroups && warps == 8 && multipliesFp8OnWgmma(op)) {
+    bool three = headDim == 64 && 192 % pack == 0;
+    return ScheduleAttr::get(op->getContext(), three ? 192 / pack : blockQ, 128,
+                             pack, three ? 12 : warps,
                              /*tma=*/true, /*producer_warps=*/4,
                              /*pingpong=*/true, /*persistent=*/false,
                              /*stages=*/0);
+  }
   if (warpgroups && warps == 8 && tmaOperands(op)) {
     if (headDim <= 64)
       keys = 128;
@@ -398,7 +407,8 @@ bool mlir::attn::multipliesFp8OnWgmma(Operation *op) {
   auto flash = dyn_cast<FlashOp>(op);
   if (!flash || flash.getQuantizeTo() || flash.getBias() ||
       flash.getDropoutP() ||
-      (flash.getHeadDim() != 64 && flash.getHeadDim() != 128))
+      (flash.getHeadDim() != 64 && flash.getHeadDim() != 128 &&
+       flash.getHeadDim() != 256))
     return false;
   for (Value x : {flash.getQ(), flash.getK(), flash.getV()}) {
     auto type = cast<MemRefType>(x.getType());

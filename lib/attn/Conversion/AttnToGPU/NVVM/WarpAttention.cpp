@@ -139,11 +139,15 @@ void WarpAttentionBuilder::foldScoreFactor() {
     factor = e.mulF(factor, dotScale);
   Value negative = e.cmpF(arith::CmpFPredicate::OLT, factor, e.f32(0.0));
   e.ifThen(negative, [&] {
-    // Every element of the view (padding included) is negated.
+    // Every element of the view (padding included) is negated; of fp8
+    // wgmma's Q, the bytes TMA delivered (its tile is sized in bytes, and
+    // the compute type's view reaches into the K buffers).
     ArrayRef<int64_t> viewShape = cast<MemRefType>(qS.mem.getType()).getShape();
     int64_t chunksPerRow = viewShape[1] / 8;
+    int64_t viewRows =
+        qgmma ? tileBytes(g.mRows) / (chunksPerRow * 16) : viewShape[0];
     auto vecType = VectorType::get({8}, ct);
-    e.forLoop(tid, e.idx(viewShape[0] * chunksPerRow), e.idx(threads),
+    e.forLoop(tid, e.idx(viewRows * chunksPerRow), e.idx(threads),
               [&](Value c) {
                 SmallVector<Value> at{
                     e.divU(c, e.idx(chunksPerRow)),
@@ -725,6 +729,13 @@ bool WarpAttentionBuilder::visitOutputChunks(
 KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
                                        Type ct, NvidiaChip chip) {
   Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
+  int64_t ctBytes = ct.getIntOrFloatBitWidth() / 8;
+  // fp8 wgmma programs: tiles of fp8 bytes, and a V^T a buffer past the
+  // ring.
+  bool fp8Wgmma =
+      shape.tma && shape.producerWarps && g.wgmma && multipliesFp8OnWgmma(op);
+  if (fp8Wgmma)
+    g = fp8WgmmaGeometry(g, ctBytes);
   // (A producer warpgroup only where its TMA copies can be made, see
   // warpTensorMaps, or it gathers, see warpGathersKeys: the convert pass
   // rejects the schedule otherwise.)
@@ -744,10 +755,7 @@ KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
         saturatingAdd(bytes, saturatingMul(g.bn, (rawKeysFit(g) ? 2 : 1) *
                                                          (g.dPad + kRawKeyPad) +
                                                      g.dPad));
-  // fp8 wgmma programs whose V^T does not fit next to the raw V tile.
-  int64_t ctBytes = ct.getIntOrFloatBitWidth() / 8;
-  if (shape.tma && shape.producerWarps && g.wgmma && multipliesFp8OnWgmma(op) &&
-      transposedPastRing(g, ctBytes))
+  if (fp8Wgmma)
     bytes = saturatingAdd(bytes, g.stages * g.dPad * g.bn);
   if (g.wgmma)
     bytes = saturatingAdd(bytes, kAlignSlack);
@@ -822,11 +830,12 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
   // fp8 Q, K and V multiply as stored on fp8 wgmma (WarpFp8Wgmma.cpp):
   // boxes of 128 fp8 (one 128-byte atom; a head of 64 reads zeros past
   // its 64), Q with its scale too, on the producer warpgroup that
-  // transposes V (two consumer warpgroups, 128-key tiles: its lanes'
-  // layout).
+  // transposes V (two consumer warpgroups, or three for heads of 64;
+  // 128-key tiles: its lanes' layout).
   bool fp8 = multipliesFp8OnWgmma(op);
   if (fp8 && (shape.producerWarps != kProducerWarps || shape.persistent ||
-              g.warps != 8 || g.bn != 128 || (g.dPad != 64 && g.dPad != 128)))
+              (g.warps != 8 && (g.warps != 12 || g.dPad != 64)) ||
+              g.bn != 128 || (g.dPad != 64 && g.dPad != 128 && g.dPad != 256)))
     return {};
   int64_t atomCols = wgmma::kAtomRowBytes / (fp8 ? 1 : 2);
   SmallVector<TensorMapRequest> requests;

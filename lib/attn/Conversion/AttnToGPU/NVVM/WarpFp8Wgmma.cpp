@@ -51,17 +51,13 @@ Value permuteBytes(ImplicitLocOpBuilder &b, Value lo, Value hi,
 } // namespace
 
 SharedTile WarpAttentionBuilder::transposedValues(Value stage) {
-  // After the raw tile's bn rows of 128 bytes, in the same buffer (sized
-  // for [bn, D] of the compute type: a head of 128 holds both), or past
-  // the ring, one V^T per buffer (heads of 64; warpLaunchFor reserves it).
+  // Past the K/V ring, one V^T per buffer (fp8WgmmaGeometry; warpLaunchFor
+  // reserves them).
   int64_t ctBytes = ct.getIntOrFloatBitWidth() / 8;
-  int64_t vtElems = g.dPad * wgmma::kAtomRowBytes / ctBytes;
+  int64_t vtElems = g.dPad * g.bn / ctBytes;
   SharedTile t;
-  t.offset =
-      transposedPastRing(g, ctBytes)
-          ? e.add(e.idx(g.mRows * g.stride + g.stages * g.kvElems()),
-                  e.mul(stage, e.idx(vtElems)))
-          : e.add(kvBuffers(stage).v.offset, e.idx(tileBytes(g.bn) / ctBytes));
+  t.offset = e.add(e.idx(g.mRows * g.stride + g.stages * g.kvElems()),
+                   e.mul(stage, e.idx(vtElems)));
   t.rows = g.dPad;
   t.layout = TileLayout::Swizzled;
   t.mem = view(t.offset, g.dPad, wgmma::kAtomRowBytes / ctBytes);
@@ -81,9 +77,11 @@ void WarpAttentionBuilder::transposeValues(const SharedTile &raw,
   // the instructions of the producer's critical path), the swizzles as
   // XORs of byte offsets with per-lane constants. (Heads of 64: the raw
   // rows' first 16 words, W = (4 warp + i + x) % 16; W and W ^ 8 of the
-  // lanes' 8 consecutive W still cover 32 banks.)
-  assert(g.bn == 128 && (g.dPad == 64 || g.dPad == 128) &&
-         "raw rows of one 128-byte atom");
+  // lanes' 8 consecutive W still cover 32 banks.) Heads of 256 have raw
+  // rows of two atoms, bn rows apart: word W lies in atom W / 32, at word
+  // W % 32 of its row there (banks as for 128).
+  assert(g.bn == 128 && (g.dPad == 64 || g.dPad == 128 || g.dPad == 256) &&
+         "V^T rows of one 128-byte atom");
   Type i32 = b.getI32Type();
   auto c32 = [&](int64_t v) {
     return arith::ConstantIntOp::create(b, i32, v).getResult();
@@ -115,19 +113,21 @@ void WarpAttentionBuilder::transposeValues(const SharedTile &raw,
   Value rawBase = to32(tileAddress(raw, 0)), vtBase = to32(tileAddress(vt, 0));
   Value ptid = andI(to32(tid), kProducerWarps * kLanes - 1);
   Value x = andI(shr(ptid, 2), 7), t = andI(ptid, 3);
-  // The lane's four key rows of the raw tile (byte addresses), and the
-  // swizzle of each: byte 4W of row key lies at 4W ^ (key % 8) * 16, key %
-  // 8 = 2t + c % 2.
+  // The lane's first key row of the raw tile (a byte address; the other
+  // three are immediate offsets from it, which keeps the producer within
+  // its 24 registers next to heads of 256), and the swizzle of each: byte
+  // 4W of row key lies at 4W ^ (key % 8) * 16, key % 8 = 2t + c % 2.
   Value key0 = add(shl(x, 4), shl(t, 1));
-  SmallVector<Value> rows;
-  for (int64_t c = 0; c < 4; ++c)
-    rows.push_back(add(rawBase, shl(add(key0, c32(kWordKeys[c])), 7)));
+  Value row0 = add(rawBase, shl(key0, 7));
   Value rowSwizzle = shl(t, 5);
   // V^T word 4x + t of row d: byte 16 (x ^ d % 8) + 4t of the row, that is
   // (16x + 4t) ^ 16 (d % 8).
   Value laneWord = orI(shl(x, 4), shl(t, 2));
-  // Four rounds' loads at a time ahead of their permutes and stores.
-  int64_t rounds = words / kProducerWarps, batch = 4;
+  // Four rounds' loads at a time ahead of their permutes and stores; one
+  // where the producer has 24 registers (registerSplit: heads of 256, and
+  // three consumer warpgroups).
+  int64_t rounds = words / kProducerWarps,
+          batch = g.dPad > 128 || g.warps == 12 ? 1 : 4;
   Value first =
       e.mul(e.divU(e.remU(tid, e.idx(kProducerWarps * kLanes)), e.idx(kLanes)),
             e.idx(rounds));
@@ -135,13 +135,21 @@ void WarpAttentionBuilder::transposeValues(const SharedTile &raw,
     SmallVector<std::pair<Value, SmallVector<Value>>> loaded;
     for (int64_t k = 0; k < batch; ++k) {
       Value w = andI(add(add(to32(i0), c32(k)), x), words - 1);
-      Value wordBytes = shl(w, 2);
+      // (The swizzle XORs bits 4-6 of the byte in the row's atom.)
+      Value wordBytes = shl(andI(w, 31), 2);
+      if (words > 32)
+        wordBytes =
+            orI(wordBytes,
+                shl(shr(w, 5), llvm::Log2_64(g.bn * wgmma::kAtomRowBytes)));
       Value cols[2] = {xorI(wordBytes, rowSwizzle),
                        xorI(wordBytes, xorC(rowSwizzle, 16))};
+      Value at[2] = {add(row0, cols[0]), add(row0, cols[1])};
       SmallVector<Value> r;
       for (int64_t c = 0; c < 4; ++c)
-        r.push_back(inlinePtx(b, i32, ValueRange{add(rows[c], cols[c % 2])},
-                              "ld.shared.b32 $0, [$1];", "=r,r"));
+        r.push_back(inlinePtx(b, i32, ValueRange{at[c % 2]},
+                              "ld.shared.b32 $0, [$1+" +
+                                  std::to_string(kWordKeys[c] * 128) + "];",
+                              "=r,r"));
       loaded.emplace_back(w, r);
     }
     for (auto &[w, r] : loaded) {
@@ -157,11 +165,10 @@ void WarpAttentionBuilder::transposeValues(const SharedTile &raw,
       // Row d = 4W + j at byte 128 d; d % 8 = 4 (W % 2) + j.
       Value dRows = add(vtBase, shl(w, 9));
       Value inRow = xorI(laneWord, shl(andI(w, 1), 6));
-      for (int64_t j = 0; j < 4; ++j) {
-        Value at = add(add(dRows, xorC(inRow, 16 * j)), c32(128 * j));
-        inlinePtx(b, Type(), ValueRange{at, out[j]}, "st.shared.b32 [$0], $1;",
-                  "r,r");
-      }
+      for (int64_t j = 0; j < 4; ++j)
+        inlinePtx(
+            b, Type(), ValueRange{add(dRows, xorC(inRow, 16 * j)), out[j]},
+            "st.shared.b32 [$0+" + std::to_string(128 * j) + "], $1;", "r,r");
     }
   });
 }

@@ -30,6 +30,7 @@
 #include "WarpAttention.h"
 #include "Wgmma.h"
 #include "attn/Conversion/AttnToGPU/AttentionProgram.h"
+#include "attn/IR/AttnOps.h"
 
 #include <optional>
 
@@ -93,14 +94,17 @@ constexpr int64_t kRawKeyPad = 16;
 /// for f32).
 Geometry geometryOf(const TileShape &s, bool wgmma, int64_t elemBytes);
 
-/// Whether the fp8 wgmma program of geometry `g` (compute-type elements of
-/// `ctBytes`) keeps its transposed V tiles past the K/V ring, one a buffer
-/// of [dPad, bn] fp8, because the V buffer (sized for [bn, dPad] of the
-/// compute type) cannot hold one next to the raw tile TMA delivers (bn
-/// rows of whole 128-byte atoms): heads of 64.
-inline bool transposedPastRing(const Geometry &g, int64_t ctBytes) {
-  int64_t raw = g.bn * llvm::alignTo(g.dPad, wgmma::kAtomRowBytes);
-  return raw + g.dPad * g.bn > g.vElems() * ctBytes;
+/// The geometry of an fp8 wgmma program (qgmma) from that of its compute
+/// type (`ctBytes` an element): its tiles hold fp8 bytes, so rows of Q, K
+/// and raw V are whole 128-byte atoms of fp8 and V^T rows bn bytes, still
+/// counted in compute-type elements. (Sized for the compute type, a head
+/// of 256 took 320 KB of shared memory; in bytes it takes 224.) The V
+/// buffer then holds the raw tile TMA delivers, and each buffer's V^T
+/// ([dPad, bn] fp8) lies past the K/V ring.
+inline Geometry fp8WgmmaGeometry(Geometry g, int64_t ctBytes) {
+  g.stride = llvm::alignTo(g.dPad, wgmma::kAtomRowBytes) / ctBytes;
+  g.vtStride = g.bn / ctBytes;
+  return g;
 }
 
 /// Whether a raw-staged decode program of geometry `g` may read K raw in
@@ -166,12 +170,14 @@ Value tensorMapDescriptor(ImplicitLocOpBuilder &b, const TensorMapArg &m);
 /// register count that setmaxnreg starts from.
 /// `gather`: the producer stages with cp.async (all its threads compute
 /// addresses) and keeps more registers; so does one that transposes V
-/// (`transposes`: fp8 wgmma programs).
+/// (`transposes`: fp8 wgmma programs), unless the consumers hold O of
+/// heads over 128 (`wideHeads`).
 void splitRoles(ImplicitLocOpBuilder &b, LoopEmitter &e, Block *entry,
                 Value warp, int64_t consumerWarps,
                 llvm::function_ref<void()> producer,
                 llvm::function_ref<void()> consumer, bool persistent,
-                bool gather = false, bool transposes = false);
+                bool gather = false, bool transposes = false,
+                bool wideHeads = false);
 
 /// Clones into the region of `anchor`, after it, the pure computations
 /// defined above the region that it uses (see WarpSpecialized.cpp).
@@ -192,6 +198,13 @@ public:
         exactF32(exactF32 && ct.isF32()), maps(maps.begin(), maps.end()),
         persistent(persistent), rawFp8Reserved(rawFp8Reserved) {
     narrowOutputRows = shape.producerWarps > 0;
+    // (warpTensorMaps maps fp8 operands only for fp8 wgmma programs.)
+    if (g.wgmma && shape.tma && shape.producerWarps &&
+        llvm::any_of(maps, [](const TensorMapArg &m) {
+          return mlir::attn::isFp8(
+              cast<MemRefType>(m.operand.getType()).getElementType());
+        }))
+      g = fp8WgmmaGeometry(g, ct.getIntOrFloatBitWidth() / 8);
   }
 
 private:
@@ -475,12 +488,12 @@ private:
   /// out P.
   void produceTransposed(const KvWalk &walk,
                          llvm::function_ref<void()> issueQuery);
-  /// Transposes the raw [bn, D] fp8 V tile `raw` (128-byte swizzled rows)
-  /// into `vt` ([D, bn], 128-byte swizzled), with the producer's threads.
+  /// Transposes the raw [bn, D] fp8 V tile `raw` (atoms of 128-byte
+  /// swizzled rows) into `vt` ([D, bn], 128-byte swizzled), with the
+  /// producer's threads.
   void transposeValues(const SharedTile &raw, const SharedTile &vt);
-  /// The transposed V tile of K/V buffer `stage` of fp8 wgmma programs:
-  /// after the raw V tile, in the same buffer, or past the ring
-  /// (transposedPastRing).
+  /// The transposed V tile of K/V buffer `stage` of fp8 wgmma programs,
+  /// past the ring (fp8WgmmaGeometry).
   SharedTile transposedValues(Value stage);
   /// fp8 wgmma programs: the consumers' scales, loaded after setmaxnreg
   /// (dotScale, pScaleAbs, pScaleLog2, accumulatorScale).
@@ -627,8 +640,7 @@ private:
   /// (produceTransposed), and P is scaled by 1 / |p_scale| (pScaleLog2 in
   /// the exponent), quantized to vType in registers (packP8), and the
   /// output multiplied by |p_scale| * v_scale (accumulatorScale). The tiles
-  /// keep the compute type's geometry: each holds its bytes in its first
-  /// half (the V buffer: raw V, then V^T).
+  /// are sized in fp8 bytes (fp8WgmmaGeometry), V^T past the K/V ring.
   bool qgmma = false;
   Type vType;
   Value pScaleAbs, pScaleLog2;

@@ -67,10 +67,12 @@ constexpr bool fitsBlock(RegisterSplit s, int64_t consumerWarps) {
 }
 
 constexpr RegisterSplit registerSplit(int64_t consumerWarps, bool persistent,
-                                      bool gather, bool transposes) {
-  // Three consumer warpgroups (192-row programs; neither gathering nor
-  // transposing producers have them): 512 threads get 128 each at launch,
-  // the consumers 160 (as FlashAttention-3's three MMA warpgroups).
+                                      bool gather, bool transposes,
+                                      bool wideHeads) {
+  // Three consumer warpgroups (192-row programs; no gathering producer
+  // has them, a transposing one transposes one round at a time): 512
+  // threads get 128 each at launch, the consumers 160 (as
+  // FlashAttention-3's three MMA warpgroups).
   if (consumerWarps == 12)
     return persistent ? RegisterSplit{128, 32, 160}
                       : RegisterSplit{128, 24, 160};
@@ -78,8 +80,12 @@ constexpr RegisterSplit registerSplit(int64_t consumerWarps, bool persistent,
   // in flight) takes 56: on H200 fp8 flash ran 753-757 TFLOP/s at 40 and
   // one round at a time, 797-802 at 56 and four (bench/results/
   // 2026-11-26-h200-fp8-wgmma-transpose.log).
+  // Heads of 256: O, S and P take the consumers' 240 (at 224 and 232 they
+  // spilled 108-312 bytes), and the producer transposes one round at a
+  // time within 24.
   if (transposes && consumerWarps == 8 && !persistent)
-    return RegisterSplit{168, 56, 224};
+    return wideHeads ? RegisterSplit{168, 24, 240}
+                     : RegisterSplit{168, 56, 224};
   // A gathering producer addresses the 16 + 16 copies of a cache tile
   // (Q and the new tokens' tiles come by TMA): 56 registers (at 40 a head
   // of 128 spilled 250 bytes; before those TMA loads, addressing the new
@@ -105,9 +111,10 @@ constexpr RegisterSplit registerSplit(int64_t consumerWarps, bool persistent,
 /// Every split of one, two or three consumer warpgroups fits its block.
 constexpr bool everySplitFits() {
   for (int64_t warps : {4, 8, 12})
-    for (int flags = 0; flags < 8; ++flags)
-      if (!fitsBlock(registerSplit(warps, flags & 1, flags & 2, flags & 4),
-                     warps))
+    for (int flags = 0; flags < 16; ++flags)
+      if (!fitsBlock(
+              registerSplit(warps, flags & 1, flags & 2, flags & 4, flags & 8),
+              warps))
         return false;
   return true;
 }
@@ -151,12 +158,12 @@ void splitRoles(ImplicitLocOpBuilder &b, LoopEmitter &e, Block *entry,
                 Value warp, int64_t consumerWarps,
                 llvm::function_ref<void()> producer,
                 llvm::function_ref<void()> consumer, bool persistent,
-                bool gather, bool transposes) {
+                bool gather, bool transposes, bool wideHeads) {
   MLIRContext *ctx = b.getContext();
   // setmaxnreg moves registers from a known count at entry (ptxas ignores
   // it otherwise: C7508).
   RegisterSplit split =
-      registerSplit(consumerWarps, persistent, gather, transposes);
+      registerSplit(consumerWarps, persistent, gather, transposes, wideHeads);
   entry->getParentOp()->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
                                 b.getI32IntegerAttr(split.entry));
   SmallVector<Operation *> moves;
@@ -397,7 +404,7 @@ bool WarpAttentionBuilder::specialize(const ProgramRows &rows,
     splitRoles(
         b, e, entry, warp, g.warps, [&] { producerPart(rows, walks); },
         [&] { consumerPart(consume); }, /*persistent=*/false, gather,
-        /*transposes=*/qgmma);
+        /*transposes=*/qgmma, /*wideHeads=*/g.dPad > 128);
     return true;
   }
   if (persistent->role == PersistentKernel::Role::Producer)
@@ -918,7 +925,11 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
   // before a masked softmax on tiles that are not whole atoms (80 keys,
   // heads of 256): there P(t - 1) and S(t) next to O and the masks spilled
   // (the masked tiles are the few on a diagonal or a sequence's end).
-  bool overlap = values && !f.bias && (!masked || g.bn % wgmma::kAtomCols == 0);
+  // fp8 heads of 256 too: O, S(t) and P(t - 1) (208 registers) next to
+  // the masks spilled 32 bytes at the consumers' 240.
+  bool overlap = values && !f.bias &&
+                 (!masked || g.bn % wgmma::kAtomCols == 0) &&
+                 !(qgmma && g.dPad > 128);
   SmallVector<Acc> sTiles = awaitScores(sPending, overlap ? 1 : 0);
   nvgpu::MBarrierArriveOp::create(b, bars, emptyK(s));
   if (values && !overlap) {
