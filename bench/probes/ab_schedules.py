@@ -2,7 +2,8 @@
 16K tokens): each schedule of a case timed in turn, `ROUNDS` times, in
 one process, so that clock drift between schedules averages out (single
 `bench_gpu.py variants` samples of one schedule moved by up to 7% with
-their place in the run). Prints TFLOP/s per round and the median.
+their place in the run), SDPA cuDNN timed in the same rounds. Prints
+TFLOP/s per round and the median.
 ATTN_MLIR_DRY_RUN=1 only records the specializations.
 """
 import json
@@ -15,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bench_gpu as G  # noqa: E402
 from bench_gpu import ops, np  # noqa: E402
 
-ROUNDS = 3
+ROUNDS = 5
 # (D, causal): schedules (block_q, block_n, pack, warps, tma, producer, pingpong)
 CASES = {
     (256, False): [(128, 80, 1, 8, 1, 4, 0), (128, 80, 1, 8, 1, 4, 1)],
@@ -30,11 +31,22 @@ for (D, causal), schedules in CASES.items():
     cu = G.ints(np.arange(B + 1) * S_)
     o = G.randn(B * S_, H, D)
     runs = {s: [] for s in schedules}
+    if not G.DRY:   # SDPA cuDNN in the same rounds
+        import torch
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        q4, k4, v4 = (x.view(B, S_, H, D).transpose(1, 2) for x in (qv, kv, vv))
+        runs["cudnn"] = []
     for _ in range(1 if G.DRY else ROUNDS):
         for s in schedules:
             fn = lambda: ops.flash(qv, kv, vv, cu, cu, o, scale=1 / math.sqrt(D),  # noqa: E731
                                    causal=causal, schedule=s)
             runs[s].append(round(flops / G.timed(fn) / 1e9, 1))
+        if not G.DRY:
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                fn = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
+                    q4, k4, v4, is_causal=causal)
+                runs["cudnn"].append(round(flops / G.timed(fn) / 1e9, 1))
     for s, r in runs.items():
-        print(json.dumps(dict(D=D, causal=causal, schedule=list(s), rounds=r,
+        print(json.dumps(dict(D=D, causal=causal,
+                              schedule=s if s == "cudnn" else list(s), rounds=r,
                               median=statistics.median(r))), flush=True)
