@@ -1,9 +1,9 @@
 """How much of a short decode row's time is the benchmark's method: the
-B=1 ctx=32k split decode (bench_gpu.py's row: GQA 32/8, D=128, pages of
-16, split kernel + merge) in one CUDA graph, timed by do_bench (an L2
-flush, a 256 MB write, before every replay) and by CUDA events around 50
-back-to-back replays without a flush; likewise the split kernel alone, and
-a torch copy of the same 134 MB for the device's own ceiling at that size.
+B=1 ctx=32k and B=8 ctx=8k split decode (bench_gpu.py's rows: GQA 32/8,
+D=128, pages of 16, split kernel + merge) in one CUDA graph, timed by
+do_bench (an L2 flush, a 256 MB write, before every replay) and by CUDA
+events around 50 back-to-back replays without a flush; likewise the split kernel alone, and
+a torch copy of the same bytes for the device's own ceiling at that size.
 
     python bench/probes/decode_timing_method.py
 """
@@ -44,7 +44,12 @@ def graph(fn):
 
 
 def main():
-    D, Hq, Hk, bs, B, ctx = 128, 32, 8, 16, 1, 32768
+    for B, ctx in ((1, 32768), (8, 8192)):
+        shape(B, ctx)
+
+
+def shape(B, ctx):
+    D, Hq, Hk, bs = 128, 32, 8, 16
     nblk = ctx // bs
     nb = B * nblk + 8
     kc, vc = G.randn(nb, bs, Hk, D), G.randn(nb, bs, Hk, D)
@@ -54,6 +59,7 @@ def main():
     cu, su = G.ints(np.arange(B + 1)), G.ints(np.full(B, ctx))
     segs = vllm.plan_segments(1, ctx, bs, num_seqs=B, num_kv_heads=Hk,
                               num_sms=132)
+    label = f"B={B} ctx={ctx // 1024}k ({segs} segments)"
     part = G.randn(B, Hq, segs, D, dtype="f32")
     smax = G.randn(B, Hq, segs, dtype="f32")
     ssum = G.randn(B, Hq, segs, dtype="f32")
@@ -74,11 +80,12 @@ def main():
     y = torch.empty_like(x)
     copy = lambda: y.copy_(x)
     for name, fn in (("split+merge", graph(both)), ("split", graph(split)),
-                     ("merge", graph(merge)), ("copy 134 MB", copy)):
+                     ("merge", graph(merge)),
+                     (f"copy {nbytes // 2**20} MiB", copy)):
         flushed = G.bench(fn)
         steady = back_to_back(fn)
         per = 2 if name.startswith("copy") else 1
-        print(f"B=1 ctx=32k {name}: do_bench {flushed * 1e3:.1f} us"
+        print(f"{label} {name}: do_bench {flushed * 1e3:.1f} us"
               f" ({per * nbytes / flushed / 1e6:.0f} GB/s), back to back"
               f" {steady * 1e3:.1f} us ({per * nbytes / steady / 1e6:.0f} GB/s)",
               flush=True)
