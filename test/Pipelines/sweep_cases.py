@@ -197,6 +197,13 @@ def cases():
     # (sm_90a: fp8 wgmma, V transposed by the producer.)
     yield "flash D=128 fp8 e5m2 GQA full lse", flash(
         128, t="f8E5M2", causal=False, hq=16, hk=4, lse=True)
+    # (sm_90a: heads of 256 on fp8 wgmma at 24 + 240 registers; heads of 64
+    # on three consumer warpgroups, GQA 8 packed into 192 rows.)
+    yield "flash D=256 fp8", flash(256, t="f8E4M3FN")
+    yield "flash D=256 fp8 e5m2 GQA full lse", flash(
+        256, t="f8E5M2", causal=False, hq=16, hk=4, lse=True)
+    yield "flash D=64 fp8 GQA8 lse", flash(64, t="f8E4M3FN", hq=16, hk=2,
+                                           lse=True)
     for D in (64, 96, 128, 256):
         yield f"prefix D={D}", prefix(D)
     for D in (96, 128, 256):

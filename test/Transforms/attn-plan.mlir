@@ -1,6 +1,7 @@
 // RUN: attn-opt %s --attn-plan | FileCheck %s
 // RUN: attn-opt %s --attn-plan=target=nvvm | FileCheck %s --check-prefix=NVVM
 // RUN: attn-opt %s --attn-plan="target=nvvm chip=sm_90a" | FileCheck %s --check-prefix=HOPPER
+// RUN: attn-opt %s --attn-plan="target=nvvm chip=sm_89" | FileCheck %s --check-prefix=ADA
 // RUN: attn-opt %s --attn-plan="target=rocdl chip=gfx942" | FileCheck %s --check-prefix=CDNA
 // RUN: attn-opt %s --attn-plan="target=rocdl chip=gfx90a" | FileCheck %s --check-prefix=CDNA
 // RUN: attn-opt %s --attn-plan="target=rocdl chip=gfx1100" | FileCheck %s --check-prefix=RDNA
@@ -106,6 +107,13 @@ func.func @flash_fp8_wgmma_d64(%q: memref<?x4x64xf8E4M3FN>, %k: memref<?x4x64xf8
 
 // So do heads of 256 (FlashAttention-3's 128 x 128 fp8 tiles: 224 KB of
 // shared memory with the tiles sized in bytes).
+// On sm_89 (fp8 mma.sync, Q kept as fp8 and as its converted fragments)
+// they take 32-key tiles: 64 spilled 28 bytes (causal); sm_80 converts
+// the fp8 tiles while staging and keeps 64.
+// ADA-LABEL: func.func @flash_fp8_wgmma_d256
+// ADA: schedule = #attn.schedule<block_q = 128, block_n = 32, heads_per_program = 1, warps = 8>
+// NVVM-LABEL: func.func @flash_fp8_wgmma_d256
+// NVVM: schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8>
 // HOPPER-LABEL: func.func @flash_fp8_wgmma_d256
 // HOPPER: schedule = #attn.schedule<block_q = 128, block_n = 128, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4, pingpong = true>
 func.func @flash_fp8_wgmma_d256(%q: memref<?x4x256xf8E4M3FN>, %k: memref<?x4x256xf8E4M3FN>, %v: memref<?x4x256xf8E4M3FN>,

@@ -254,6 +254,14 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
       headDim > 64 &&
       isa<Float8E4M3FNType, Float8E5M2Type>(elementType(op->getOperand(0))))
     keys = 16;
+  // Flash over fp8 Q, K and V on fp8 mma.sync (sm_89; wgmma chips take
+  // fp8 wgmma) keeps Q as fp8 and as its converted fragments: a head of
+  // 256 spilled 28 bytes at 64 keys on sm_89 (causal); 32 keys fit.
+  if (auto flash = dyn_cast<FlashOp>(op);
+      target == "nvvm" && flash && !warpgroups && headDim > 128 &&
+      NvidiaChip::parse(chip).fp8 && isFp8(elementType(flash.getQ())) &&
+      isFp8(elementType(flash.getK())))
+    keys = std::min<int64_t>(keys, 32);
   // Flash tiles quantized to fp8 while staging (quantize_to) take 32 keys
   // on the mma.sync programs: 64 spilled 20 bytes for a head of 32.
   if (auto flash = dyn_cast<FlashOp>(op);
