@@ -1,9 +1,10 @@
 """attn.flash over fp8 q, k and v with heads of 64, 128 and 256: on sm_90a
 the program multiplies them as stored on fp8 wgmma (Q and K by TMA, V
 transposed by the producer warpgroup with its keys permuted, P quantized in
-registers, the scales applied to the dot products and the output). Every case is checked
-against float64 on the fp8 values the kernel saw, outputs poisoned first;
-on the CPU the same cases check the reference lowering."""
+registers, the scales applied to the dot products and the output; heads of
+64 on three consumer warpgroups). Every case is checked against float64 on
+the fp8 values the kernel saw, outputs poisoned first; on the CPU the same
+cases check the reference lowering."""
 
 import numpy as np
 import pytest
