@@ -139,15 +139,14 @@ void WarpAttentionBuilder::foldScoreFactor() {
     factor = e.mulF(factor, dotScale);
   Value negative = e.cmpF(arith::CmpFPredicate::OLT, factor, e.f32(0.0));
   e.ifThen(negative, [&] {
-    // Every element of the view (padding included) is negated; of fp8
-    // wgmma's Q, the bytes TMA delivered (its tile is sized in bytes, and
-    // the compute type's view reaches into the K buffers).
+    // Every element of the view (padding included) is negated: of fp8
+    // wgmma's Q, exactly the bytes TMA delivered (its view spans the row
+    // stride, in fp8 bytes; spanning the head's 16-bit size, the loop
+    // reached into the K buffers).
     ArrayRef<int64_t> viewShape = cast<MemRefType>(qS.mem.getType()).getShape();
     int64_t chunksPerRow = viewShape[1] / 8;
-    int64_t viewRows =
-        qgmma ? tileBytes(g.mRows) / (chunksPerRow * 16) : viewShape[0];
     auto vecType = VectorType::get({8}, ct);
-    e.forLoop(tid, e.idx(viewRows * chunksPerRow), e.idx(threads),
+    e.forLoop(tid, e.idx(viewShape[0] * chunksPerRow), e.idx(threads),
               [&](Value c) {
                 SmallVector<Value> at{
                     e.divU(c, e.idx(chunksPerRow)),

@@ -123,11 +123,11 @@ void WarpAttentionBuilder::transposeValues(const SharedTile &raw,
   // V^T word 4x + t of row d: byte 16 (x ^ d % 8) + 4t of the row, that is
   // (16x + 4t) ^ 16 (d % 8).
   Value laneWord = orI(shl(x, 4), shl(t, 2));
-  // Four rounds' loads at a time ahead of their permutes and stores; one
-  // where the producer has 24 registers (registerSplit: heads of 256, and
-  // three consumer warpgroups).
+  // Four rounds' loads at a time ahead of their permutes and stores, where
+  // the producer has the registers for them (not beside heads of 256 or
+  // three consumer warpgroups: registerSplit gives it 24 there).
   int64_t rounds = words / kProducerWarps,
-          batch = g.dPad > 128 || g.warps == 12 ? 1 : 4;
+          batch = producerRegisters() >= kFourRoundTransposeRegisters ? 4 : 1;
   Value first =
       e.mul(e.divU(e.remU(tid, e.idx(kProducerWarps * kLanes)), e.idx(kLanes)),
             e.idx(rounds));

@@ -89,6 +89,11 @@ constexpr int64_t kAlignSlack = wgmma::kGroupBytes;
 /// Bytes past each raw K row of decode-shaped fp8 programs (rawBuffers).
 constexpr int64_t kRawKeyPad = 16;
 
+/// The registers of a producer warpgroup that transposes V (fp8 wgmma) with
+/// four rounds of loads in flight; with fewer it transposes one round at a
+/// time (registerSplit, WarpAttentionBuilder::transposeValues).
+constexpr int32_t kFourRoundTransposeRegisters = 56;
+
 /// The geometry of a program with tile shape `s` and compute-type elements
 /// of `elemBytes`; `wgmma` allows warpgroup MMAs (NvidiaChip::wgmma; not
 /// for f32).
@@ -122,7 +127,8 @@ enum class TileLayout {
   /// 128-byte swizzled atoms of 64 columns for wgmma's descriptors. Atom a
   /// holds columns [64a, 64a + 64) of every row, row r at byte 128 r of the
   /// atom, and the 16-byte chunk c of that row at chunk c ^ (r % 8); `mem`
-  /// is then [atoms * rows, 64].
+  /// is then [atoms * rows, 64], atoms of the row stride (of fp8 tiles,
+  /// their bytes: fp8WgmmaGeometry).
   Swizzled,
   /// wgmma's no-swizzle core matrices: chunk c of row r at 16 (c * rows + r)
   /// bytes (`mem` [cols / 8 * rows, 8]). A chunk column is contiguous, as
@@ -492,6 +498,11 @@ private:
   /// swizzled rows) into `vt` ([D, bn], 128-byte swizzled), with the
   /// producer's threads.
   void transposeValues(const SharedTile &raw, const SharedTile &vt);
+  /// The registers the producer warpgroup keeps after setmaxnreg
+  /// (registerSplit, from the same flags as specialize()).
+  int32_t producerRegisters() const;
+  /// The consumers hold O of heads over 128 (registerSplit's wideHeads).
+  bool wideHeads() const { return g.dPad > 128; }
   /// The transposed V tile of K/V buffer `stage` of fp8 wgmma programs,
   /// past the ring (fp8WgmmaGeometry).
   SharedTile transposedValues(Value stage);

@@ -85,7 +85,7 @@ constexpr RegisterSplit registerSplit(int64_t consumerWarps, bool persistent,
   // time within 24.
   if (transposes && consumerWarps == 8 && !persistent)
     return wideHeads ? RegisterSplit{168, 24, 240}
-                     : RegisterSplit{168, 56, 224};
+                     : RegisterSplit{168, kFourRoundTransposeRegisters, 224};
   // A gathering producer addresses the 16 + 16 copies of a cache tile
   // (Q and the new tokens' tiles come by TMA): 56 registers (at 40 a head
   // of 128 spilled 250 bytes; before those TMA loads, addressing the new
@@ -404,7 +404,7 @@ bool WarpAttentionBuilder::specialize(const ProgramRows &rows,
     splitRoles(
         b, e, entry, warp, g.warps, [&] { producerPart(rows, walks); },
         [&] { consumerPart(consume); }, /*persistent=*/false, gather,
-        /*transposes=*/qgmma, /*wideHeads=*/g.dPad > 128);
+        /*transposes=*/qgmma, wideHeads());
     return true;
   }
   if (persistent->role == PersistentKernel::Role::Producer)
@@ -412,6 +412,12 @@ bool WarpAttentionBuilder::specialize(const ProgramRows &rows,
   else
     consumerPart(consume);
   return true;
+}
+
+int32_t WarpAttentionBuilder::producerRegisters() const {
+  return registerSplit(g.warps, persistent != nullptr, gather, qgmma,
+                       wideHeads())
+      .producer;
 }
 
 bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,

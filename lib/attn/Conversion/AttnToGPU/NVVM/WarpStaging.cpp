@@ -120,7 +120,9 @@ SharedTile WarpAttentionBuilder::tile(Value offset, int64_t rows, int64_t cols,
     t.mem = view(offset, rows, stride);
     break;
   case TileLayout::Swizzled:
-    t.mem = view(offset, cols / wgmma::kAtomCols * rows, wgmma::kAtomCols);
+    // The atoms of a row's stride: the head's, or those of its fp8 bytes
+    // (fp8WgmmaGeometry).
+    t.mem = view(offset, stride / wgmma::kAtomCols * rows, wgmma::kAtomCols);
     break;
   case TileLayout::CoreMatrices:
   case TileLayout::Swizzled32:
