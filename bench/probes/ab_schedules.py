@@ -1,9 +1,14 @@
-"""Interleaved A/B of pinned sm_90a flash schedules (dense bf16, S=8192,
-16K tokens): each schedule of a case timed in turn, `ROUNDS` times, in
-one process, so that clock drift between schedules averages out (single
+"""Interleaved A/B of pinned sm_90a flash schedules (dense, S=8192, 16K
+tokens): each schedule of a case timed in turn, `ROUNDS` times, in one
+process, so that clock drift between schedules averages out (single
 `bench_gpu.py variants` samples of one schedule moved by up to 7% with
-their place in the run), SDPA cuDNN timed in the same rounds. Prints
-TFLOP/s per round and the median.
+their place in the run), SDPA cuDNN (bf16) timed in the same rounds.
+Prints TFLOP/s per round and the median.
+
+    python bench/probes/ab_schedules.py        # bf16
+    python bench/probes/ab_schedules.py fp8    # e4m3 q, k and v (scales 1,
+                                               # p_scale 1/448), bf16 out
+
 ATTN_MLIR_DRY_RUN=1 only records the specializations.
 """
 import json
@@ -17,29 +22,40 @@ import bench_gpu as G  # noqa: E402
 from bench_gpu import ops, np  # noqa: E402
 
 ROUNDS = 5
-# (D, causal): schedules (block_q, block_n, pack, warps, tma, producer, pingpong)
+FP8 = "fp8" in sys.argv[1:]
+# (D, causal): schedules (block_q, block_n, pack, warps, tma, producer,
+# pingpong); None is the plan's.
 CASES = {
     (256, False): [(128, 80, 1, 8, 1, 4, 0), (128, 80, 1, 8, 1, 4, 1)],
     (256, True): [(128, 80, 1, 8, 1, 4, 0), (128, 80, 1, 8, 1, 4, 1)],
     (128, False): [(128, 128, 1, 8, 1, 4, 1), (128, 176, 1, 8, 1, 4, 1)],
 }
+FP8_CASES = {
+    (128, False): [None, (128, 128, 1, 8, 1, 4, 0)],
+    (128, True): [None, (128, 128, 1, 8, 1, 4, 0)],
+    (256, False): [None, (128, 128, 1, 8, 1, 4, 0)],
+}
+FP8_SCALES = dict(fp8_scales=(1.0, 1.0, 1.0, 1.0 / 448))
 S_ = 8192
-for (D, causal), schedules in CASES.items():
+for (D, causal), schedules in (FP8_CASES if FP8 else CASES).items():
     H, B = 2048 // D, 16384 // S_
     flops = 4 * B * H * S_ * S_ * D * (0.5 if causal else 1.0)
-    qv, kv, vv = (G.randn(B * S_, H, D) for _ in range(3))
+    qv, kv, vv = (G.randn(B * S_, H, D, dtype="fp8" if FP8 else "bf16")
+                  for _ in range(3))
     cu = G.ints(np.arange(B + 1) * S_)
     o = G.randn(B * S_, H, D)
+    extra = FP8_SCALES if FP8 else {}
     runs = {s: [] for s in schedules}
     if not G.DRY:   # SDPA cuDNN in the same rounds
         import torch
         from torch.nn.attention import SDPBackend, sdpa_kernel
-        q4, k4, v4 = (x.view(B, S_, H, D).transpose(1, 2) for x in (qv, kv, vv))
+        q4, k4, v4 = (x.to(torch.bfloat16).view(B, S_, H, D).transpose(1, 2)
+                      for x in (qv, kv, vv))
         runs["cudnn"] = []
     for _ in range(1 if G.DRY else ROUNDS):
         for s in schedules:
             fn = lambda: ops.flash(qv, kv, vv, cu, cu, o, scale=1 / math.sqrt(D),  # noqa: E731
-                                   causal=causal, schedule=s)
+                                   causal=causal, schedule=s, **extra)
             runs[s].append(round(flops / G.timed(fn) / 1e9, 1))
         if not G.DRY:
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
@@ -47,6 +63,6 @@ for (D, causal), schedules in CASES.items():
                     q4, k4, v4, is_causal=causal)
                 runs["cudnn"].append(round(flops / G.timed(fn) / 1e9, 1))
     for s, r in runs.items():
-        print(json.dumps(dict(D=D, causal=causal,
-                              schedule=s if s == "cudnn" else list(s), rounds=r,
+        name = "plan" if s is None else s if s == "cudnn" else list(s)
+        print(json.dumps(dict(D=D, causal=causal, schedule=name, rounds=r,
                               median=statistics.median(r))), flush=True)
