@@ -304,14 +304,20 @@ def _lower(tmp, chip, options, out_name):
     """Runs the chip's attn-opt pipeline on tmp/kernel.mlir."""
     pipeline = ("attn-lower-to-rocdl-pipeline" if is_amd(chip)
                 else "attn-lower-to-nvvm-pipeline")
+    llvm_flags = []
     if not is_amd(chip):
         options += f" f32-precision={f32_precision()}"
+        # LLVM's SLP vectorizer took 15-30% of attn-opt's NVVM time and
+        # changes no PTX of any sweep kernel (sm_80, sm_89, sm_90a); on
+        # AMDGPU it forms packed math, so ROCDL keeps it
+        # (bench/results/2026-11-28-cpu-compile-latency-slp.md).
+        llvm_flags.append("-vectorize-slp=false")
     # (The parser verifies the input and lit runs every pass verified;
     # verifying after each pass here cost 11-18% of attn-opt's sm_90a time,
     # bench/results/2026-11-27-cpu-compile-verify-once.txt.)
     cmd = [attn_opt(), str(tmp / "kernel.mlir"),
            f"--{pipeline}=chip={chip} {options}", "--verify-each=false",
-           "-o", str(tmp / out_name)]
+           *llvm_flags, "-o", str(tmp / out_name)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise CompileError(f"attn-opt failed ({' '.join(cmd)}):\n"
