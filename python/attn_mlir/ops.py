@@ -22,8 +22,14 @@ ATTN_MLIR_VALIDATE=1, reading them synchronizes), softcap > 0, dropout p in
 exactly where their tensor is fp8, and outputs (writable, no element
 addressed twice, no memory shared with another operand: the kernels do not
 run in place). Scales that put fp8 values out of range raise
-Fp8RangeWarning (once per kind). Run-time contents (offsets, block tables)
-are `attn_mlir.vllm`'s to check.
+Fp8RangeWarning (once per kind). Sizes that name the same quantity must
+agree (tokens of q and out, blocks of the two caches, rows of per-sequence
+arrays), and index arrays must address only what the kernels may read:
+offsets within their tensors, block-table entries of used blocks within
+the cache, sparse layouts well formed (`_preconditions`; host arrays
+always, CUDA ones under ATTN_MLIR_VALIDATE). `attn_mlir.vllm` checks the
+rest of its entry points' contracts, such as a sequence's keys covering
+its queries.
 """
 
 import ctypes
@@ -36,7 +42,7 @@ import warnings
 
 import numpy as np
 
-from . import _abi, _replay
+from . import _abi, _preconditions, _replay
 from ._abi import (FP8, View, checking_metadata, descriptor, device_of,
                    extent, host_values, is_torch, memref_type, reads_values,
                    view)
@@ -185,6 +191,15 @@ class _Call:
         if v is not None and v.dtype != "i32":
             raise ValueError(f"{kw}: expected int32, got {v.dtype}")
         return v
+
+    def varlen_qkv(self, q, k, v, cu_seqlens_q, cu_seqlens_k):
+        """The [tokens, heads, head_dim] q, k, v of flash and blocksparse
+        and their sequences' offsets: the five Views, in that order."""
+        qv = self.mem("q", q, (1, 2))
+        check_head_dim(qv)
+        return (qv, self.mem("k", k, (1, 2)), self.mem("v", v, (1, 2)),
+                self.ints("cu_seqlens_q", cu_seqlens_q),
+                self.ints("cu_seqlens_k", cu_seqlens_k))
 
     def descale(self, kw, x, kv_heads):
         """A unified descale: one value (as scale()), or one per sequence and
@@ -433,18 +448,19 @@ def _prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
                     out_scale=None, sliding_window=None, skip_decode=False,
                     schedule=None):
     c = _Call("prefix_prefill")
-    check_head_dim(c.mem("q", q, (1, 2)))
-    c.mem("k", k, (1, 2))
-    c.mem("v", v, (1, 2))
+    qv = c.mem("q", q, (1, 2))
+    check_head_dim(qv)
+    kv_ = c.mem("k", k, (1, 2))
+    vv = c.mem("v", v, (1, 2))
     kc = c.mem("k_cache", k_cache, (1, 2, 3, 4))
     vc = c.mem("v_cache", v_cache, (1, 2, 3))
     if vc is not None and vc.ndim == 4:
         check_int(vc.shape[3], vc.name, "block_size", "page size ")
     if kc is not None and kc.ndim == 5:
         check_int(kc.shape[4], kc.name, "block_size", "key split x = ")
-    c.ints("block_table", block_table)
-    c.ints("query_start", query_start)
-    c.ints("seq_lens", seq_lens)
+    table = c.ints("block_table", block_table)
+    qs = c.ints("query_start", query_start)
+    lens = c.ints("seq_lens", seq_lens)
     scale = check_scale(scale, "scale", allow_zero=True)
     c.scalar("scale", scale)
     _fp8_scale(kc, k_scale, "k_scale")
@@ -465,6 +481,7 @@ def _prefix_prefill(q, k, v, k_cache, v_cache, block_table, query_start,
     c.attr("alibi_form", _alibi_form(alibi_form))
     c.attr("schedule", _schedule_attr(schedule))
     c.check_aliasing()
+    _preconditions.prefix_prefill(qv, kv_, vv, ov, kc, vc, table, qs, lens)
     c.run()
 
 
@@ -486,9 +503,9 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     vc = c.mem("v_cache", v_cache, (1, 2, 3))
     if kc is not None and kc.ndim == 4:
         check_int(kc.shape[1], kc.name, "block_size", "page size ")
-    c.ints("block_table", block_table)
+    table = c.ints("block_table", block_table)
     cq = c.ints("cu_seqlens_q", cu_seqlens_q)
-    c.ints("seqused_k", seqused_k)
+    used = c.ints("seqused_k", seqused_k)
     scale = check_scale(scale, "scale", allow_zero=True)
     c.scalar("scale", scale)
     c.scalar("softcap", _softcap(softcap))
@@ -575,6 +592,17 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
            vc.dtype == qv.dtype and qv.shape[-1] in (64, 128))
     c.attr("schedule", _schedule_attr(schedule))
     c.check_aliasing()
+    operands = {ssa[1:]: value for ssa, _, kind, value in c.params
+                if kind == "mem"}
+    _preconditions.unified(
+        qv, ov, kc, vc, table, cq, used,
+        [operands.get(kw) for kw in ("q_descale", "k_descale", "v_descale",
+                                     "causal_flags", "mm_prefix_range",
+                                     "rswa_prefix_lens")
+         if operands.get(kw) is not None and
+         (kw not in ("q_descale", "k_descale", "v_descale") or
+          operands[kw].ndim == 2)],
+        [operands.get("segment_max"), operands.get("segment_sum")])
     c.run()
 
 
@@ -666,15 +694,11 @@ def _flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
            bias=None, dropout=None, fp8_scales=None, out_scale=None,
            lse=None, schedule=None):
     c = _Call("flash")
-    qv = c.mem("q", q, (1, 2))
-    check_head_dim(qv)
-    kv_ = c.mem("k", k, (1, 2))
-    vv = c.mem("v", v, (1, 2))
-    cq = c.ints("cu_seqlens_q", cu_seqlens_q)
-    c.ints("cu_seqlens_k", cu_seqlens_k)
+    qv, kv_, vv, cq, ck = c.varlen_qkv(q, k, v, cu_seqlens_q, cu_seqlens_k)
     scale = check_scale(scale, "scale", allow_zero=True)
     c.scalar("scale", scale)
-    c.mem("bias", bias, (0, 1) if bias is not None and bias.shape[0] == 1 else (1,))
+    bv = c.mem("bias", bias,
+               (0, 1) if bias is not None and bias.shape[0] == 1 else (1,))
     if dropout is not None:
         if not isinstance(dropout, (tuple, list)) or len(dropout) != 3:
             raise ValueError(f"dropout: expected (p, philox_seed, "
@@ -730,6 +754,7 @@ def _flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
            dropout is None and lse is None and quantize_to is None)
     c.attr("schedule", _schedule_attr(schedule))
     c.check_aliasing()
+    _preconditions.flash(qv, kv_, vv, cq, ck, ov, bv)
     c.run()
 
 
@@ -746,19 +771,18 @@ def _blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, *, scale,
     if q_block_size is not None:
         q_block_size = check_int(q_block_size, "q_block_size", "sparse_block")
     c = _Call("blocksparse")
-    check_head_dim(c.mem("q", q, (1, 2)))
-    c.mem("k", k, (1, 2))
-    c.mem("v", v, (1, 2))
-    c.ints("cu_seqlens_q", cu_seqlens_q)
-    c.ints("cu_seqlens_k", cu_seqlens_k)
-    c.ints("crow", crow, (0,))
-    c.ints("col", col, (0,))
+    qv, kv_, vv, cq, ck = c.varlen_qkv(q, k, v, cu_seqlens_q, cu_seqlens_k)
+    rows = c.ints("crow", crow, (0,))
+    cols = c.ints("col", col, (0,))
     c.scalar("scale", check_scale(scale, "scale", allow_zero=True))
-    c.mem("out", out, (1, 2), output=True)
+    ov = c.mem("out", out, (1, 2), output=True)
     c.attr("block_size", f"{block_size} : i64")
     c.attr("q_block_size", f"{q_block_size} : i64" if q_block_size else None)
     c.attr("schedule", _schedule_attr(schedule))
     c.check_aliasing()
+    if qv is not None:
+        _preconditions.blocksparse(qv, kv_, vv, cq, ck, rows, cols, ov,
+                                   qv.shape[1], q_block_size or block_size)
     c.run()
 
 
@@ -772,9 +796,9 @@ def _merge_states(partial, out, *, segment_max=None, segment_sum=None,
             "the max/sum form (16-bit partials need segment_lse)"
         raise ValueError(f"partial: expected {', '.join(allowed)} in {form}, "
                          f"got {pv.dtype}")
-    c.mem("segment_max", segment_max, (1,))
-    c.mem("segment_sum", segment_sum, (1,))
-    c.mem("segment_lse", segment_lse, (1,))
+    stats = [c.mem("segment_max", segment_max, (1,)),
+             c.mem("segment_sum", segment_sum, (1,)),
+             c.mem("segment_lse", segment_lse, (1,))]
     c.finite("sinks", sinks)
     os_ = c.scale("out_scale", out_scale)
     ov = c.mem("out", out, (1, 2), output=True)
@@ -782,6 +806,7 @@ def _merge_states(partial, out, *, segment_max=None, segment_sum=None,
     _out_scale(ov, out_scale)
     _out_scale_range(os_)
     c.check_aliasing()
+    _preconditions.merge_states(pv, ov, stats)
     c.run()
 
 

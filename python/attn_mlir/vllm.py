@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from . import _replay, ops
+from . import _preconditions, _replay, ops
 from ._abi import (FLOATS, FP8, NUMPY_DTYPES, checking_metadata, device_of,
                    host_values, is_torch, validating, view)
 from .ops import check_head_dim, check_int, check_real, check_scale
@@ -181,14 +181,7 @@ def _ints(x, name, length=None):
 
 
 def _offsets(x, name, batch, total):
-    vals = _ints(x, name, batch + 1)
-    if vals[0] < 0 or np.any(np.diff(vals) < 0):
-        raise ValueError(f"{name}: offsets must be non-negative and "
-                         f"non-decreasing, got {vals.tolist()[:16]}")
-    if vals[-1] > total:
-        raise ValueError(f"{name}: last offset {vals[-1]} exceeds the {total} "
-                         f"rows of the tensor it indexes")
-    return vals
+    return _preconditions.check_offsets(_ints(x, name, batch + 1), name, total)
 
 
 def _per_head(x, name, heads, device=None):
@@ -211,19 +204,8 @@ def _per_head(x, name, heads, device=None):
 
 def _block_table(x, name, keys_per_seq, block_size, num_blocks):
     table = _ints(x, name)
-    if table.ndim != 2 or table.shape[0] < len(keys_per_seq):
-        raise ValueError(f"{name}: expected [batch, max_blocks], got shape "
-                         f"{table.shape}")
-    for b, n in enumerate(keys_per_seq):
-        used = -(-int(n) // block_size)
-        if used > table.shape[1]:
-            raise ValueError(f"{name}: sequence {b} needs {used} blocks but the "
-                             f"table has {table.shape[1]} columns")
-        row = table[b, :used]
-        if row.size and (row.min() < 0 or row.max() >= num_blocks):
-            bad = row.max() if row.max() >= num_blocks else row.min()
-            raise ValueError(f"{name}: sequence {b} uses block {int(bad)}, "
-                             f"outside [0, {num_blocks})")
+    _preconditions.check_block_table(table, name, keys_per_seq, block_size,
+                                     num_blocks)
     return table
 
 
@@ -837,35 +819,11 @@ def _blocksparse_flash_attn_varlen_fwd(q, k, v, cu_seqlens_k, cu_seqlens_q,
         if max_seqlen and batch and k_lens.max() > max_seqlen:
             raise ValueError(f"max_seqlen: {max_seqlen} is below the longest "
                              f"sequence ({k_lens.max()})")
-        crow = _ints(sparse_layout[0], "sparse_layout[0] (crow)")
-        col = _ints(sparse_layout[1], "sparse_layout[1] (col)")
-        if crow.ndim != 2 or col.ndim != 2 or crow.shape[0] != col.shape[0] or \
-                crow.shape[0] not in (1, hq) or crow.shape[1] < 2:
-            raise ValueError(f"sparse_layout: shapes {crow.shape}/{col.shape} must "
-                             f"be [1|{hq}, rows+1] and [1|{hq}, nnz]")
-        if np.any(np.diff(crow, axis=1) < 0) or crow.min() < 0 or \
-                crow.max() > col.shape[1]:
-            raise ValueError("sparse_layout[0] (crow): row pointers must be "
-                             f"non-decreasing within [0, {col.shape[1]}]")
-        # Only entries inside a row's range are block ids: vLLM's
-        # dense_to_crow_col pads the columns of heads with fewer blocks with
-        # -1 past their last row, and the kernels never read the padding.
-        for h in range(crow.shape[0]):
-            for r in range(crow.shape[1] - 1):
-                ids = col[h, crow[h, r]:crow[h, r + 1]]
-                if ids.size and ids.min() < 0:
-                    raise ValueError(f"sparse_layout[1] (col): head {h} row {r} "
-                                     f"lists block id {int(ids.min())}; block "
-                                     f"ids must be >= 0")
-                if len(np.unique(ids)) != len(ids):
-                    raise ValueError(f"sparse_layout[1] (col): head {h} row {r} "
-                                     f"lists a block twice")
-        if batch and k_lens.max() > 0:
-            last_row = (int(k_lens.max()) - 1) // qbs
-            if last_row + 1 > crow.shape[1] - 1:
-                raise ValueError(f"sparse_layout[0] (crow): {crow.shape[1] - 1} rows "
-                                 f"cover {(crow.shape[1] - 1) * qbs} positions, "
-                                 f"sequences reach {int(k_lens.max())}")
+        names = ("sparse_layout[0] (crow)", "sparse_layout[1] (col)")
+        crow = _ints(sparse_layout[0], names[0])
+        col = _ints(sparse_layout[1], names[1])
+        _preconditions.check_csr(crow, col, hq,
+                                 int(k_lens.max()) if batch else 0, qbs, names)
     if dev is not None:
         ck = _device_ints(cu_seqlens_k, "cu_seqlens_k", dev, 1)
         batch = ck.shape[0] - 1
