@@ -9,8 +9,9 @@ counts of the instructions that show which pipeline it runs (cuobjdump
 
 HGMMA / QGMMA: 16-bit / fp8 warpgroup MMAs; HMMA: mma.sync; UTMALDG: TMA
 tile loads; UBLKCP: bulk copies; LDGSTS: cp.async; SYNCS: mbarrier
-operations; USETMAXREG: register reallocation; LDL / STL: local memory
-(spills). Needs cuobjdump (the device machine has it).
+operations; LDSM / STSM: ldmatrix / stmatrix; USETMAXREG: register
+reallocation; LDL / STL: local memory (spills). Needs cuobjdump (the
+device machine has it).
 """
 import json
 import os
@@ -24,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 from attn_mlir import _gpu  # noqa: E402
 
 OPCODES = ["HGMMA", "QGMMA", "HMMA", "UTMALDG", "UBLKCP", "LDGSTS", "SYNCS",
-           "USETMAXREG", "LDL", "STL"]
+           "LDSM", "STSM", "USETMAXREG", "LDL", "STL"]
 
 
 def cuobjdump():

@@ -19,12 +19,13 @@
 // CHECK: nvgpu.mbarrier.init %{{.*}}[%c8{{.*}}], %c1
 // CHECK: nvgpu.mbarrier.init %{{.*}}[%c10], %c1
 // CHECK: nvgpu.mbarrier.init %{{.*}}[%c11], %c1
-// The producer keeps 56 registers: its leader loads raw V one tile ahead
+// The producer keeps 24 registers: its leader loads raw V one tile ahead
 // (16 KB tiles of fp8) and K; all its threads wait for the raw tile and
-// the consumers' release of V^T, transpose in rounds of four (4 x 4 bytes
-// by 32-bit shared loads, byte permutes and stores), fence the writes for
+// the consumers' release of V^T, transpose it (a warp's 32 keys in eight
+// rounds of 16 dims: ldmatrix.x4, four byte permutes with per-lane
+// selectors, stmatrix.x4.trans at V^T rows 16 apart), fence the writes for
 // the async proxy, meet on their own barrier, and one arrives on full V.
-// CHECK: nvvm.setmaxregister  decrease 56
+// CHECK: nvvm.setmaxregister  decrease 24
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c16384
 // CHECK: nvgpu.tma.async.load {{.*}} : <tensor = memref<128x1x128xf8E4M3FN
 // CHECK: scf.for
@@ -37,18 +38,20 @@
 // CHECK: nvgpu.tma.async.load {{.*}} : <tensor = memref<32x4x128xf8E4M3FN
 // CHECK: nvgpu.mbarrier.try_wait.parity
 // CHECK: nvgpu.mbarrier.try_wait.parity
-// CHECK: scf.for %{{.*}} step %c4
-// CHECK-COUNT-16: "ld.shared.b32 $0, [$1+{{0|128|1024|1152}}];"
-// CHECK-COUNT-8: "prmt.b32
-// CHECK-COUNT-4: "st.shared.b32 [$0+{{0|128|256|384}}], $1;"
-// CHECK: "fence.proxy.async.shared::cta;"
+// CHECK-NOT: ld.shared.b32
+// CHECK: "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];"
+// CHECK-COUNT-4: "prmt.b32 $0, $1, $2, $3;"
+// CHECK: "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [$0+0], {$1, $2, $3, $4};"
+// CHECK: "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [$0+2048], {$1, $2, $3, $4};"
+// CHECK: "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [$0+14336], {$1, $2, $3, $4};"
+// CHECK-NEXT: "fence.proxy.async.shared::cta;"
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
 // CHECK: nvgpu.mbarrier.arrive
 // The consumers: QK on fp8 wgmma (4 k steps of 32 over D = 128, Q and K
 // from shared memory), PV with P from registers (4 key steps of 32) and
 // V^T from shared memory; P quantized with saturating conversions, its
 // second value in the low byte.
-// CHECK: nvvm.setmaxregister  increase 224
+// CHECK: nvvm.setmaxregister  increase 240
 // CHECK: nvgpu.mbarrier.try_wait.parity %{{.*}}[%c8
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}, $64, $65, p, 1, 1;
 // CHECK-COUNT-3: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}, $128, $129, p, 1, 1;
@@ -72,7 +75,7 @@ func.func @fp8(%q: memref<?x8x128xf8E4M3FN>, %k: memref<?x2x128xf8E4M3FN>, %v: m
 // e5m2: QK and PV on e5m2 wgmma, P quantized to e5m2; the consumers take
 // log2 |p_scale| once (P / |p_scale| is exp2(s - max - log2 |p_scale|)).
 // CHECK-LABEL: func.func @e5m2
-// CHECK: nvvm.setmaxregister  increase 224
+// CHECK: nvvm.setmaxregister  increase 240
 // CHECK: llvm.nvvm.lg2.approx.f
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2
 // CHECK: cvt.rn.satfinite.e5m2x2.f32
@@ -101,8 +104,9 @@ func.func @dropout(%q: memref<?x4x128xf8E4M3FN>, %k: memref<?x4x128xf8E4M3FN>, %
 // two k steps of 32 over the first half of each 128-byte row, and V^T
 // ([64, 128 keys]) lies past the K/V ring (24576 + 2 * 32768 bytes of
 // tiles, 2 * 8192 of V^T, 1024 of alignment slack), where the producer
-// transposes the raw tile's first 16 words of each row: four rounds a
-// warp, one at a time; PV is m64n64k32.
+// transposes the raw tile's first 16 words of each row by 32-bit loads,
+// permutes and stores: four rounds a warp, one at a time (ldmatrix and
+// stmatrix ran slower beside three consumer warpgroups); PV is m64n64k32.
 // CHECK-LABEL: func.func @d64
 // CHECK: nvgpu.tma.create.descriptor {{.*}} box[%c128{{.*}}, %c1{{.*}}, %c128{{.*}}] {{.*}} -> <tensor = memref<128x1x128xf8E4M3FN
 // CHECK: nvgpu.tma.create.descriptor {{.*}} box[%c128{{.*}}, %c1{{.*}}, %c128{{.*}}] {{.*}} -> <tensor = memref<128x1x128xf8E4M3FN
@@ -129,16 +133,17 @@ func.func @d64(%q: memref<?x8x64xf8E4M3FN>, %k: memref<?x2x64xf8E4M3FN>, %v: mem
 // Heads of 256: rows of two atoms (two boxes of 128 fp8 a tile, 32 KB),
 // 230400 bytes of shared memory (Q 32 KB, two stages of K and raw V at
 // 32 KB each, two V^T of 32 KB, 1 KB of slack); the producer at 24
-// registers transposes one round at a time, word W of a raw row in atom
-// W / 32 (16384 bytes on: the atom's 128 rows), the consumers at 240; QK
-// is eight k steps of 32 over the two atoms, PV m64n256k32.
+// registers transposes a raw row's two atoms (16384 bytes apart: the
+// atom's 128 rows) in a loop of two iterations of eight unrolled rounds
+// (all sixteen spilled), the consumers at 240; QK is eight k steps of 32
+// over the two atoms, PV m64n256k32.
 // CHECK-LABEL: func.func @d256
 // CHECK: gpu.launch_func {{.*}} threads in (%c384{{.*}} dynamic_shared_memory_size %c230400_i32
 // CHECK: nvvm.setmaxregister  decrease 24
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c32768
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1
-// CHECK: arith.shli %{{.*}}, %c14_i32
-// CHECK-COUNT-4: "ld.shared.b32 $0, [$1+{{0|128|1024|1152}}];"
+// CHECK: arith.muli %{{.*}}, %c16384_i32
+// CHECK-COUNT-8: "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];"
 // CHECK: nvvm.setmaxregister  increase 240
 // CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // CHECK: wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3

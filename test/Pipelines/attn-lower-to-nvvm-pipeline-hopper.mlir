@@ -85,25 +85,25 @@
 // CHECK-NOT: ld.local
 // CHECK-NOT: st.local
 
-// fp8 q, k and v (heads of 128) on fp8 wgmma: the producer keeps 56
-// registers, loads by TMA and transposes V (32-bit shared loads, byte
-// permutes, stores), fences for the async proxy and meets on its own named
-// barrier (4, 128 threads); the consumers (224) run QK and PV on
-// m64n128k32 e4m3 and quantize P with saturating conversions.
+// fp8 q, k and v (heads of 128) on fp8 wgmma: the producer keeps 24
+// registers, loads by TMA and transposes V (ldmatrix, byte permutes by
+// per-lane selectors, stmatrix.trans), fences for the async proxy and
+// meets on its own named barrier (4, 128 threads); the consumers (240) run
+// QK and PV on m64n128k32 e4m3 and quantize P with saturating conversions.
 // CHECK: .visible .entry flash_fp8(
 // CHECK-NEXT: .param .align 64 .b8 flash_fp8_param_0[128],
 // CHECK-NEXT: .param .align 64 .b8 flash_fp8_param_1[128],
 // CHECK-NEXT: .param .align 64 .b8 flash_fp8_param_2[128],
 // CHECK: .maxntid 384, 1, 1
 // CHECK: .maxnreg 168
-// CHECK: setmaxnreg.dec.sync.aligned.u32 56;
+// CHECK: setmaxnreg.dec.sync.aligned.u32 24;
 // CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
-// CHECK: ld.shared.b32
-// CHECK: prmt.b32
-// CHECK: st.shared.b32
+// CHECK: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// CHECK: prmt.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}};
+// CHECK: stmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // CHECK: fence.proxy.async.shared::cta;
 // CHECK: bar.sync {{.*}}, 128;
-// CHECK: setmaxnreg.inc.sync.aligned.u32 224;
+// CHECK: setmaxnreg.inc.sync.aligned.u32 240;
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // CHECK: cvt.rn.satfinite.e4m3x2.f32
 // CHECK-NOT: ld.local
@@ -126,14 +126,14 @@
 // CHECK-NOT: st.local
 
 // fp8 heads of 256 on fp8 wgmma: 128 x 128 tiles sized in fp8 bytes, the
-// producer at 24 registers (transposing one round at a time, its two raw
-// V atoms bn rows apart), the consumers at 240 for O, S and P; QK on
-// m64n128k32 over two atoms of 128 fp8, PV on m64n256k32.
+// producer at 24 registers (transposing by ldmatrix/stmatrix, an atom of
+// its raw V rows a loop iteration), the consumers at 240 for O, S and P;
+// QK on m64n128k32 over two atoms of 128 fp8, PV on m64n256k32.
 // CHECK: .visible .entry flash_fp8_d256(
 // CHECK: .maxntid 384, 1, 1
 // CHECK: .maxnreg 168
 // CHECK: setmaxnreg.dec.sync.aligned.u32 24;
-// CHECK: prmt.b32
+// CHECK: stmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // CHECK: setmaxnreg.inc.sync.aligned.u32 240;
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // CHECK: wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3
@@ -141,12 +141,14 @@
 // CHECK-NOT: st.local
 
 // fp8 heads of 64 on three consumer warpgroups (192 rows, 160 registers
-// each) in a three-way pingpong (turn barriers 1-3), the producer at 24.
+// each) in a three-way pingpong (turn barriers 1-3), the producer at 24
+// (transposing by 32-bit words: ldmatrix/stmatrix ran slower here).
 // CHECK: .visible .entry flash_fp8_d64(
 // CHECK: .maxntid 512, 1, 1
 // CHECK: .maxnreg 128
 // CHECK: setmaxnreg.dec.sync.aligned.u32 24;
-// CHECK: prmt.b32
+// CHECK-NOT: stmatrix
+// CHECK: st.shared.b32
 // CHECK: setmaxnreg.inc.sync.aligned.u32 160;
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // CHECK: wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3

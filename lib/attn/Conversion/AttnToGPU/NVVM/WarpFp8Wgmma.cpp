@@ -10,14 +10,17 @@
 //   they are; q_scale * k_scale scales the dot products.
 // * fp8 wgmma reads B only K-major, and V [keys, D] is N-major for PV: the
 //   producer warpgroup loads each raw V tile by TMA one tile ahead and
-//   transposes it into V^T ([D, keys], 128-byte swizzled), 4 x 4 bytes
-//   per thread and step with byte permutes.
+//   transposes it into V^T ([D, keys], 128-byte swizzled): ldmatrix, two
+//   byte permutes per register, stmatrix.trans (heads of 128 and 256), or
+//   32-bit loads, permutes and stores (heads of 64; transposeValues).
 // * P's A registers need 4 adjacent keys of a row per register, where the
 //   S accumulator holds pairs: keys 2t, 2t + 1 and 2t + 8, 2t + 9 of each
 //   16 (t the lane's quad column). Instead of trading values between lanes,
-//   V^T stores its keys in that order (byte position 16h + 4t + i of a
-//   32-key step holds key 16h + 2t + {0, 1, 8, 9}[i]), so that each
-//   register packs the lane's own four values (packP8).
+//   V^T stores its keys in an order that puts exactly those four keys in
+//   each 4-byte word (byte 16h + 2r + e of a 32-key step holds key 16h + r
+//   + 8e as the matrices transpose, 16h + 2t + {0, 1, 8, 9}[i] at byte
+//   16h + 4t + i as the words do), so that each register packs the lane's
+//   own four values (packP8).
 // * P is scaled by 1 / |p_scale| in the exponent, quantized with
 //   cvt.rn.satfinite (round to nearest even, saturating, as the seed's
 //   P / p_scale rounding), and |p_scale| * v_scale multiplies the output
@@ -37,7 +40,8 @@ using namespace mlir::attn;
 namespace mlir::attn::warp {
 
 namespace {
-/// The keys of a 4-byte word of V^T, relative to 16h + 2t (see above).
+/// The keys of a 4-byte word of V^T written by words (heads of 64),
+/// relative to 16h + 2t (see transposeValuesByWords).
 constexpr int64_t kWordKeys[4] = {0, 1, 8, 9};
 
 /// prmt.b32: the bytes of (hi:lo) that `selector`'s nibbles pick.
@@ -48,6 +52,15 @@ Value permuteBytes(ImplicitLocOpBuilder &b, Value lo, Value hi,
   return inlinePtx(b, b.getI32Type(), ValueRange{lo, hi}, text, "=r,r,r",
                    /*sideEffects=*/false);
 }
+
+/// The same with the selector in a register (lanes differ).
+Value permuteBytesBy(ImplicitLocOpBuilder &b, Value lo, Value hi,
+                     Value selector) {
+  return inlinePtx(b, b.getI32Type(), ValueRange{lo, hi, selector},
+                   "prmt.b32 $0, $1, $2, $3;", "=r,r,r,r",
+                   /*sideEffects=*/false);
+}
+
 } // namespace
 
 SharedTile WarpAttentionBuilder::transposedValues(Value stage) {
@@ -64,8 +77,133 @@ SharedTile WarpAttentionBuilder::transposedValues(Value stage) {
   return t;
 }
 
+void WarpAttentionBuilder::transposeValuesByMatrices(const SharedTile &raw,
+                                                     const SharedTile &vt) {
+  // Producer warp w transposes keys [32w, 32w + 32) of the tile, 16 dims
+  // (one 16-byte chunk c of the raw rows) a round:
+  // * ldmatrix.x4: matrix m is keys 32w + 8m .. + 7 at chunk c, its row
+  //   (key 32w + lane) addressed by lane 8m + i; lane (r, q) = (lane / 4,
+  //   lane % 4) receives dims 16c + 4q .. + 3 of keys 32w + 8m + r in R_m.
+  // * Two byte permutes a key half b give the b16 pairs that
+  //   stmatrix.x4.trans writes: matrix (a, b) (a: dims 4q + 2a, 4q + 2a +
+  //   1) holds, at V^T row d and 2-byte column r of chunk 2w + b, keys
+  //   (16b + r, 16b + 8 + r) of the step: byte 16b + 2r + e of a 32-key
+  //   step is key 16b + r + 8e (packP8 packs P in that order).
+  // The rows' 128-byte swizzle (chunk ^ row % 8) makes each ldmatrix
+  // matrix conflict-free (8 keys, 8 chunks), and each stmatrix one (see
+  // below). Per 512 bytes a warp issues one ldmatrix, four permutes and
+  // one stmatrix (against 4 + 8 + 4 of 32-bit loads, permutes and stores
+  // by words). Shared addresses are 32-bit with the round's offset as an
+  // immediate (the upstream ops take 64-bit pointers: more registers than
+  // the producer's 24 beside heads of 256).
+  assert(g.bn == 4 * 32 && kProducerWarps == 4 &&
+         (g.dPad == 128 || g.dPad == 256) &&
+         "four warps of 32 keys; V^T rows of one 128-byte atom");
+  Type i32 = b.getI32Type();
+  auto c32 = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, i32, v).getResult();
+  };
+  auto add = [&](Value a, Value c) {
+    return arith::AddIOp::create(b, a, c).getResult();
+  };
+  auto andC = [&](Value a, int64_t c) {
+    return arith::AndIOp::create(b, a, c32(c)).getResult();
+  };
+  auto shl = [&](Value a, int64_t c) {
+    return arith::ShLIOp::create(b, a, c32(c)).getResult();
+  };
+  auto shr = [&](Value a, int64_t c) {
+    return arith::ShRUIOp::create(b, a, c32(c)).getResult();
+  };
+  auto xorI = [&](Value a, Value c) {
+    return arith::XOrIOp::create(b, a, c).getResult();
+  };
+  Value ptid = andC(arith::IndexCastUIOp::create(b, i32, tid),
+                    kProducerWarps * kLanes - 1);
+  Value step = shr(ptid, 5), lane = andC(ptid, kLanes - 1);
+  auto to32 = [&](Value v) {
+    return arith::IndexCastUIOp::create(b, i32, v).getResult();
+  };
+  // ldmatrix: key 32 step + lane at byte 128 key, its chunk c at
+  // (c ^ key % 8) * 16; tiles are 1024-byte aligned, so the lane's chunk
+  // bits (4-6) take c by an XOR.
+  Value loadAt =
+      add(to32(tileAddress(raw, 0)),
+          add(shl(add(shl(step, 5), lane), 7), shl(andC(lane, 7), 4)));
+  // stmatrix: lane 8M + j, M = a + 2b, addresses row j of matrix M: V^T
+  // row d = 4 (j / 2) + 2a + j % 2 (+ 16c), chunk 2 step + b, swizzled by
+  // d % 8.
+  // Lanes q >= 2 swap their a = 0 and a = 1 registers (the byte permutes'
+  // selectors are per lane), so that matrix (a', b) holds dims 4q + 2 (a'
+  // ^ q / 2) + e: eight dims with distinct d % 8, so eight distinct
+  // swizzled chunks, and no bank conflict (dims 4q + 2a + e would span 16
+  // with two of each d % 8: two wavefronts a matrix).
+  Value j = andC(lane, 7), m = shr(lane, 3);
+  Value d = add(add(shl(shr(j, 1), 2), shl(xorI(andC(m, 1), shr(j, 2)), 1)),
+                andC(j, 1));
+  Value chunk = add(shl(step, 1), shr(m, 1));
+  Value swapped = shr(andC(lane, 3), 1);
+  Value selectLow =
+      add(c32(0x5140), arith::MulIOp::create(b, swapped, c32(0x2222)));
+  Value selectHigh = xorI(selectLow, c32(0x5140 ^ 0x7362));
+  Value storeAt = add(to32(tileAddress(vt, 0)),
+                      add(shl(d, 7), shl(xorI(chunk, andC(d, 7)), 4)));
+  Type quad = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                               SmallVector<Type>(4, i32));
+  // One round: chunk c of the raw rows (of the atom at `load`) to V^T rows
+  // 16c .. 16c + 15 (of the atom at `store`).
+  auto round = [&](Value load, Value store, int64_t c) {
+    Value loaded = inlinePtx(
+        b, quad, ValueRange{c ? xorI(load, c32(c << 4)) : load},
+        "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];",
+        "=r,=r,=r,=r,r");
+    Value r[4];
+    for (int64_t i = 0; i < 4; ++i)
+      r[i] = LLVM::ExtractValueOp::create(b, loaded, i);
+    // Register (a, b): bytes (R_2b[2a], R_2b+1[2a], R_2b[2a+1],
+    // R_2b+1[2a+1]): selector 0x5140 for a = 0, 0x7362 for a = 1.
+    Value pairs[4] = {permuteBytesBy(b, r[0], r[1], selectLow),
+                      permuteBytesBy(b, r[0], r[1], selectHigh),
+                      permuteBytesBy(b, r[2], r[3], selectLow),
+                      permuteBytesBy(b, r[2], r[3], selectHigh)};
+    inlinePtx(b, Type(),
+              ValueRange{store, pairs[0], pairs[1], pairs[2], pairs[3]},
+              "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [$0+" +
+                  std::to_string(16 * c * wgmma::kAtomRowBytes) +
+                  "], {$1, $2, $3, $4};",
+              "r,r,r,r,r");
+  };
+  // Heads of 128: the eight rounds unrolled. Heads of 256: raw rows of two
+  // atoms (bn rows apart), one loop iteration each, so that ptxas keeps the
+  // rounds of one atom in flight within the producer's 24 registers (all
+  // sixteen spilled).
+  int64_t atoms = g.dPad / wgmma::kAtomRowBytes;
+  if (atoms == 1) {
+    for (int64_t c = 0; c < g.dPad / 16; ++c)
+      round(loadAt, storeAt, c);
+    return;
+  }
+  e.forLoop(0, atoms, [&](Value atom) {
+    Value a = arith::IndexCastUIOp::create(b, i32, atom);
+    auto times = [&](int64_t bytes) {
+      return arith::MulIOp::create(b, a, c32(bytes)).getResult();
+    };
+    Value load = add(loadAt, times(g.bn * wgmma::kAtomRowBytes));
+    Value store = add(storeAt, times(128 * wgmma::kAtomRowBytes));
+    for (int64_t c = 0; c < 8; ++c)
+      round(load, store, c);
+  });
+}
+
 void WarpAttentionBuilder::transposeValues(const SharedTile &raw,
                                            const SharedTile &vt) {
+  if (transposesByMatrices())
+    return transposeValuesByMatrices(raw, vt);
+  transposeValuesByWords(raw, vt);
+}
+
+void WarpAttentionBuilder::transposeValuesByWords(const SharedTile &raw,
+                                                  const SharedTile &vt) {
   // The tiles as rows of 32 words (128 bytes), chunk c of row r at chunk
   // c ^ (r % 8). Lane (x, t) = (lane / 4, lane % 4) of a producer warp
   // writes V^T word 4x + t of a row (keys 16x + 2t + {0, 1, 8, 9}): the 8
@@ -75,13 +213,10 @@ void WarpAttentionBuilder::transposeValues(const SharedTile &raw,
   // rows differ in key % 8 or in W / 4, so their reads hit 32 banks too.
   // 32-bit shared addresses throughout (index arithmetic is 64-bit, twice
   // the instructions of the producer's critical path), the swizzles as
-  // XORs of byte offsets with per-lane constants. (Heads of 64: the raw
-  // rows' first 16 words, W = (4 warp + i + x) % 16; W and W ^ 8 of the
-  // lanes' 8 consecutive W still cover 32 banks.) Heads of 256 have raw
-  // rows of two atoms, bn rows apart: word W lies in atom W / 32, at word
-  // W % 32 of its row there (banks as for 128).
-  assert(g.bn == 128 && (g.dPad == 64 || g.dPad == 128 || g.dPad == 256) &&
-         "V^T rows of one 128-byte atom");
+  // XORs of byte offsets with per-lane constants. Heads of 64 (the only
+  // ones this serves): the raw rows' first 16 words, W = (4 warp + i + x)
+  // % 16; W and W ^ 8 of the lanes' 8 consecutive W still cover 32 banks.
+  assert(g.bn == 128 && g.dPad == 64 && "V^T rows of one 128-byte atom");
   Type i32 = b.getI32Type();
   auto c32 = [&](int64_t v) {
     return arith::ConstantIntOp::create(b, i32, v).getResult();
@@ -123,24 +258,18 @@ void WarpAttentionBuilder::transposeValues(const SharedTile &raw,
   // V^T word 4x + t of row d: byte 16 (x ^ d % 8) + 4t of the row, that is
   // (16x + 4t) ^ 16 (d % 8).
   Value laneWord = orI(shl(x, 4), shl(t, 2));
-  // Four rounds' loads at a time ahead of their permutes and stores, where
-  // the producer has the registers for them (not beside heads of 256 or
-  // three consumer warpgroups: registerSplit gives it 24 there).
-  int64_t rounds = words / kProducerWarps,
-          batch = producerRegisters() >= kFourRoundTransposeRegisters ? 4 : 1;
+  // One round at a time (the producer has 24 registers beside three
+  // consumer warpgroups).
+  int64_t rounds = words / kProducerWarps;
   Value first =
       e.mul(e.divU(e.remU(tid, e.idx(kProducerWarps * kLanes)), e.idx(kLanes)),
             e.idx(rounds));
-  e.forLoop(first, e.add(first, e.idx(rounds)), e.idx(batch), [&](Value i0) {
+  e.forLoop(first, e.add(first, e.idx(rounds)), [&](Value i0) {
     SmallVector<std::pair<Value, SmallVector<Value>>> loaded;
-    for (int64_t k = 0; k < batch; ++k) {
-      Value w = andI(add(add(to32(i0), c32(k)), x), words - 1);
+    {
+      Value w = andI(add(to32(i0), x), words - 1);
       // (The swizzle XORs bits 4-6 of the byte in the row's atom.)
       Value wordBytes = shl(andI(w, 31), 2);
-      if (words > 32)
-        wordBytes =
-            orI(wordBytes,
-                shl(shr(w, 5), llvm::Log2_64(g.bn * wgmma::kAtomRowBytes)));
       Value cols[2] = {xorI(wordBytes, rowSwizzle),
                        xorI(wordBytes, xorC(rowSwizzle, 16))};
       Value at[2] = {add(row0, cols[0]), add(row0, cols[1])};
@@ -228,7 +357,9 @@ SmallVector<Value> WarpAttentionBuilder::packP8(ArrayRef<Value> p) {
   // Key step kk (S tiles 4kk .. 4kk + 3, accumulator order: element i of
   // tile j at 4j + i, rows quadRow + 8 (i / 2)): register 0 is row quadRow
   // of tiles 4kk and 4kk + 1, register 1 row quadRow + 8 of those, 2 and 3
-  // the same of tiles 4kk + 2 and 4kk + 3 (the key order of V^T).
+  // the same of tiles 4kk + 2 and 4kk + 3, each in V^T's key order: keys
+  // 2t, 2t + 8, 2t + 1, 2t + 9 of the 16 (transposeValuesByMatrices), or
+  // 2t, 2t + 1, 2t + 8, 2t + 9 (transposeValuesByWords).
   // cvt packs its second operand into the low byte.
   auto cvt4 = [&](Value x0, Value x1, Value x2, Value x3) {
     std::string type = isa<Float8E4M3FNType>(vType) ? "e4m3x2" : "e5m2x2";
@@ -243,8 +374,11 @@ SmallVector<Value> WarpAttentionBuilder::packP8(ArrayRef<Value> p) {
     auto at = [&](size_t tile, int64_t i) { return p[4 * tile + i]; };
     for (size_t pair : {j, j + 2})
       for (int64_t h : {0, 2})
-        regs.push_back(cvt4(at(pair, h), at(pair, h + 1), at(pair + 1, h),
-                            at(pair + 1, h + 1)));
+        regs.push_back(transposesByMatrices()
+                           ? cvt4(at(pair, h), at(pair + 1, h), at(pair, h + 1),
+                                  at(pair + 1, h + 1))
+                           : cvt4(at(pair, h), at(pair, h + 1), at(pair + 1, h),
+                                  at(pair + 1, h + 1)));
   }
   return regs;
 }

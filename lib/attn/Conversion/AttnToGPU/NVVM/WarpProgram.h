@@ -89,11 +89,6 @@ constexpr int64_t kAlignSlack = wgmma::kGroupBytes;
 /// Bytes past each raw K row of decode-shaped fp8 programs (rawBuffers).
 constexpr int64_t kRawKeyPad = 16;
 
-/// The registers of a producer warpgroup that transposes V (fp8 wgmma) with
-/// four rounds of loads in flight; with fewer it transposes one round at a
-/// time (registerSplit, WarpAttentionBuilder::transposeValues).
-constexpr int32_t kFourRoundTransposeRegisters = 56;
-
 /// The geometry of a program with tile shape `s` and compute-type elements
 /// of `elemBytes`; `wgmma` allows warpgroup MMAs (NvidiaChip::wgmma; not
 /// for f32).
@@ -175,15 +170,12 @@ Value tensorMapDescriptor(ImplicitLocOpBuilder &b, const TensorMapArg &m);
 /// and the consumer warpgroups, which take them; sets the kernel's entry
 /// register count that setmaxnreg starts from.
 /// `gather`: the producer stages with cp.async (all its threads compute
-/// addresses) and keeps more registers; so does one that transposes V
-/// (`transposes`: fp8 wgmma programs), unless the consumers hold O of
-/// heads over 128 (`wideHeads`).
+/// addresses) and keeps more registers.
 void splitRoles(ImplicitLocOpBuilder &b, LoopEmitter &e, Block *entry,
                 Value warp, int64_t consumerWarps,
                 llvm::function_ref<void()> producer,
                 llvm::function_ref<void()> consumer, bool persistent,
-                bool gather = false, bool transposes = false,
-                bool wideHeads = false);
+                bool gather = false);
 
 /// Clones into the region of `anchor`, after it, the pure computations
 /// defined above the region that it uses (see WarpSpecialized.cpp).
@@ -496,13 +488,16 @@ private:
                          llvm::function_ref<void()> issueQuery);
   /// Transposes the raw [bn, D] fp8 V tile `raw` (atoms of 128-byte
   /// swizzled rows) into `vt` ([D, bn], 128-byte swizzled), with the
-  /// producer's threads.
+  /// producer's threads: by ldmatrix and stmatrix for heads of 128 and 256
+  /// (transposesByMatrices), by 32-bit words for heads of 64.
   void transposeValues(const SharedTile &raw, const SharedTile &vt);
-  /// The registers the producer warpgroup keeps after setmaxnreg
-  /// (registerSplit, from the same flags as specialize()).
-  int32_t producerRegisters() const;
-  /// The consumers hold O of heads over 128 (registerSplit's wideHeads).
-  bool wideHeads() const { return g.dPad > 128; }
+  void transposeValuesByMatrices(const SharedTile &raw, const SharedTile &vt);
+  void transposeValuesByWords(const SharedTile &raw, const SharedTile &vt);
+  /// Whether V^T is written by ldmatrix/stmatrix (its key order differs:
+  /// packP8 follows it). Heads of 64 keep the word transpose: beside three
+  /// consumer warpgroups the matrix one ran 7% slower (bench/results/
+  /// 2026-11-28-h100-fp8-matrix-transpose.md).
+  bool transposesByMatrices() const { return g.dPad >= 128; }
   /// The transposed V tile of K/V buffer `stage` of fp8 wgmma programs,
   /// past the ring (fp8WgmmaGeometry).
   SharedTile transposedValues(Value stage);

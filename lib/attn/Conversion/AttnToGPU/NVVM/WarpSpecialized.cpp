@@ -67,8 +67,7 @@ constexpr bool fitsBlock(RegisterSplit s, int64_t consumerWarps) {
 }
 
 constexpr RegisterSplit registerSplit(int64_t consumerWarps, bool persistent,
-                                      bool gather, bool transposes,
-                                      bool wideHeads) {
+                                      bool gather) {
   // Three consumer warpgroups (192-row programs; no gathering producer
   // has them, a transposing one transposes one round at a time): 512
   // threads get 128 each at launch, the consumers 160 (as
@@ -76,16 +75,6 @@ constexpr RegisterSplit registerSplit(int64_t consumerWarps, bool persistent,
   if (consumerWarps == 12)
     return persistent ? RegisterSplit{128, 32, 160}
                       : RegisterSplit{128, 24, 160};
-  // A producer that transposes V (fp8 wgmma: four rounds of 4 x 4 bytes
-  // in flight) takes 56: on H200 fp8 flash ran 753-757 TFLOP/s at 40 and
-  // one round at a time, 797-802 at 56 and four (bench/results/
-  // 2026-11-26-h200-fp8-wgmma-transpose.log).
-  // Heads of 256: O, S and P take the consumers' 240 (at 224 and 232 they
-  // spilled 108-312 bytes), and the producer transposes one round at a
-  // time within 24.
-  if (transposes && consumerWarps == 8 && !persistent)
-    return wideHeads ? RegisterSplit{168, 24, 240}
-                     : RegisterSplit{168, kFourRoundTransposeRegisters, 224};
   // A gathering producer addresses the 16 + 16 copies of a cache tile
   // (Q and the new tokens' tiles come by TMA): 56 registers (at 40 a head
   // of 128 spilled 250 bytes; before those TMA loads, addressing the new
@@ -103,18 +92,21 @@ constexpr RegisterSplit registerSplit(int64_t consumerWarps, bool persistent,
     return persistent ? RegisterSplit{128, 32, 224}
                       : RegisterSplit{128, 24, 232};
   // Two: 128 * 24 + 256 * 240 fit the 64K of an SM (the launch gives each
-  // of the 384 threads 168). Persistent kernels: the producer's loop over
-  // the programs needs more (ptxas spilled 8-12 bytes at 24 in the
-  // non-causal ones; the consumers spill nothing at 232).
+  // of the 384 threads 168). So does a producer that transposes V (fp8
+  // wgmma): with ldmatrix/stmatrix it needs no more, and the consumers of
+  // heads of 256 need the 240 (at 224 and 232 they spilled 108-312 bytes);
+  // heads of 128 ran 2-5% faster at 24/240 than at 56/224, where an older
+  // transpose kept four rounds of words in flight (bench/results/
+  // 2026-11-28-h100-fp8-matrix-transpose.md). Persistent kernels: the
+  // producer's loop over the programs needs more (ptxas spilled 8-12 bytes at
+  // 24 in the non-causal ones; the consumers spill nothing at 232).
   return persistent ? RegisterSplit{168, 32, 232} : RegisterSplit{168, 24, 240};
 }
 /// Every split of one, two or three consumer warpgroups fits its block.
 constexpr bool everySplitFits() {
   for (int64_t warps : {4, 8, 12})
-    for (int flags = 0; flags < 16; ++flags)
-      if (!fitsBlock(
-              registerSplit(warps, flags & 1, flags & 2, flags & 4, flags & 8),
-              warps))
+    for (int flags = 0; flags < 4; ++flags)
+      if (!fitsBlock(registerSplit(warps, flags & 1, flags & 2), warps))
         return false;
   return true;
 }
@@ -158,12 +150,11 @@ void splitRoles(ImplicitLocOpBuilder &b, LoopEmitter &e, Block *entry,
                 Value warp, int64_t consumerWarps,
                 llvm::function_ref<void()> producer,
                 llvm::function_ref<void()> consumer, bool persistent,
-                bool gather, bool transposes, bool wideHeads) {
+                bool gather) {
   MLIRContext *ctx = b.getContext();
   // setmaxnreg moves registers from a known count at entry (ptxas ignores
   // it otherwise: C7508).
-  RegisterSplit split =
-      registerSplit(consumerWarps, persistent, gather, transposes, wideHeads);
+  RegisterSplit split = registerSplit(consumerWarps, persistent, gather);
   entry->getParentOp()->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
                                 b.getI32IntegerAttr(split.entry));
   SmallVector<Operation *> moves;
@@ -403,8 +394,7 @@ bool WarpAttentionBuilder::specialize(const ProgramRows &rows,
   if (!persistent) {
     splitRoles(
         b, e, entry, warp, g.warps, [&] { producerPart(rows, walks); },
-        [&] { consumerPart(consume); }, /*persistent=*/false, gather,
-        /*transposes=*/qgmma, wideHeads());
+        [&] { consumerPart(consume); }, /*persistent=*/false, gather);
     return true;
   }
   if (persistent->role == PersistentKernel::Role::Producer)
@@ -412,12 +402,6 @@ bool WarpAttentionBuilder::specialize(const ProgramRows &rows,
   else
     consumerPart(consume);
   return true;
-}
-
-int32_t WarpAttentionBuilder::producerRegisters() const {
-  return registerSplit(g.warps, persistent != nullptr, gather, qgmma,
-                       wideHeads())
-      .producer;
 }
 
 bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,
