@@ -61,6 +61,34 @@ Value permuteBytesBy(ImplicitLocOpBuilder &b, Value lo, Value hi,
                    /*sideEffects=*/false);
 }
 
+/// The transposes' 32-bit shared-address arithmetic (index arithmetic is
+/// 64-bit: twice the instructions on the producer's critical path).
+struct I32Ops {
+  ImplicitLocOpBuilder &b;
+  Value c(int64_t v) const {
+    return arith::ConstantIntOp::create(b, b.getI32Type(), v);
+  }
+  Value of(Value index) const {
+    return arith::IndexCastUIOp::create(b, b.getI32Type(), index);
+  }
+  Value add(Value x, Value y) const { return arith::AddIOp::create(b, x, y); }
+  Value mul(Value x, int64_t y) const {
+    return arith::MulIOp::create(b, x, c(y));
+  }
+  Value orI(Value x, Value y) const { return arith::OrIOp::create(b, x, y); }
+  Value xorI(Value x, Value y) const { return arith::XOrIOp::create(b, x, y); }
+  Value xorC(Value x, int64_t y) const { return xorI(x, c(y)); }
+  Value andC(Value x, int64_t y) const {
+    return arith::AndIOp::create(b, x, c(y));
+  }
+  Value shl(Value x, int64_t y) const {
+    return arith::ShLIOp::create(b, x, c(y));
+  }
+  Value shr(Value x, int64_t y) const {
+    return arith::ShRUIOp::create(b, x, c(y));
+  }
+};
+
 } // namespace
 
 SharedTile WarpAttentionBuilder::transposedValues(Value stage) {
@@ -99,37 +127,16 @@ void WarpAttentionBuilder::transposeValuesByMatrices(const SharedTile &raw,
   assert(g.bn == 4 * 32 && kProducerWarps == 4 &&
          (g.dPad == 128 || g.dPad == 256) &&
          "four warps of 32 keys; V^T rows of one 128-byte atom");
+  I32Ops o{b};
   Type i32 = b.getI32Type();
-  auto c32 = [&](int64_t v) {
-    return arith::ConstantIntOp::create(b, i32, v).getResult();
-  };
-  auto add = [&](Value a, Value c) {
-    return arith::AddIOp::create(b, a, c).getResult();
-  };
-  auto andC = [&](Value a, int64_t c) {
-    return arith::AndIOp::create(b, a, c32(c)).getResult();
-  };
-  auto shl = [&](Value a, int64_t c) {
-    return arith::ShLIOp::create(b, a, c32(c)).getResult();
-  };
-  auto shr = [&](Value a, int64_t c) {
-    return arith::ShRUIOp::create(b, a, c32(c)).getResult();
-  };
-  auto xorI = [&](Value a, Value c) {
-    return arith::XOrIOp::create(b, a, c).getResult();
-  };
-  Value ptid = andC(arith::IndexCastUIOp::create(b, i32, tid),
-                    kProducerWarps * kLanes - 1);
-  Value step = shr(ptid, 5), lane = andC(ptid, kLanes - 1);
-  auto to32 = [&](Value v) {
-    return arith::IndexCastUIOp::create(b, i32, v).getResult();
-  };
+  Value ptid = o.andC(o.of(tid), kProducerWarps * kLanes - 1);
+  Value step = o.shr(ptid, 5), lane = o.andC(ptid, kLanes - 1);
   // ldmatrix: key 32 step + lane at byte 128 key, its chunk c at
   // (c ^ key % 8) * 16; tiles are 1024-byte aligned, so the lane's chunk
   // bits (4-6) take c by an XOR.
-  Value loadAt =
-      add(to32(tileAddress(raw, 0)),
-          add(shl(add(shl(step, 5), lane), 7), shl(andC(lane, 7), 4)));
+  Value loadAt = o.add(
+      o.of(tileAddress(raw, 0)),
+      o.add(o.shl(o.add(o.shl(step, 5), lane), 7), o.shl(o.andC(lane, 7), 4)));
   // stmatrix: lane 8M + j, M = a + 2b, addresses row j of matrix M: V^T
   // row d = 4 (j / 2) + 2a + j % 2 (+ 16c), chunk 2 step + b, swizzled by
   // d % 8.
@@ -138,23 +145,24 @@ void WarpAttentionBuilder::transposeValuesByMatrices(const SharedTile &raw,
   // ^ q / 2) + e: eight dims with distinct d % 8, so eight distinct
   // swizzled chunks, and no bank conflict (dims 4q + 2a + e would span 16
   // with two of each d % 8: two wavefronts a matrix).
-  Value j = andC(lane, 7), m = shr(lane, 3);
-  Value d = add(add(shl(shr(j, 1), 2), shl(xorI(andC(m, 1), shr(j, 2)), 1)),
-                andC(j, 1));
-  Value chunk = add(shl(step, 1), shr(m, 1));
-  Value swapped = shr(andC(lane, 3), 1);
-  Value selectLow =
-      add(c32(0x5140), arith::MulIOp::create(b, swapped, c32(0x2222)));
-  Value selectHigh = xorI(selectLow, c32(0x5140 ^ 0x7362));
-  Value storeAt = add(to32(tileAddress(vt, 0)),
-                      add(shl(d, 7), shl(xorI(chunk, andC(d, 7)), 4)));
+  Value j = o.andC(lane, 7), m = o.shr(lane, 3);
+  Value d = o.add(
+      o.add(o.shl(o.shr(j, 1), 2), o.shl(o.xorI(o.andC(m, 1), o.shr(j, 2)), 1)),
+      o.andC(j, 1));
+  Value chunk = o.add(o.shl(step, 1), o.shr(m, 1));
+  Value swapped = o.shr(o.andC(lane, 3), 1);
+  Value selectLow = o.add(o.c(0x5140), o.mul(swapped, 0x2222));
+  Value selectHigh = o.xorI(selectLow, o.c(0x5140 ^ 0x7362));
+  Value storeAt =
+      o.add(o.of(tileAddress(vt, 0)),
+            o.add(o.shl(d, 7), o.shl(o.xorI(chunk, o.andC(d, 7)), 4)));
   Type quad = LLVM::LLVMStructType::getLiteral(b.getContext(),
                                                SmallVector<Type>(4, i32));
   // One round: chunk c of the raw rows (of the atom at `load`) to V^T rows
   // 16c .. 16c + 15 (of the atom at `store`).
   auto round = [&](Value load, Value store, int64_t c) {
     Value loaded = inlinePtx(
-        b, quad, ValueRange{c ? xorI(load, c32(c << 4)) : load},
+        b, quad, ValueRange{c ? o.xorI(load, o.c(c << 4)) : load},
         "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];",
         "=r,=r,=r,=r,r");
     Value r[4];
@@ -184,12 +192,9 @@ void WarpAttentionBuilder::transposeValuesByMatrices(const SharedTile &raw,
     return;
   }
   e.forLoop(0, atoms, [&](Value atom) {
-    Value a = arith::IndexCastUIOp::create(b, i32, atom);
-    auto times = [&](int64_t bytes) {
-      return arith::MulIOp::create(b, a, c32(bytes)).getResult();
-    };
-    Value load = add(loadAt, times(g.bn * wgmma::kAtomRowBytes));
-    Value store = add(storeAt, times(128 * wgmma::kAtomRowBytes));
+    Value a = o.of(atom);
+    Value load = o.add(loadAt, o.mul(a, g.bn * wgmma::kAtomRowBytes));
+    Value store = o.add(storeAt, o.mul(a, 128 * wgmma::kAtomRowBytes));
     for (int64_t c = 0; c < 8; ++c)
       round(load, store, c);
   });
@@ -217,47 +222,23 @@ void WarpAttentionBuilder::transposeValuesByWords(const SharedTile &raw,
   // ones this serves): the raw rows' first 16 words, W = (4 warp + i + x)
   // % 16; W and W ^ 8 of the lanes' 8 consecutive W still cover 32 banks.
   assert(g.bn == 128 && g.dPad == 64 && "V^T rows of one 128-byte atom");
+  I32Ops o{b};
   Type i32 = b.getI32Type();
-  auto c32 = [&](int64_t v) {
-    return arith::ConstantIntOp::create(b, i32, v).getResult();
-  };
-  auto to32 = [&](Value v) {
-    return arith::IndexCastUIOp::create(b, i32, v).getResult();
-  };
-  auto add = [&](Value a, Value c) {
-    return arith::AddIOp::create(b, a, c).getResult();
-  };
-  auto xorI = [&](Value a, Value c) {
-    return arith::XOrIOp::create(b, a, c).getResult();
-  };
-  auto orI = [&](Value a, Value c) {
-    return arith::OrIOp::create(b, a, c).getResult();
-  };
-  auto xorC = [&](Value a, int64_t c) { return xorI(a, c32(c)); };
-  auto andI = [&](Value a, int64_t c) {
-    return arith::AndIOp::create(b, a, c32(c)).getResult();
-  };
-  auto shl = [&](Value a, int64_t c) {
-    return arith::ShLIOp::create(b, a, c32(c)).getResult();
-  };
-  auto shr = [&](Value a, int64_t c) {
-    return arith::ShRUIOp::create(b, a, c32(c)).getResult();
-  };
   // (Words of a raw row's dims; each V^T row is 32 words of keys.)
   int64_t words = g.dPad / 4;
-  Value rawBase = to32(tileAddress(raw, 0)), vtBase = to32(tileAddress(vt, 0));
-  Value ptid = andI(to32(tid), kProducerWarps * kLanes - 1);
-  Value x = andI(shr(ptid, 2), 7), t = andI(ptid, 3);
+  Value rawBase = o.of(tileAddress(raw, 0)), vtBase = o.of(tileAddress(vt, 0));
+  Value ptid = o.andC(o.of(tid), kProducerWarps * kLanes - 1);
+  Value x = o.andC(o.shr(ptid, 2), 7), t = o.andC(ptid, 3);
   // The lane's first key row of the raw tile (a byte address; the other
   // three are immediate offsets from it, which keeps the producer within
-  // its 24 registers next to heads of 256), and the swizzle of each: byte
+  // its 24 registers), and the swizzle of each: byte
   // 4W of row key lies at 4W ^ (key % 8) * 16, key % 8 = 2t + c % 2.
-  Value key0 = add(shl(x, 4), shl(t, 1));
-  Value row0 = add(rawBase, shl(key0, 7));
-  Value rowSwizzle = shl(t, 5);
+  Value key0 = o.add(o.shl(x, 4), o.shl(t, 1));
+  Value row0 = o.add(rawBase, o.shl(key0, 7));
+  Value rowSwizzle = o.shl(t, 5);
   // V^T word 4x + t of row d: byte 16 (x ^ d % 8) + 4t of the row, that is
   // (16x + 4t) ^ 16 (d % 8).
-  Value laneWord = orI(shl(x, 4), shl(t, 2));
+  Value laneWord = o.orI(o.shl(x, 4), o.shl(t, 2));
   // One round at a time (the producer has 24 registers beside three
   // consumer warpgroups).
   int64_t rounds = words / kProducerWarps;
@@ -265,40 +246,34 @@ void WarpAttentionBuilder::transposeValuesByWords(const SharedTile &raw,
       e.mul(e.divU(e.remU(tid, e.idx(kProducerWarps * kLanes)), e.idx(kLanes)),
             e.idx(rounds));
   e.forLoop(first, e.add(first, e.idx(rounds)), [&](Value i0) {
-    SmallVector<std::pair<Value, SmallVector<Value>>> loaded;
-    {
-      Value w = andI(add(to32(i0), x), words - 1);
-      // (The swizzle XORs bits 4-6 of the byte in the row's atom.)
-      Value wordBytes = shl(andI(w, 31), 2);
-      Value cols[2] = {xorI(wordBytes, rowSwizzle),
-                       xorI(wordBytes, xorC(rowSwizzle, 16))};
-      Value at[2] = {add(row0, cols[0]), add(row0, cols[1])};
-      SmallVector<Value> r;
-      for (int64_t c = 0; c < 4; ++c)
-        r.push_back(inlinePtx(b, i32, ValueRange{at[c % 2]},
-                              "ld.shared.b32 $0, [$1+" +
-                                  std::to_string(kWordKeys[c] * 128) + "];",
-                              "=r,r"));
-      loaded.emplace_back(w, r);
-    }
-    for (auto &[w, r] : loaded) {
-      // 4 x 4 bytes: out[j] = byte j of r[0], r[1], r[2], r[3].
-      Value lo01 = permuteBytes(b, r[0], r[1], 0x5140);
-      Value hi01 = permuteBytes(b, r[0], r[1], 0x7362);
-      Value lo23 = permuteBytes(b, r[2], r[3], 0x5140);
-      Value hi23 = permuteBytes(b, r[2], r[3], 0x7362);
-      Value out[4] = {permuteBytes(b, lo01, lo23, 0x5410),
-                      permuteBytes(b, lo01, lo23, 0x7632),
-                      permuteBytes(b, hi01, hi23, 0x5410),
-                      permuteBytes(b, hi01, hi23, 0x7632)};
-      // Row d = 4W + j at byte 128 d; d % 8 = 4 (W % 2) + j.
-      Value dRows = add(vtBase, shl(w, 9));
-      Value inRow = xorI(laneWord, shl(andI(w, 1), 6));
-      for (int64_t j = 0; j < 4; ++j)
-        inlinePtx(
-            b, Type(), ValueRange{add(dRows, xorC(inRow, 16 * j)), out[j]},
-            "st.shared.b32 [$0+" + std::to_string(128 * j) + "], $1;", "r,r");
-    }
+    Value w = o.andC(o.add(o.of(i0), x), words - 1);
+    // (The swizzle XORs bits 4-6 of the byte in the row's atom.)
+    Value wordBytes = o.shl(o.andC(w, 31), 2);
+    Value cols[2] = {o.xorI(wordBytes, rowSwizzle),
+                     o.xorI(wordBytes, o.xorC(rowSwizzle, 16))};
+    Value at[2] = {o.add(row0, cols[0]), o.add(row0, cols[1])};
+    Value r[4];
+    for (int64_t c = 0; c < 4; ++c)
+      r[c] = inlinePtx(b, i32, ValueRange{at[c % 2]},
+                       "ld.shared.b32 $0, [$1+" +
+                           std::to_string(kWordKeys[c] * 128) + "];",
+                       "=r,r");
+    // 4 x 4 bytes: out[j] = byte j of r[0], r[1], r[2], r[3].
+    Value lo01 = permuteBytes(b, r[0], r[1], 0x5140);
+    Value hi01 = permuteBytes(b, r[0], r[1], 0x7362);
+    Value lo23 = permuteBytes(b, r[2], r[3], 0x5140);
+    Value hi23 = permuteBytes(b, r[2], r[3], 0x7362);
+    Value out[4] = {permuteBytes(b, lo01, lo23, 0x5410),
+                    permuteBytes(b, lo01, lo23, 0x7632),
+                    permuteBytes(b, hi01, hi23, 0x5410),
+                    permuteBytes(b, hi01, hi23, 0x7632)};
+    // Row d = 4W + j at byte 128 d; d % 8 = 4 (W % 2) + j.
+    Value dRows = o.add(vtBase, o.shl(w, 9));
+    Value inRow = o.xorI(laneWord, o.shl(o.andC(w, 1), 6));
+    for (int64_t j = 0; j < 4; ++j)
+      inlinePtx(
+          b, Type(), ValueRange{o.add(dRows, o.xorC(inRow, 16 * j)), out[j]},
+          "st.shared.b32 [$0+" + std::to_string(128 * j) + "], $1;", "r,r");
   });
 }
 
