@@ -83,15 +83,11 @@ def _pointer(x):
     return None
 
 
-def check_offsets(vals, name, total, batch=None):
-    """Offsets of `batch` sequences (batch + 1 entries when given):
-    non-negative, non-decreasing, the last within the `total` rows they
-    index."""
+def check_offsets(vals, name, total):
+    """Offsets: non-negative, non-decreasing, the last within the `total`
+    rows they index."""
     _need(vals.ndim == 1 and len(vals) >= 1,
           f"{name}: expected a 1-D array of offsets, got shape {vals.shape}")
-    if batch is not None:
-        _need(len(vals) == batch + 1,
-              f"{name}: expected {batch + 1} entries, got {len(vals)}")
     _need(vals[0] >= 0 and not np.any(np.diff(vals) < 0),
           f"{name}: offsets must be non-negative and non-decreasing, got "
           f"{vals.tolist()[:16]}")
@@ -129,7 +125,7 @@ def check_paged(lens, lens_name, offsets, offsets_name, table, table_name,
     (docs/semantics.md: C >= 0). The kernels read no key outside the
     sequence either way, so attn_mlir.ops leaves that one to its callers:
     a context-parallel rank holds no key of some sequences. Arrays are
-    numpy; returns the sequence count."""
+    numpy."""
     batch = len(offsets) - 1
     check_offsets(offsets, offsets_name, tokens)
     _need(lens.ndim == 1 and len(lens) >= batch,
@@ -144,7 +140,6 @@ def check_paged(lens, lens_name, offsets, offsets_name, table, table_name,
                          f"{nouns[0]} but {int(q_lens[b])} {nouns[1]}")
     cached = lens if new_tokens_cached else lens - q_lens
     check_block_table(table, table_name, cached, block_size, num_blocks)
-    return batch
 
 
 def check_csr(crow, col, heads, positions, q_block_size,

@@ -202,13 +202,6 @@ def _per_head(x, name, heads, device=None):
     return np.ascontiguousarray(vals)
 
 
-def _block_table(x, name, keys_per_seq, block_size, num_blocks):
-    table = _ints(x, name)
-    _preconditions.check_block_table(table, name, keys_per_seq, block_size,
-                                     num_blocks)
-    return table
-
-
 def _paged_batch(lens, offsets, table, tokens, block_size, num_blocks, dev,
                  *, new_tokens_cached, nouns):
     """Per-sequence key counts, query offsets and block table of a paged
@@ -224,16 +217,12 @@ def _paged_batch(lens, offsets, table, tokens, block_size, num_blocks, dev,
         if host_lens.ndim != 1:
             raise ValueError(f"{lens_name}: expected a 1-D array, got "
                              f"{host_lens.shape}")
-        batch = len(host_lens)
-        host_offsets = _offsets(offsets, offsets_name, batch, tokens)
-        q_lens = np.diff(host_offsets)
-        if np.any(host_lens < q_lens):
-            b = int(np.argmax(host_lens < q_lens))
-            raise ValueError(f"{lens_name}: sequence {b} has {host_lens[b]} "
-                             f"{nouns[0]} but {q_lens[b]} {nouns[1]}")
-        cached = host_lens if new_tokens_cached else host_lens - q_lens
-        host_table = _block_table(table, table_name, cached, block_size,
-                                  num_blocks)
+        host_offsets = _ints(offsets, offsets_name, len(host_lens) + 1)
+        host_table = _ints(table, table_name)
+        _preconditions.check_paged(
+            host_lens, lens_name, host_offsets, offsets_name, host_table,
+            table_name, tokens, block_size, num_blocks,
+            new_tokens_cached=new_tokens_cached, nouns=nouns)
         if dev is None:
             return host_lens, host_offsets, host_table
     lens = _device_ints(lens, lens_name, dev, 1)
