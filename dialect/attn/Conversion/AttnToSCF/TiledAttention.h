@@ -164,6 +164,20 @@ public:
   Value tileFullyVisible(const ProgramRows &rows, Value n0, Value n1);
   /// Whether row `row` sees key position `key` (token valid, masks).
   Value visible(const ProgramRows &rows, Value row, Value key);
+  /// Whether visible() is one interval of key positions for every row (the
+  /// causal and window masks alone: no chunks, R-SWA, bidirectional ranges
+  /// or per-sequence flags), so that visibleColumns applies.
+  bool intervalMasks() const {
+    return !f.chunkSize && !f.rswaPrefixLens && !f.mmPrefixRange &&
+           !f.causalFlags;
+  }
+  /// Under intervalMasks(): row `row` sees the key at column c of the tile
+  /// at n0 (key n0 + c, 0 <= c) iff c < nValid and visible(), which is iff
+  /// (c - lo) < span as unsigned i32 numbers, {lo, span} the returned pair
+  /// of i32 values (span 0 for an invalid row). A kernel then masks each
+  /// element with one subtraction and one compare in 32 bits.
+  std::pair<Value, Value> visibleColumns(const ProgramRows &rows, Value row,
+                                         Value n0, Value nValid);
   /// Whether the score is `dot` times linearScoreFactor() (no softcap,
   /// ALiBi or bias), so that a kernel may compare raw dot products and
   /// scale them later.
@@ -171,8 +185,19 @@ public:
     return !f.softcap && !f.alibiSlopes && !f.bias && !f.qqBias;
   }
   Value linearScoreFactor();
-  /// log2(e) * (modified score) of `dot` = q . k.
-  Value score(const ProgramRows &rows, Value row, Value key, Value dot);
+  /// log2(e) * (modified score) of `dot` = q . k. `alibiDistance`, if
+  /// given, is key - alibiReference(rows, row) as an i32 (a kernel may add
+  /// it up per element in 32 bits).
+  Value score(const ProgramRows &rows, Value row, Value key, Value dot,
+              Value alibiDistance = {});
+  /// Whether ALiBi's distance is key - alibiReference() (every form but
+  /// sqrt's).
+  bool alibiByDistance() const {
+    return f.alibiSlopes && f.alibiForm != AlibiForm::sqrt;
+  }
+  /// The position ALiBi measures a key's distance from, under
+  /// alibiByDistance(); null otherwise.
+  Value alibiReference(const ProgramRows &rows, Value row);
   /// Whether dropout keeps P[row, key] (only with a dropout probability).
   Value dropoutKeep(const ProgramRows &rows, Value row, Value key);
   /// P as the PV product sees it: dropout, then the fp8 P quantization.

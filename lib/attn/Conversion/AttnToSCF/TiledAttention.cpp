@@ -134,12 +134,50 @@ Value AttentionMath::visible(const ProgramRows &rows, Value row, Value key) {
   return ok;
 }
 
+std::pair<Value, Value> AttentionMath::visibleColumns(const ProgramRows &rows,
+                                                      Value row, Value n0,
+                                                      Value nValid) {
+  assert(intervalMasks() && "masks that are no interval of keys");
+  // The row's position from n0: it sees column c under the causal mask iff
+  // c <= d, under a window of w iff d - c < w (and c - d < w without the
+  // causal mask).
+  Value tok = tokenOf(row);
+  Value d = e.sub(e.add(rows.qposBase, tok), n0);
+  Value lo = e.idx(0), end = nValid;
+  if (f.causal)
+    end = e.min(end, e.add(d, e.idx(1)));
+  if (f.window) {
+    lo = e.max(lo, e.sub(d, e.idx(*f.window - 1)));
+    if (!f.causal)
+      end = e.min(end, e.add(d, e.idx(*f.window)));
+  }
+  Value span = e.select(e.lt(tok, rows.numTokens),
+                        e.max(e.sub(end, lo), e.idx(0)), e.idx(0));
+  // span <= nValid, and lo < nValid where span > 0 (elsewhere lo's bits do
+  // not matter): both fit 32 bits.
+  ImplicitLocOpBuilder &b = e.builder();
+  auto to32 = [&](Value v) -> Value {
+    return arith::IndexCastOp::create(b, b.getI32Type(), v);
+  };
+  return {to32(lo), to32(span)};
+}
+
 Value AttentionMath::linearScoreFactor() {
   return e.mulF(f.scale, e.f32(kLog2e));
 }
 
+Value AttentionMath::alibiReference(const ProgramRows &rows, Value row) {
+  if (!alibiByDistance())
+    return {};
+  if (f.alibiForm == AlibiForm::relative)
+    return e.add(rows.qposBase, tokenOf(row));
+  if (f.alibiForm == AlibiForm::context)
+    return rows.ctx;
+  return e.idx(0);
+}
+
 Value AttentionMath::score(const ProgramRows &rows, Value row, Value key,
-                           Value dot) {
+                           Value dot, Value alibiDistance) {
   Value s;
   if (f.softcap) {
     // c * tanh(scale * qk / c), then into the log2 domain.
@@ -152,18 +190,19 @@ Value AttentionMath::score(const ProgramRows &rows, Value row, Value key,
     return s;
   Value head = headOf(rows, row);
   if (f.alibiSlopes) {
-    Value dist = key;
-    Value qpos = e.add(rows.qposBase, tokenOf(row));
-    if (f.alibiForm == AlibiForm::relative)
-      dist = e.sub(key, qpos);
-    else if (f.alibiForm == AlibiForm::context)
-      dist = e.sub(key, rows.ctx);
-    Value d = e.indexToF32(dist);
+    Value d;
     if (f.alibiForm == AlibiForm::sqrt) {
+      assert(!alibiDistance && "sqrt's distance is no i32");
       // -sqrt(qpos - kpos) for keys at or before the row, else 0.
+      Value qpos = e.add(rows.qposBase, tokenOf(row));
       Value back = e.indexToF32(e.sub(qpos, key));
       d = e.select(e.le(key, qpos), e.subF(e.f32(0.0), e.sqrt(back)),
                    e.f32(0.0));
+    } else if (alibiDistance) {
+      d = arith::SIToFPOp::create(e.builder(), e.builder().getF32Type(),
+                                  alibiDistance);
+    } else {
+      d = e.indexToF32(e.sub(key, alibiReference(rows, row)));
     }
     Value slope = e.load(f.alibiSlopes, {head});
     s = e.addF(s, e.mulF(e.mulF(slope, d), e.f32(kLog2e)));

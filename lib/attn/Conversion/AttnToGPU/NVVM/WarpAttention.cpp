@@ -500,6 +500,50 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(const ProgramRows &rows,
                                                         int64_t firstTile) {
   SmallVector<Value> out(s.size() * 4);
   int64_t nTiles = s.size() / g.mFrags;
+  // Warpgroup programs mask causal and windowed tiles by intervals: per
+  // row, the i32 offset of this thread's first column from the row's first
+  // visible one and the count of visible columns; per element, an add of a
+  // constant and an unsigned compare. (mma.sync threads hold up to 16 rows:
+  // per-row intervals spilled 24-68 bytes there.) Every program takes
+  // ALiBi's distances in 32 bits. (64-bit position arithmetic per element
+  // spilled 8-372 bytes in windowed and ALiBi prefix prefill.)
+  ImplicitLocOpBuilder &b = e.builder();
+  auto i32 = [&](int64_t v) -> Value {
+    return arith::ConstantIntOp::create(b, b.getI32Type(), v);
+  };
+  auto to32 = [&](Value index) -> Value {
+    return arith::IndexCastOp::create(b, b.getI32Type(), index);
+  };
+  // (Tiles masked only by their end keep the plain compares: one bound for
+  // all rows; intervals spilled 4 bytes in a pinned non-causal schedule.)
+  bool intervals = masked && g.wgmma && !f.bias && math.intervalMasks() &&
+                   (f.causal || f.window);
+  bool alibiDistances = math.alibiByDistance();
+  SmallVector<std::pair<Value, Value>> rowIntervals; // [stateIndex]
+  SmallVector<Value> rowDistances;                   // [stateIndex]
+  Value firstCol, firstKey;
+  if (intervals || alibiDistances)
+    firstCol = to32(colOf(firstTile, 0));
+  if (alibiDistances && !g.wgmma)
+    firstKey = arith::AddIOp::create(b, to32(n0), firstCol);
+  for (int64_t m = 0; m < g.mFrags; ++m)
+    for (int64_t half = 0; half < 2; ++half) {
+      Value row = rowOf(m, half);
+      if (intervals) {
+        auto [lo, span] = math.visibleColumns(rows, row, n0, nValid);
+        rowIntervals.push_back({arith::SubIOp::create(b, firstCol, lo), span});
+      }
+      // Warpgroup threads hold two rows: each keeps the distance of its
+      // first key. mma.sync threads may hold many (GQA packing): each keeps
+      // its reference, subtracted per element (fewer registers: a GQA-64
+      // f32 kernel spilled 8 bytes the other way).
+      if (alibiDistances)
+        rowDistances.push_back(
+            g.wgmma ? arith::AddIOp::create(
+                          b, to32(e.sub(n0, math.alibiReference(rows, row))),
+                          firstCol)
+                    : to32(math.alibiReference(rows, row)));
+    }
   for (int64_t m = 0; m < g.mFrags; ++m) {
     for (int64_t j = 0; j < nTiles; ++j) {
       for (int64_t i = 0; i < 4; ++i) {
@@ -509,9 +553,28 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(const ProgramRows &rows,
         Value &x = out[pIndex(m, j, i, nTiles)];
         if (dotScale && !foldedFactor)
           dot = e.mulF(dot, dotScale);
-        Value scored = foldedFactor ? dot : math.score(rows, row, key, dot);
+        // colOf(firstTile + j, i) - colOf(firstTile, 0) = 8 j + i % 2.
+        int64_t colStep = 8 * j + i % 2;
+        Value distance;
+        if (alibiDistances && g.wgmma)
+          distance = arith::AddIOp::create(
+              b, rowDistances[stateIndex(m, i / 2)], i32(colStep));
+        else if (alibiDistances)
+          distance = arith::SubIOp::create(
+              b, arith::AddIOp::create(b, firstKey, i32(colStep)),
+              rowDistances[stateIndex(m, i / 2)]);
+        Value scored =
+            foldedFactor ? dot : math.score(rows, row, key, dot, distance);
         if (!masked) {
           x = scored;
+          continue;
+        }
+        if (intervals) {
+          auto [offset, span] = rowIntervals[stateIndex(m, i / 2)];
+          Value rel = arith::AddIOp::create(b, offset, i32(colStep));
+          Value ok =
+              arith::CmpIOp::create(b, arith::CmpIPredicate::ult, rel, span);
+          x = e.select(ok, scored, e.negInf());
           continue;
         }
         Value ok = e.andI(e.lt(col, nValid), math.visible(rows, row, key));
