@@ -145,6 +145,8 @@ public:
   virtual Value log2(ImplicitLocOpBuilder &b, Value x) const = 0;
   /// sqrt, correctly rounded, without a device library.
   virtual Value sqrt(ImplicitLocOpBuilder &b, Value x) const = 0;
+  /// 1 / x through the hardware's reciprocal (about 1 ulp; rcp(inf) = 0).
+  virtual Value rcp(ImplicitLocOpBuilder &b, Value x) const = 0;
   /// The operands of kernel op `op` (with tile shape `shape`) that its
   /// program loads through tensor maps; none by default.
   virtual SmallVector<TensorMapRequest>

@@ -62,13 +62,23 @@ public:
   Value cmpF(arith::CmpFPredicate pred, Value x, Value y);
   Value exp2(Value x);
   Value log2(Value x);
-  Value tanh(Value x);
   Value sqrt(Value x);
+  /// 1 / x: the target's reciprocal instruction where it set one (setRcp),
+  /// else a division.
+  Value rcp(Value x);
+  /// c * tanh(a * x) (softcap). With libm, math.tanh; on GPUs (setExp2)
+  /// c - 2c / (exp2(2 a log2(e) x) + 1): one multiply, exp2, add,
+  /// reciprocal and fma an element (the factors are per program), no overflow
+  /// (exp2 saturates to inf, whose reciprocal is 0) and no NaN of its own.
+  Value scaledTanh(Value x, Value a, Value c);
 
   /// Targets without libm (GPUs) route the transcendental functions to their
-  /// hardware instructions; tanh is then built from exp2.
+  /// hardware instructions; tanh is then built from exp2 and rcp.
   void setExp2(std::function<Value(ImplicitLocOpBuilder &, Value)> fn) {
     exp2Fn = std::move(fn);
+  }
+  void setRcp(std::function<Value(ImplicitLocOpBuilder &, Value)> fn) {
+    rcpFn = std::move(fn);
   }
   void setSqrt(std::function<Value(ImplicitLocOpBuilder &, Value)> fn) {
     sqrtFn = std::move(fn);
@@ -138,7 +148,8 @@ public:
 
 private:
   ImplicitLocOpBuilder &b;
-  std::function<Value(ImplicitLocOpBuilder &, Value)> exp2Fn, sqrtFn, log2Fn;
+  std::function<Value(ImplicitLocOpBuilder &, Value)> exp2Fn, sqrtFn, log2Fn,
+      rcpFn;
 };
 
 } // namespace mlir::attn

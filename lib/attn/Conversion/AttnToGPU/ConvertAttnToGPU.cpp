@@ -298,6 +298,9 @@ struct ConvertAttnToGPUPass
     e.setLog2([&](ImplicitLocOpBuilder &ib, Value x) {
       return gpuTarget.log2(ib, x);
     });
+    e.setRcp([&](ImplicitLocOpBuilder &ib, Value x) {
+      return gpuTarget.rcp(ib, x);
+    });
     std::unique_ptr<ProgramTarget> programs =
         gpuTarget.programs(entry, shared, computeType, launch, maps);
     if (failed(emitAttnOp(e, *programs, clone)))

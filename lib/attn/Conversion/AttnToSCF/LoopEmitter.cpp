@@ -3,6 +3,7 @@
 #include "attn/Conversion/AttnToSCF/LoopEmitter.h"
 #include "attn/Conversion/AttnToSCF/Fp8Codec.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
 using namespace mlir;
@@ -94,17 +95,23 @@ Value LoopEmitter::log2(Value x) {
 Value LoopEmitter::sqrt(Value x) {
   return sqrtFn ? sqrtFn(b, x) : math::SqrtOp::create(b, x).getResult();
 }
-Value LoopEmitter::tanh(Value x) {
+Value LoopEmitter::rcp(Value x) {
+  return rcpFn ? rcpFn(b, x) : divF(f32(1.0), x);
+}
+Value LoopEmitter::scaledTanh(Value x, Value a, Value c) {
   if (!exp2Fn)
-    return math::TanhOp::create(b, x);
-  // tanh(x) = sign(x) * (1 - 2 / (exp(2|x|) + 1)): no overflow, no NaN.
-  // Plain arith (no math.absf/copysign): GPU targets would turn those into
-  // device-library calls.
-  Value negative = cmpF(arith::CmpFPredicate::OLT, x, f32(0.0));
-  Value ax = select(negative, arith::NegFOp::create(b, x), x);
-  Value t = exp2(mulF(ax, f32(2.0 * 1.4426950408889634)));
-  Value r = subF(f32(1.0), divF(f32(2.0), addF(t, f32(1.0))));
-  return select(negative, arith::NegFOp::create(b, r), r);
+    return mulF(math::TanhOp::create(b, mulF(x, a)), c);
+  // tanh(y) = 1 - 2 / (exp(2y) + 1). Plain arith and the target's exp2 and
+  // reciprocal: GPU targets would turn math.tanh, absf or copysign into
+  // device-library calls, and an IEEE division into a dozen instructions.
+  // Near y = 0 the subtraction cancels to an absolute error of a few ulp
+  // of c, which is what the scores' softmax sees.
+  Value t = exp2(mulF(x, mulF(a, f32(2.0 * 1.4426950408889634))));
+  Value r = rcp(addF(t, f32(1.0)));
+  // c - 2c r as one fma (llvm.intr.fma: math.fma would become a device
+  // library call, and a multiply and a subtraction stay two instructions).
+  Value minus2c = mulF(c, f32(-2.0));
+  return LLVM::FMAOp::create(b, r, minus2c, c);
 }
 
 void LoopEmitter::forLoop(Value lo, Value hi, Value step,

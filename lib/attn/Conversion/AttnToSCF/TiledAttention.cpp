@@ -180,9 +180,10 @@ Value AttentionMath::score(const ProgramRows &rows, Value row, Value key,
                            Value dot, Value alibiDistance) {
   Value s;
   if (f.softcap) {
-    // c * tanh(scale * qk / c), then into the log2 domain.
-    Value x = e.divF(e.mulF(dot, f.scale), f.softcap);
-    s = e.mulF(e.mulF(e.tanh(x), f.softcap), e.f32(kLog2e));
+    // c * tanh(scale * qk / c) in the log2 domain: the factors scale / c
+    // and c * log2(e) are per program, so an element takes no division.
+    s = e.scaledTanh(dot, e.divF(f.scale, f.softcap),
+                     e.mulF(f.softcap, e.f32(kLog2e)));
   } else {
     s = e.mulF(dot, linearScoreFactor());
   }

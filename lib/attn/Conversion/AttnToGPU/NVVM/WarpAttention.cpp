@@ -1011,6 +1011,13 @@ public:
                                          ValueRange{x})
         .getResult(0);
   }
+  Value rcp(ImplicitLocOpBuilder &b, Value x) const override {
+    // rcp.approx.ftz: one MUFU instruction (div.rn.f32 is a subroutine).
+    return LLVM::CallIntrinsicOp::create(
+               b, b.getF32Type(), b.getStringAttr("llvm.nvvm.rcp.approx.ftz.f"),
+               ValueRange{x})
+        .getResult(0);
+  }
   SmallVector<TensorMapRequest>
   tensorMaps(Operation *op, const TileShape &shape, Type ct) const override {
     return warpTensorMaps(op, shape, ct, chip);

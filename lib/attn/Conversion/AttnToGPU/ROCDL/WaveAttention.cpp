@@ -244,6 +244,13 @@ public:
     // llvm.sqrt.f32: v_sqrt_f32 with the backend's correction, no ocml.
     return LLVM::SqrtOp::create(b, x);
   }
+  Value rcp(ImplicitLocOpBuilder &b, Value x) const override {
+    // v_rcp_f32 (llvm.amdgcn.rcp): 1 ulp, no division expansion.
+    return LLVM::CallIntrinsicOp::create(b, b.getF32Type(),
+                                         b.getStringAttr("llvm.amdgcn.rcp.f32"),
+                                         ValueRange{x})
+        .getResult(0);
+  }
   std::unique_ptr<ProgramTarget>
   programs(Block *entry, Value shared, Type ct, const KernelLaunch &launch,
            ArrayRef<TensorMapArg>) const override {
