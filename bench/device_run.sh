@@ -53,7 +53,7 @@ if want sanitize; then
   # racecheck, and synccheck (the mbarrier/named-barrier protocol of the
   # warp-specialized programs).
   for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
-    for what in ${SANITIZE_SCRIPTS:-flash blocksparse prefix}; do
+    for what in ${SANITIZE_SCRIPTS:-flash blocksparse prefix unified}; do
       echo "== compute-sanitizer $tool: bench/sanitize_$what.py"
       timeout 250 "$SAN" --tool $tool python3 bench/sanitize_$what.py 2>&1 \
         | tee "$OUT/${tool}_$what.log" | tail -4

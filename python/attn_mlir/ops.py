@@ -296,7 +296,8 @@ class _Call:
                           ("sliding_window", "window"), ("dropout", "dropout"),
                           ("quantize_to", "q8"),
                           ("short_sequences", "short"),
-                          ("long_queries", "long")):
+                          ("long_queries", "long"),
+                          ("prefill_rows", "prefill")):
             if word in attrs or word in operands:
                 m = re.search(r"num_segments = (\d+)", attrs)
                 parts.append(tag + (m.group(1) if m and tag == "split"
@@ -590,6 +591,24 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
            qv.shape[0] > LONG_QUERY_TOKENS * sequences and
            qv.dtype in ("bf16", "f16") and kc.dtype == qv.dtype and
            vc.dtype == qv.dtype and qv.shape[-1] in (64, 128))
+    # The prefill-rows hint: queries averaging at least PREFILL_ROW_TOKENS a
+    # sequence (prefill batches, with few decodes if any). On sm_90a the
+    # plan then gives 16-bit unified programs of heads of 64 or 128 prefix
+    # prefill's gathering producer warpgroup (Plan.cpp, kPrefillRowsHint).
+    # Set only where the plan can take it: other calls keep one
+    # specialization.
+    c.attr("attn.prefill_rows", schedule is None and sequences > 0 and
+           kc is not None and vc is not None and
+           qv.shape[0] >= PREFILL_ROW_TOKENS * sequences and
+           qv.dtype in ("bf16", "f16") and kc.dtype == qv.dtype and
+           vc.dtype == qv.dtype and qv.shape[-1] in (64, 128) and
+           ov is not None and ov.dtype == qv.dtype and not split and
+           lse is None and out_scale is None and q_descale is None and
+           k_descale is None and v_descale is None and not token_scales and
+           qq_bias is None and
+           mm_prefix_range is None and rswa_prefix_lens is None and
+           chunk_lookback is None and isinstance(causal, (bool, np.bool_)) and
+           (alibi_slopes is None or alibi_form != "sqrt"))
     c.attr("schedule", _schedule_attr(schedule))
     c.check_aliasing()
     operands = {ssa[1:]: value for ssa, _, kind, value in c.params
@@ -611,6 +630,11 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
 # and 60 decodes: 4% faster on H100; decode-only rows 1-3% slower:
 # bench/results/2026-11-27-h100-unified-three-stages.md).
 LONG_QUERY_TOKENS = 16
+# ops.unified's prefill-rows hint: queries per sequence, on average, from
+# which sm_90a runs heads of 64 and 128 on the gathering producer warpgroup
+# (H200: prefill rows 1.06-1.36x; the mixed batch above, 65 a sequence, 22%
+# slower there: bench/results/2026-11-28-h200-unified-prefill-gather.md).
+PREFILL_ROW_TOKENS = 128
 
 
 def _check_token_scales(kc, qv, k_scales, v_scales, k_descale, v_descale):

@@ -9,7 +9,9 @@
 A specialization depends on the layer's configuration (head counts, head
 dim, types, page size, window, softcap, sinks, ALiBi), never on batch size
 or lengths, so a model has few: `attn_mlir.vllm.unified_attention`'s
-one-pass kernel and, for decode batches over long contexts, the split-KV
+one-pass kernel (with its forms for mixed and prefill batches, whose
+queries per sequence select planning hints) and, for decode batches over
+long contexts, the split-KV
 kernel (one for every segment count: it reads the count from its buffers
 at run time) with its merge_states. `specializations()`
 finds them by making those calls in a dry run (arguments checked, nothing
@@ -96,12 +98,18 @@ def _arrays(cfg, tokens, batch, context):
 
 def specializations(cfg):
     """The MLIR text of every kernel `cfg`'s layers can call: the one-pass
-    kernel (prefill, mixed and short decode batches) and, with split_kv, the
-    split-KV kernel and merge that attn_mlir.vllm's plan picks for decode
-    over long contexts (one decode call: the kernel reads the segment count
-    at run time, so every count is the same specialization)."""
+    kernel (decode batches), its forms for batches whose queries average
+    more than ops.LONG_QUERY_TOKENS (mixed batches) and at least
+    ops.PREFILL_ROW_TOKENS (prefills) a sequence, where those planning
+    hints apply, and, with split_kv, the split-KV kernel and merge that
+    attn_mlir.vllm's plan picks for decode over long contexts (one decode
+    call: the kernel reads the segment count at run time, so every count
+    is the same specialization)."""
     with ops.collect_specializations() as texts:
         vllm.unified_attention(**_arrays(cfg, tokens=4, batch=2, context=64))
+        for per_seq in (ops.LONG_QUERY_TOKENS + 1, ops.PREFILL_ROW_TOKENS):
+            vllm.unified_attention(**_arrays(cfg, tokens=2 * per_seq,
+                                             batch=2, context=per_seq))
         if cfg.split_kv:
             context = 512   # the shortest context the plan splits
             vllm.unified_attention(**_arrays(cfg, tokens=2, batch=2,

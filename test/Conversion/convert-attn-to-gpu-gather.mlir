@@ -140,7 +140,49 @@ func.func @prefix_fp8(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: m
 // past 128, for which the producer's register split is not sized) is
 // rejected.
 func.func @gather_not_possible(%q: memref<?x32x256xbf16>, %k: memref<?x8x256xbf16>, %v: memref<?x8x256xbf16>, %kc: memref<?x8x32x16x8xbf16>, %vc: memref<?x8x256x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %o: memref<?x32x256xbf16>) {
-  // expected-error @+1 {{asks for a producer warpgroup that gathers K/V with cp.async (producer_warps without tma), which only sm_90a prefix prefill programs of warpgroups have}}
+  // expected-error @+1 {{asks for a producer warpgroup that gathers K/V with cp.async (producer_warps without tma), which only sm_90a prefix prefill and unified programs of warpgroups have}}
   attn.prefix_prefill q(%q : memref<?x32x256xbf16>) k(%k : memref<?x8x256xbf16>) v(%v : memref<?x8x256xbf16>) k_cache(%kc : memref<?x8x32x16x8xbf16>) v_cache(%vc : memref<?x8x256x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x32x256xbf16>) {schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4, warps = 4, producer_warps = 4>}
+  return
+}
+
+// -----
+
+// sm_90a unified prefill rows (attn.prefill_rows, bf16 caches like Q,
+// NHD pages): the same pipeline. Q is loaded by TMA (its one map, boxes
+// [32 tokens, 4 heads, 64 columns]); the producer threads gather each
+// tile's K and V rows from the pages into 128-byte swizzled tiles
+// ([atoms * rows, 64], not the split-x cache's core matrices), 16 copies
+// each per thread, and the full barriers track them without waiting; the
+// consumers multiply on wgmma m64n128k16.
+// CHECK-LABEL: func.func @unified_prefill_rows
+// CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%{{.*}}, %c4, %c64]
+// CHECK-NOT: nvgpu.tma.create.descriptor
+// CHECK: gpu.func @unified_prefill_rows(%arg0: !llvm.ptr, %{{.*}}: memref<?x32x128xbf16>
+// CHECK-SAME: attn.tensor_map_params = 1 : i64, known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32
+// CHECK: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 9>
+// CHECK: nvvm.setmaxregister  decrease 56
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}[%c8{{.*}}], %c32768
+// CHECK-COUNT-2: nvgpu.tma.async.load %{{.*}}[%{{.*}}], %{{.*}}[%c8
+// CHECK: scf.for
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg2{{.*}} to memref<256x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg3{{.*}} to memref<256x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
+// CHECK: nvvm.setmaxregister  increase 224
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+func.func @unified_prefill_rows(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {attn.long_queries, attn.prefill_rows}
+  return
+}
+
+// -----
+
+// A pinned gathering producer on a unified op it cannot serve (split-KV
+// outputs) is rejected.
+func.func @unified_gather_not_possible(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>) {
+  // expected-error @+1 {{asks for a producer warpgroup that gathers K/V with cp.async (producer_warps without tma), which only sm_90a prefix prefill and unified programs of warpgroups have}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) {schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, producer_warps = 4, pingpong = true>}
   return
 }

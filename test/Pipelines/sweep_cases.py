@@ -98,6 +98,26 @@ def unified(D, cache=None, hq=32, hk=8, page=16, segments=0, q8=False,
             f"  return\n}}\n")
 
 
+def unified_prefill(D, hq=32, hk=8, page=16, t="bf16", features=False):
+    """unified with the prefill-rows hint (sm_90a: the gathering producer
+    warpgroup); `features`: a window, softcap, sinks and ALiBi together."""
+    q, kc = memref("?", hq, D, t=t), memref("?", page, hk, D, t=t)
+    args = uses = ""
+    attrs = "attn.long_queries, attn.prefill_rows"
+    if features:
+        args = f", %c: f32, %al: memref<{hq}xf32>, %sk: memref<{hq}xf32>"
+        uses = (f" softcap(%c) alibi_slopes(%al : memref<{hq}xf32>)"
+                f" sinks(%sk : memref<{hq}xf32>)")
+        attrs += ", sliding_window = 1024 : i64"
+    return (f"func.func @kernel(%q: {q}, %kc: {kc}, %vc: {kc}, "
+            f"%bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, "
+            f"%s: f32{args}, %o: {q}) {{\n"
+            f"  attn.unified q(%q : {q}) k_cache(%kc : {kc}) v_cache(%vc : {kc}) "
+            f"block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>)"
+            f" seqused_k(%su : memref<?xi32>) scale(%s){uses} out(%o : {q})"
+            f" {{{attrs}}}\n  return\n}}\n")
+
+
 def unified_vllm(D, kind, hq=32, hk=8, page=16):
     """unified with today's vLLM keywords, grouped as models use them:
     "spec": an fp8 cache with per-(sequence, KV head) descales, the tree bias
@@ -226,6 +246,16 @@ def cases():
     for D in (128, 256):
         yield f"unified D={D} fp8 cache", unified(D, cache="f8E4M3FN")
     yield "unified D=128 fp8 q", unified(128, cache="f8E4M3FN", q8=True)
+    # Prefill rows (sm_90a: the gathering producer of prefix prefill over
+    # NHD pages): heads of 128 and 64 in GQA 4, MHA, GQA 8 f16 over pages of
+    # 64, and the features its programs take together.
+    yield "unified D=128 prefill rows", unified_prefill(128)
+    yield "unified D=64 prefill rows", unified_prefill(64)
+    yield "unified D=128 prefill rows MHA", unified_prefill(128, hq=8, hk=8)
+    yield "unified D=128 prefill rows GQA 8 f16 page 64", unified_prefill(
+        128, hk=4, page=64, t="f16")
+    yield "unified D=128 prefill rows window softcap sinks alibi", \
+        unified_prefill(128, features=True)
     yield "flash D=64 fp8 e5m2", flash(64, t="f8E5M2")
     yield "unified D=128 split-KV", unified(128, segments=16)
     yield "unified D=128 split-KV runtime count", unified(128, segments="?")

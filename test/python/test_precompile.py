@@ -19,11 +19,19 @@ def names(texts):
 def test_specializations_of_a_config():
     cfg = AttentionConfig(num_q_heads=8, num_kv_heads=2, head_dim=64)
     got = names(precompile.specializations(cfg))
-    # One pass, one split-KV kernel for every segment count the plan picks
-    # (2-16: the count is read at run time), one merge.
+    # One pass, its forms for mixed and prefill batches (the long-queries
+    # and prefill-rows hints), one split-KV kernel for every segment count
+    # the plan picks (2-16: the count is read at run time), one merge.
     assert got == ["attn_unified_bf16_d64_h8_gqa4",
+                   "attn_unified_bf16_d64_h8_gqa4_long",
+                   "attn_unified_bf16_d64_h8_gqa4_long_prefill",
                    "attn_unified_bf16_d64_h8_gqa4_split",
                    "attn_merge_states_bf16_d64_h8"]
+    # Heads of 96 take neither hint.
+    d96 = AttentionConfig(num_q_heads=32, num_kv_heads=8, head_dim=96,
+                          split_kv=False)
+    assert names(precompile.specializations(d96)) == [
+        "attn_unified_bf16_d96_h32_gqa4"]
     one = AttentionConfig(8, 2, 64, split_kv=False, kv_cache_dtype="fp8",
                           sliding_window=32, softcap=20.0, sinks=True)
     assert names(precompile.specializations(one)) == [
@@ -93,6 +101,11 @@ def test_aot_from_a_model_description(nvvm, tmp_path):  # noqa: F811
     assert aot.main(["--chip", "sm_80", "--model", str(model), "--out",
                      str(tmp_path / "b")]) == 0
     bundles = [p for p in (tmp_path / "b").iterdir() if p.is_dir()]
-    assert len(bundles) == 1
-    manifest = json.loads((bundles[0] / "manifest.json").read_text())
-    assert "@attn_unified_bf16_d64_h8_gqa4(" in manifest["mlir"]
+    # Decode, mixed (long queries) and prefill batches (prefill rows).
+    assert len(bundles) == 3
+    texts = sorted(json.loads((b / "manifest.json").read_text())["mlir"]
+                   for b in bundles)
+    names_ = sorted(re.search(r"func\.func @(\w+)\(", t)[1] for t in texts)
+    assert names_ == ["attn_unified_bf16_d64_h8_gqa4",
+                      "attn_unified_bf16_d64_h8_gqa4_long",
+                      "attn_unified_bf16_d64_h8_gqa4_long_prefill"]

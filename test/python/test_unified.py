@@ -225,6 +225,74 @@ def test_long_queries_hint():
     assert "attn.long_queries" not in attrs([40], fp8="f8E4M3FN")
 
 
+def test_prefill_rows_hint():
+    """Calls whose queries average at least 128 a sequence, over heads of
+    64 or 128 and caches of Q's 16-bit type, carry attn.prefill_rows (sm_90a:
+    the gathering producer warpgroup), unless a schedule is pinned or a
+    feature the plan keeps off that pipeline is there."""
+    def attrs(q_lens, d=128, dtype="bf16", fp8=None, **kw):
+        rng = np.random.default_rng(4)
+        q, kc, vc, cu, su, table = make(
+            rng, hq=8, hk=2, d=d, block_size=16, dtype=dtype, fp8=fp8,
+            q_lens=q_lens, k_lens=[n + 5 for n in q_lens])
+        scales = dict(k_descale=1.0, v_descale=1.0) if fp8 else {}
+        with ops.collect_specializations() as texts:
+            ops.unified(q, kc, vc, table, cu, su, np.zeros_like(q), scale=0.1,
+                        **scales, **kw)
+        assert len(texts) == 1
+        return texts[0]
+    hint = "attn.prefill_rows"
+    assert hint in attrs([128])
+    assert hint in attrs([1, 255], dtype="f16")
+    assert hint in attrs([200], sliding_window=64, softcap=5.0,
+                         sinks=np.zeros(8, np.float32))
+    assert hint in attrs([200], causal=False)
+    assert hint not in attrs([127])
+    assert hint not in attrs([1, 254])
+    assert hint in attrs([200], d=64)
+    assert hint not in attrs([200], d=96)
+    assert hint not in attrs([200], schedule=(16, 64, 4, 0, 0, 0, 0, 0, 2))
+    assert hint not in attrs([200], fp8="f8E4M3FN")
+    assert hint not in attrs([200], alibi_slopes=np.ones(8, np.float32),
+                             alibi_form="sqrt")
+    assert hint not in attrs([200], lse=np.zeros((200, 8), np.float32))
+
+
+@pytest.mark.parametrize("features", [
+    {}, dict(window=100, softcap=20.0, sinks=True), dict(causal=False),
+    dict(slopes=True)], ids=["plain", "window_softcap_sinks",
+                             "bidirectional", "alibi"])
+def test_prefill_rows_same_result(features):
+    """A batch with the prefill-rows hint (sm_90a: the gathering producer
+    warpgroup, 128-key tiles) matches the float64 reference: a context
+    that ends inside a page and a tile, a sequence of one query, pages
+    behind a shuffled table, GQA 4."""
+    rng = np.random.default_rng(60)
+    q, kc, vc, cu, su, table = make(rng, hq=16, hk=4, d=128, block_size=16,
+                                    dtype="bf16", q_lens=[300, 1, 150],
+                                    k_lens=[300, 77, 333])
+    kw, ref_kw = {}, {}
+    if "window" in features:
+        kw["sliding_window"] = ref_kw["window"] = features["window"]
+    if "softcap" in features:
+        kw["softcap"] = ref_kw["softcap"] = features["softcap"]
+    if features.get("sinks"):
+        kw["sinks"] = ref_kw["sinks"] = rng.standard_normal(16).astype(
+            np.float32)
+    if features.get("slopes"):
+        kw["alibi_slopes"] = ref_kw["slopes"] = (
+            2.0 ** (-8.0 * np.arange(1, 17) / 16)).astype(np.float32)
+    if "causal" in features:
+        kw["causal"] = ref_kw["causal"] = features["causal"]
+    o = np.full(q.shape, np.nan, DTYPES["bf16"])
+    with ops.collect_specializations() as texts:
+        ops.unified(q, kc, vc, table, cu, su, o, scale=0.09, **kw)
+    assert "attn.prefill_rows" in texts[0]
+    ops.unified(q, kc, vc, table, cu, su, o, scale=0.09, **kw)
+    check(o, reference(q, kc, vc, cu, su, table, 0.09, **ref_kw), "bf16",
+          "prefill rows")
+
+
 @pytest.mark.parametrize("dtype,d", [("bf16", 128), ("f16", 64)])
 def test_long_queries_same_result(dtype, d):
     """A hinted batch (prefill rows beside decodes; three K/V stages on

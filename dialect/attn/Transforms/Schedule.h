@@ -30,6 +30,14 @@ inline constexpr llvm::StringLiteral kShortSequencesHint =
 /// nothing.
 inline constexpr llvm::StringLiteral kLongQueriesHint = "attn.long_queries";
 
+/// A discardable unit attribute of attn.unified: the calls the op stands
+/// for are prefill rows almost only (the Python ops set it when the queries
+/// average at least 128 a sequence). A planning hint only: on sm_90a the
+/// plan then gives 16-bit unified programs of heads of 64 or 128 prefix
+/// prefill's pipeline (a producer warpgroup gathering the pages' rows, two
+/// consumer warpgroups in pingpong); elsewhere it changes nothing.
+inline constexpr llvm::StringLiteral kPrefillRowsHint = "attn.prefill_rows";
+
 /// The op's own schedule, or the CPU default when it has none.
 ScheduleAttr scheduleOrDefault(Operation *op);
 
@@ -38,7 +46,9 @@ ScheduleAttr scheduleOrDefault(Operation *op);
 /// without tma): f16 or bf16 Q and new keys; caches like Q, unscaled, or
 /// fp8 (e4m3/e5m2, scaled or not: their bytes are copied, then dequantized
 /// in shared memory); rows of unit stride, pages and key splits of whole
-/// 8-element chunks.
+/// 8-element chunks. Or an attn.unified over f16/bf16 caches like Q (rows
+/// of unit stride) without descales, split-KV, lse and the rarer masks
+/// (Plan.cpp, gathersUnifiedRows).
 bool gathersCaches(Operation *op);
 /// gathersCaches with fp8 caches.
 bool gathersFp8Caches(Operation *op);

@@ -361,6 +361,23 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
                              /*pingpong=*/headDim <= 128, persistent,
                              /*stages=*/0);
   }
+  // sm_90a unified programs of prefill rows (kPrefillRowsHint) over caches
+  // stored like Q, heads of 64 or 128: prefix prefill's pipeline
+  // (WarpSpecialized.cpp, setUpGather), its producer warpgroup gathering
+  // the pages' K and V rows with cp.async into 128-byte swizzled tiles (Q
+  // by TMA), two consumer warpgroups of 64 rows in pingpong, 128-key tiles.
+  // On H200 (bench/results/2026-11-28-h200-unified-prefill-gather.md)
+  // prefill rows ran 1.06-1.36x faster than on the three-stage programs
+  // below, heads of 64 1.10x (64-key tiles: 5% slower); the mixed batch of
+  // 4 prefills of 1k and 60 decodes (queries averaging 65, so no hint)
+  // ran 22% slower on it.
+  if (isa<UnifiedOp>(op) && target == "nvvm" && chip == "sm_90a" &&
+      op->hasAttr(kPrefillRowsHint) && (headDim == 64 || headDim == 128) &&
+      128 % pack == 0 && gathersCaches(op))
+    return ScheduleAttr::get(op->getContext(), 128 / pack, 128, pack,
+                             /*warps=*/8, /*tma=*/false, /*producer_warps=*/4,
+                             /*pingpong=*/true, /*persistent=*/false,
+                             /*stages=*/0);
   // sm_90a unified programs over caches stored like Q (heads of 64 or
   // 128, 64-key tiles): two K/V stages, so that tile j + 1 loads while
   // tile j computes, which also makes the 64-row program one warpgroup on
@@ -385,7 +402,33 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, warps);
 }
 
+/// gathersCaches of attn.unified: Q and both caches of one 16-bit type,
+/// rows of unit stride, out like Q, and only the features its pipeline
+/// was measured with (causal or not, windows, softcap, sinks, linear
+/// ALiBi); descales, per-token scales, split-KV, lse, out scales, tree
+/// and multimodal biases, R-SWA, chunks and per-sequence flags keep the
+/// other programs.
+static bool gathersUnifiedRows(UnifiedOp op) {
+  Type qType = cast<MemRefType>(op.getQ().getType()).getElementType();
+  if (!qType.isF16() && !qType.isBF16())
+    return false;
+  for (Value x : {op.getQ(), op.getKCache(), op.getVCache(), op.getOut()}) {
+    auto type = cast<MemRefType>(x.getType());
+    if (type.getElementType() != qType || !type.isLastDimUnitStride())
+      return false;
+  }
+  if (op.getQDescale() || op.getKDescale() || op.getVDescale() ||
+      op.hasTokenScales() || op.isSplitKv() || op.getLse() ||
+      op.getOutScale() || op.getQqBias() || op.getMmPrefixRange() ||
+      op.getRswaPrefixLens() || op.getCausalFlags() ||
+      op.getChunkLookbackAttr())
+    return false;
+  return !op.getAlibiSlopes() || op.getAlibiFormOrDefault() != AlibiForm::sqrt;
+}
+
 bool mlir::attn::gathersCaches(Operation *op) {
+  if (auto unified = dyn_cast<UnifiedOp>(op))
+    return gathersUnifiedRows(unified);
   auto prefix = dyn_cast<PrefixPrefillOp>(op);
   if (!prefix)
     return false;

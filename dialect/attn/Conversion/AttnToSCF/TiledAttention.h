@@ -117,6 +117,10 @@ struct KvWalk {
   bool valueKeyMajor = false;
   /// Keys are located through a block table (each staged row reads it).
   bool paged = false;
+  /// K is vLLM's split-x cache ([.., D / x, page, x]): x dims of a key are
+  /// adjacent, and a chunk of them is adjacent to the next key's. Gathering
+  /// GPU programs keep that layout in shared memory (core matrices).
+  bool splitKeys = false;
   /// The element type of K and its dequantization scale (null for none),
   /// the same for every key of the walk (as KeyRow's kScale): programs that
   /// multiply stored fp8 values directly apply the scale to the dot product.

@@ -234,9 +234,11 @@ struct ConvertAttnToGPUPass
                << s
                << " asks for a producer warpgroup that gathers K/V with "
                   "cp.async (producer_warps without tma), which only sm_90a "
-                  "prefix prefill programs of warpgroups have, over f16/bf16 "
-                  "caches like Q without scales or fp8 caches (head dim 64 "
-                  "or 128, double-buffered tiles)";
+                  "prefix prefill and unified programs of warpgroups have, "
+                  "over f16/bf16 caches like Q without scales (prefix "
+                  "prefill: or fp8 caches; unified: without split-KV, lse, "
+                  "descales and the rarer masks) (head dim 64 or 128, "
+                  "double-buffered tiles)";
       if (launch.threads > 1024 ||
           launch.sharedBytes > gpuTarget.maxSharedBytes())
         return op->emitOpError("convert-attn-to-gpu: the schedule ")

@@ -250,6 +250,7 @@ void emitPrefixPrefill(LoopEmitter &e, ProgramTarget &target,
           cache.hi = e.min(hi, ctx);
           cache.valueKeyMajor = blockSize % 8 == 0;
           cache.paged = true;
+          cache.splitKeys = true;
           cache.keyType =
               cast<MemRefType>(op.getKCache().getType()).getElementType();
           cache.keyScale = kScale;

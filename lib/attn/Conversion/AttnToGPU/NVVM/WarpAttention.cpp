@@ -863,6 +863,21 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
             {prefix.getKMutable().getOperandNumber(), {g.bn, 1, atomCols}},
             {prefix.getVMutable().getOperandNumber(), {g.bn, 1, atomCols}}};
   }
+  // Unified prefill rows on the same producer: its pages' rows are
+  // gathered, Q (dense, stored like the tiles) is loaded by TMA.
+  if (auto unified = dyn_cast<UnifiedOp>(op)) {
+    auto qType = cast<MemRefType>(unified.getQ().getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (!warpGathersKeys(op, shape, ct, chip) ||
+        shape.headDim % wgmma::kAtomCols || shape.blockQ > 256 ||
+        shape.pack > 256 || qType.getElementType() != ct ||
+        failed(qType.getStridesAndOffset(strides, offset)) || strides[2] != 1)
+      return {};
+    int64_t atomCols = wgmma::kAtomRowBytes / (ct.getIntOrFloatBitWidth() / 8);
+    return {{unified.getQMutable().getOperandNumber(),
+             {shape.blockQ, shape.pack, atomCols}}};
+  }
   if (auto flash = dyn_cast<FlashOp>(op)) {
     if (flash.getQuantizeTo())
       return {};

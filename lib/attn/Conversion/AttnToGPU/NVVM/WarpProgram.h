@@ -303,9 +303,9 @@ private:
   struct KvBuffers {
     SharedTile k, v, vt;
   };
-  /// `pagedKeys`: K of a paged walk (the gathering producer keeps the
-  /// split-x cache's core matrices).
-  KvBuffers kvBuffers(Value stage, bool pagedKeys = false);
+  /// `splitKeys`: K of a split-x cache walk (KvWalk::splitKeys; the
+  /// gathering producer keeps its core matrices).
+  KvBuffers kvBuffers(Value stage, bool splitKeys = false);
   /// Stages K (isK) or V of keys [n0, n0 + nValid) as [bn, D] rows.
   void stageKeys(const KvWalk &walk, const SharedTile &dst, Value n0,
                  Value nValid, bool isK);

@@ -463,7 +463,7 @@ void WarpAttentionBuilder::produceLoaded(const KvWalk &walk, Value lo, Value hi,
   e.forLoop(lo, hi, bn, [&](Value n0) {
     Value r = e.add(base, e.divU(e.sub(n0, lo), bn));
     Value s = e.remU(r, e.idx(2));
-    KvBuffers buf = kvBuffers(s, walk.paged);
+    KvBuffers buf = kvBuffers(s, walk.splitKeys);
     auto load = [&](const SharedTile &tile, Value map, Value full,
                     Value empty) {
       awaitFree(empty, r);
@@ -494,7 +494,7 @@ void WarpAttentionBuilder::produceGathered(const KvWalk &walk, Value lo,
     Value r = e.add(base, e.divU(e.sub(n0, lo), bn));
     Value s = e.remU(r, e.idx(2));
     Value nValid = e.min(bn, e.sub(hi, n0));
-    KvBuffers buf = kvBuffers(s, walk.paged);
+    KvBuffers buf = kvBuffers(s, walk.splitKeys);
     // The chunks' addresses are computed in the loop (LLVM otherwise hoists
     // each chunk's shared offset out of it, about 50 registers).
     Value loopTid = tid;
@@ -580,7 +580,7 @@ void WarpAttentionBuilder::produceConverted(const KvWalk &walk, Value lo,
     // Tile i's bytes, from every thread's copies.
     syncProducer();
     KvBuffers raw = rawBuffers(e.remU(i, e.idx(2)));
-    KvBuffers buf = kvBuffers(s, walk.paged);
+    KvBuffers buf = kvBuffers(s, walk.splitKeys);
     auto fill = [&](const SharedTile &from, const SharedTile &to, int64_t rows,
                     int64_t cols, Value scale, Value full, Value empty) {
       awaitFree(empty, r);
@@ -889,7 +889,7 @@ void WarpAttentionBuilder::consumeStep(const ProgramRows &rows,
     releaseQuery();
   SmallVector<Value> sPending, oPending;
   if (scores) {
-    cur.k = kvBuffers(s, walk.paged).k;
+    cur.k = kvBuffers(s, walk.splitKeys).k;
     sPending = issueWarpgroupScores(0, g.bn);
   }
   if (values) {

@@ -352,7 +352,7 @@ void WarpAttentionBuilder::waitGroups(Value token, int32_t pending) {
 }
 
 WarpAttentionBuilder::KvBuffers
-WarpAttentionBuilder::kvBuffers(Value stage, bool pagedKeys) {
+WarpAttentionBuilder::kvBuffers(Value stage, bool splitKeys) {
   Value base =
       e.add(e.idx(g.mRows * g.stride), e.mul(stage, e.idx(g.kvElems())));
   Value vBase = e.add(base, e.idx(g.bn * g.stride));
@@ -360,11 +360,12 @@ WarpAttentionBuilder::kvBuffers(Value stage, bool pagedKeys) {
   // 32-byte sector it copies lands on 32 contiguous bytes (a cp.async warp
   // instruction otherwise takes a shared wavefront and an L2 sector per
   // lane): the split-x K cache in core matrices, the [D, page] V cache in
-  // 32-byte swizzled k steps. Row-major tiles (the new tokens' K and V)
-  // stay 128-byte swizzled, which keeps a row's 128 bytes together.
+  // 32-byte swizzled k steps. Row-major tiles (the new tokens' K and V,
+  // unified's NHD pages) stay 128-byte swizzled, which keeps a row's 128
+  // bytes together.
   std::optional<TileLayout> kLayout, vtLayout;
   if (gather) {
-    if (pagedKeys)
+    if (splitKeys)
       kLayout = TileLayout::CoreMatrices;
     vtLayout = TileLayout::Swizzled32;
   }
@@ -453,9 +454,14 @@ void WarpAttentionBuilder::stageKeys(const KvWalk &walk, const SharedTile &dst,
   // in one thread, one block-table read per key; vLLM's split-x K cache
   // holds a chunk of 16 consecutive keys' rows contiguously, so a warp's
   // copies of one chunk column read and write 512 contiguous bytes.
-  ChunkOrder order = dst.layout == TileLayout::CoreMatrices
-                         ? ChunkOrder::Rows
-                         : ChunkOrder::RowMajor;
+  // The gathering producer's rows of a paged walk (unified's NHD pages):
+  // adjacent lanes copy the two halves of a 32-byte sector, which the
+  // 128-byte swizzle keeps together, and a thread's chunks lie in two rows,
+  // located once each (row-major chunks located 16 rows a thread, and the
+  // producer's 56 registers spilled 324 bytes).
+  ChunkOrder order = dst.layout == TileLayout::CoreMatrices ? ChunkOrder::Rows
+                     : gather && walk.paged ? ChunkOrder::RowPairs
+                                            : ChunkOrder::RowMajor;
   stage(
       raw ? bytesOf(dst, kType) : dst, g.bn, g.dPad,
       [&](Value r) { return tile.key(r, isK, /*scaled=*/!raw); }, order);

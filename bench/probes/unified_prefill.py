@@ -1,0 +1,78 @@
+"""Unified attention over prefill rows (vLLM's one call for prefills, alone
+or next to decodes): sm_90a TFLOP/s (causal work) of ops.unified for
+several shapes and features, and the mixed batch of bench_gpu.py, each
+timed `ROUNDS` times in one process, printing every round and the median,
+so that two builds (bundle directories) run one after the other in one
+device call compare:
+
+    ATTN_MLIR_BUNDLES=old python bench/probes/unified_prefill.py
+    ATTN_MLIR_BUNDLES=new python bench/probes/unified_prefill.py
+
+ATTN_MLIR_DRY_RUN=1 only records the specializations.
+"""
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import bench_gpu as G  # noqa: E402
+from bench_gpu import ops, np  # noqa: E402
+
+ROUNDS = 5
+BS = 16
+
+
+def case(qlens, seqlens, Hq, Hk, D, **kw):
+    B = len(qlens)
+    maxblk = max((s + BS - 1) // BS for s in seqlens)
+    nb = B * maxblk + 8
+    kc, vc = G.randn(nb, BS, Hk, D), G.randn(nb, BS, Hk, D)
+    bt = G.ints(np.random.default_rng(3).permutation(nb)[: B * maxblk]
+                .reshape(B, maxblk))
+    q, o = G.randn(sum(qlens), Hq, D), G.randn(sum(qlens), Hq, D)
+    cu = G.ints(np.concatenate([[0], np.cumsum(qlens)]))
+    su = G.ints(seqlens)
+    if kw.pop("sinks", False):
+        s = np.linspace(-1, 1, Hq).astype(np.float32)
+        kw["sinks"] = s if G.DRY else G.torch.tensor(s, device=G.dev)
+    # Causal work: query i of a sequence of N keys and L queries sees
+    # N - L + i + 1 keys.
+    keys = sum(L * (N - L) + L * (L + 1) // 2 for L, N in zip(qlens, seqlens))
+    flops = 4 * keys * Hq * D
+    fn = lambda: ops.unified(q, kc, vc, bt, cu, su, o,  # noqa: E731
+                             scale=1 / math.sqrt(D), **kw)
+    return fn, flops
+
+
+CASES = {
+    "prefill 4x2048 GQA 32/8 D=128": lambda: case([2048] * 4, [2048] * 4,
+                                                  32, 8, 128),
+    "prefill 16x512 GQA 32/8 D=128": lambda: case([512] * 16, [512] * 16,
+                                                  32, 8, 128),
+    "prefill 8x512 after 1536 cached, GQA 32/8 D=128": lambda: case(
+        [512] * 8, [2048] * 8, 32, 8, 128),
+    "prefill 4x2048 GQA 32/8 D=64": lambda: case([2048] * 4, [2048] * 4,
+                                                 32, 8, 64),
+    "prefill 4x2048 MHA 16/16 D=128": lambda: case([2048] * 4, [2048] * 4,
+                                                   16, 16, 128),
+    "prefill 4x2048 window 1024": lambda: case([2048] * 4, [2048] * 4, 32, 8,
+                                               128, sliding_window=1024),
+    "prefill 4x2048 softcap 50": lambda: case([2048] * 4, [2048] * 4, 32, 8,
+                                              128, softcap=50.0),
+    "prefill 4x2048 sinks": lambda: case([2048] * 4, [2048] * 4, 32, 8, 128,
+                                         sinks=True),
+    "mixed 4x1024 + 60x2048 decodes": lambda: case(
+        [1024] * 4 + [1] * 60, [1024] * 4 + [2048] * 60, 32, 8, 128),
+}
+fns = {name: make() for name, make in CASES.items()}
+runs = {name: [] for name in fns}
+for _ in range(1 if G.DRY else ROUNDS):
+    for name, (fn, _) in fns.items():
+        runs[name].append(round(G.timed(fn) * 1e3, 1))
+for name, r in runs.items():
+    med = statistics.median(r)
+    print(json.dumps(dict(case=name, us=r, median=med,
+                          tflops=round(fns[name][1] / med / 1e6, 1))),
+          flush=True)

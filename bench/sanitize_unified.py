@@ -1,0 +1,153 @@
+"""Unified prefill rows on sm_90a, checked against a float64 reference, for
+compute-sanitizer (memcheck, racecheck, synccheck):
+
+    compute-sanitizer --tool racecheck python3 bench/sanitize_unified.py
+
+Calls whose queries average more than 16 a sequence carry the long-queries
+hint, and attn-plan gives their 16-bit unified programs (heads of 64 or
+128) the gathering producer warpgroup of prefix prefill: K and V rows of
+the pages by cp.async, Q by TMA, two consumer warpgroups in pingpong.
+Cases: pages of 16 and 64 behind a shuffled block table; sequences with
+no context, with contexts that end inside a page and a KV tile, one of a
+single query next to long ones; GQA 4 and 8, MHA; causal or not, windows,
+softcap, sinks, ALiBi; bf16 and f16. Each case also runs the schedule the
+plan gave before (64-row programs, three stages), so the two compare.
+Outputs are NaN-poisoned first; exits non-zero when one differs from the
+reference.
+"""
+import math
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from attn_mlir import ops  # noqa: E402
+
+DRY = bool(os.environ.get("ATTN_MLIR_DRY_RUN"))
+# (name, D, Hq, Hk, page, query lens, contexts, dtype, features)
+CASES = [
+    ("gqa4", 128, 32, 8, 16, (77, 130, 300, 1, 600), (0, 300, 1000, 37, 5),
+     "bf16", {}),
+    ("gqa8 page64", 128, 16, 2, 64, (512, 64, 200), (129, 2048, 5), "bf16",
+     {}),
+    ("mha d64 f16", 64, 8, 8, 16, (300, 33, 257), (0, 100, 70), "f16", {}),
+    ("window softcap sinks", 128, 32, 8, 16, (400, 130, 90), (600, 0, 33),
+     "bf16", dict(sliding_window=100, softcap=20.0, sinks=True)),
+    ("alibi", 128, 32, 8, 16, (300, 64), (100, 0), "bf16",
+     dict(alibi=True)),
+    ("bidirectional window", 64, 16, 4, 16, (200, 70), (50, 0), "bf16",
+     dict(causal=False, sliding_window=64)),
+]
+
+
+def reference(q, kc, vc, table, cu, seqused, page, scale, group, *,
+              sliding_window=None, softcap=None, sinks=None, alibi=None,
+              causal=True):
+    out = np.zeros_like(q)
+    for b in range(len(seqused)):
+        lo, hi = cu[b], cu[b + 1]
+        L, N = hi - lo, seqused[b]
+        C = N - L
+        blocks = table[b, np.arange(N) // page]
+        slot = np.arange(N) % page
+        qpos = C + np.arange(L)[:, None]
+        kpos = np.arange(N)[None, :]
+        visible = (kpos <= qpos) if causal else np.ones((L, N), bool)
+        if sliding_window:
+            dist = qpos - kpos if causal else np.abs(qpos - kpos)
+            visible &= dist < sliding_window
+        for h in range(q.shape[1]):
+            K = kc[blocks, slot, h // group]
+            V = vc[blocks, slot, h // group]
+            s = q[lo:hi, h] @ K.T * scale
+            if softcap:
+                s = softcap * np.tanh(s / softcap)
+            if alibi is not None:
+                s = s + alibi[h] * (kpos - C)
+            s = np.where(visible, s, -np.inf)
+            m = s.max(-1, keepdims=True)
+            if sinks is not None:
+                m = np.maximum(m, sinks[h])
+            m = np.where(np.isfinite(m), m, 0.0)
+            p = np.exp(s - m)
+            z = p.sum(-1, keepdims=True)
+            if sinks is not None:
+                z = z + np.exp(sinks[h] - m)
+            out[lo:hi, h] = np.where(z > 0, p @ V / np.where(z > 0, z, 1), 0)
+    return out
+
+
+def check(name, D, Hq, Hk, page, lens, ctx, dtype, feats):
+    rng = np.random.default_rng(0)
+    lens, ctx = np.array(lens), np.array(ctx)
+    cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+    seqused = (ctx + lens).astype(np.int32)
+    need = [-(-int(n) // page) for n in seqused]
+    nb = sum(need) + 3
+    perm = rng.permutation(nb)
+    table = np.zeros((len(lens), max(need)), np.int32)
+    pos = 0
+    for b, n in enumerate(need):
+        table[b, :n] = perm[pos:pos + n]
+        pos += n
+    tokens = int(cu[-1])
+    host = [rng.standard_normal(s).astype(np.float32) for s in
+            ((tokens, Hq, D), (nb, page, Hk, D), (nb, page, Hk, D))]
+    scale = 1 / math.sqrt(D)
+    kw = dict(sliding_window=feats.get("sliding_window"),
+              softcap=feats.get("softcap"), causal=feats.get("causal", True))
+    sinks = (rng.standard_normal(Hq) * 2).astype(np.float32) \
+        if feats.get("sinks") else None
+    alibi = (2.0 ** (-8.0 * np.arange(1, Hq + 1) / Hq)).astype(np.float32) \
+        if feats.get("alibi") else None
+    # The schedule the plan gave before: 64-row programs, three stages.
+    previous = dict(block_q=64 // (Hq // Hk), block_n=64,
+                    heads_per_program=Hq // Hk, stages=3)
+    schedules = [None, previous]
+    if DRY:
+        import ml_dtypes
+        t = ml_dtypes.bfloat16 if dtype == "bf16" else np.float16
+        arrays = [a.astype(t) for a in host]
+        for sched in schedules:
+            ops.unified(*arrays, table, cu, seqused, np.zeros_like(arrays[0]),
+                        scale=scale, sinks=sinks, alibi_slopes=alibi,
+                        schedule=sched, **kw)
+        return 0
+    import torch
+    tt = torch.bfloat16 if dtype == "bf16" else torch.float16
+    dev = [torch.tensor(a, dtype=tt, device="cuda") for a in host]
+    exact = [a.float().cpu().double().numpy() for a in dev]
+    ref = reference(*exact, table, cu, seqused, page, scale, Hq // Hk,
+                    sinks=None if sinks is None else sinks.astype(np.float64),
+                    alibi=None if alibi is None else alibi.astype(np.float64),
+                    **kw)
+    ints = [torch.tensor(a, device="cuda") for a in (table, cu, seqused)]
+    extra = {}
+    if sinks is not None:
+        extra["sinks"] = torch.tensor(sinks, device="cuda")
+    if alibi is not None:
+        extra["alibi_slopes"] = torch.tensor(alibi, device="cuda")
+    bad = 0
+    for sched in schedules:
+        o = torch.full_like(dev[0], float("nan"))
+        ops.unified(*dev, *ints, o, scale=scale, schedule=sched, **kw,
+                    **extra)
+        torch.cuda.synchronize()
+        err = np.abs(o.float().cpu().double().numpy() - ref).max()
+        ok = bool(np.isfinite(err) and err < 3e-2)
+        bad += not ok
+        print(f"{name}: page={page} lens={tuple(lens)} ctx={tuple(ctx)} "
+              f"{dtype} schedule={'plan' if sched is None else 'previous'}: "
+              f"max|err| {err:.3e} {'ok' if ok else 'WRONG'}", flush=True)
+    return bad
+
+
+def main():
+    bad = sum(check(*case) for case in CASES)
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
