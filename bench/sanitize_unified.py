@@ -3,15 +3,17 @@ compute-sanitizer (memcheck, racecheck, synccheck):
 
     compute-sanitizer --tool racecheck python3 bench/sanitize_unified.py
 
-Calls whose queries average more than 16 a sequence carry the long-queries
+Calls whose queries average at least 128 a sequence carry the prefill-rows
 hint, and attn-plan gives their 16-bit unified programs (heads of 64 or
-128) the gathering producer warpgroup of prefix prefill: K and V rows of
-the pages by cp.async, Q by TMA, two consumer warpgroups in pingpong.
-Cases: pages of 16 and 64 behind a shuffled block table; sequences with
-no context, with contexts that end inside a page and a KV tile, one of a
-single query next to long ones; GQA 4 and 8, MHA; causal or not, windows,
-softcap, sinks, ALiBi; bf16 and f16. Each case also runs the schedule the
-plan gave before (64-row programs, three stages), so the two compare.
+128) the gathering producer warpgroup of prefix prefill: whole tiles' pages
+by TMA boxes (pages of 8-128 keys dividing 128, or multiples of 128), the
+rows of ragged tiles and of other pages by cp.async, Q by TMA, two consumer
+warpgroups in pingpong. Cases: pages of 16, 48, 64 and 256 behind a
+shuffled block table; sequences with no context, with contexts that end
+inside a page and a KV tile, one of a single query next to long ones; GQA
+4 and 8, MHA; causal or not, windows, softcap, sinks, ALiBi; bf16 and f16.
+Each case also runs the schedule the plan gave before (64-row programs,
+three stages), so the two compare.
 Outputs are NaN-poisoned first; exits non-zero when one differs from the
 reference.
 """
@@ -39,6 +41,11 @@ CASES = [
      dict(alibi=True)),
     ("bidirectional window", 64, 16, 4, 16, (200, 70), (50, 0), "bf16",
      dict(causal=False, sliding_window=64)),
+    # Pages of 48 are no whole boxes (gathered); pages of 256 hold two
+    # tiles (boxes of 128 rows).
+    ("page48", 128, 32, 8, 48, (300, 129, 7), (100, 0, 500), "bf16", {}),
+    ("page256 window", 64, 16, 4, 256, (700, 300), (300, 0), "bf16",
+     dict(sliding_window=200)),
 ]
 
 

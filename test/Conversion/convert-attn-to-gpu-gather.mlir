@@ -148,32 +148,71 @@ func.func @gather_not_possible(%q: memref<?x32x256xbf16>, %k: memref<?x8x256xbf1
 // -----
 
 // sm_90a unified prefill rows (attn.prefill_rows, bf16 caches like Q,
-// NHD pages): the same pipeline. Q is loaded by TMA (its one map, boxes
-// [32 tokens, 4 heads, 64 columns]); the producer threads gather each
-// tile's K and V rows from the pages into 128-byte swizzled tiles
+// NHD pages of 16 keys: whole TMA boxes, so the plan says tma): the same
+// pipeline. Three tensor maps: Q's (boxes [32 tokens, 4 heads, 64
+// columns]) and the caches' ([1 block, 16 slots, 1 head, 64 columns]).
+// The walk starts on a page boundary. A whole tile's K and V come as
+// eight pages of two atoms each, issued by the first producer thread
+// with the tile's bytes, each page located through the block table
+// (coordinates d, head, slot, block), the other threads arriving plainly;
+// a ragged tile's rows are gathered into 128-byte swizzled tiles
 // ([atoms * rows, 64], not the split-x cache's core matrices), 16 copies
-// each per thread, and the full barriers track them without waiting; the
-// consumers multiply on wgmma m64n128k16.
+// each per thread, zero-filled past the keys. The consumers multiply on
+// wgmma m64n128k16.
 // CHECK-LABEL: func.func @unified_prefill_rows
 // CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%{{.*}}, %c4, %c64]
+// CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%c1{{.*}}, %c16, %c1{{.*}}, %c64{{.*}}]
+// CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%c1{{.*}}, %c16{{.*}}, %c1{{.*}}, %c64{{.*}}]
 // CHECK-NOT: nvgpu.tma.create.descriptor
-// CHECK: gpu.func @unified_prefill_rows(%arg0: !llvm.ptr, %{{.*}}: memref<?x32x128xbf16>
-// CHECK-SAME: attn.tensor_map_params = 1 : i64, known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32
+// CHECK: gpu.func @unified_prefill_rows(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: !llvm.ptr, %{{.*}}: memref<?x32x128xbf16>
+// CHECK-SAME: attn.tensor_map_params = 3 : i64, known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32
 // CHECK: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 9>
 // CHECK: nvvm.setmaxregister  decrease 56
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}[%c8{{.*}}], %c32768
 // CHECK-COUNT-2: nvgpu.tma.async.load %{{.*}}[%{{.*}}], %{{.*}}[%c8
-// CHECK: scf.for
+// CHECK: %[[PAGE:.*]] = arith.constant 16 : index
+// CHECK: %[[LO:.*]] = arith.muli %{{.*}}, %[[PAGE]] : index
+// CHECK: scf.for %{{.*}} = %[[LO]] to %{{.*}} step %c128
 // CHECK: nvgpu.mbarrier.try_wait.parity
-// CHECK-COUNT-16: nvgpu.device_async_copy %arg2{{.*}} to memref<256x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c32768
+// CHECK-COUNT-16: nvgpu.tma.async.load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], %{{.*}} to %{{.*}} : <tensor = memref<1x16x1x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: } else {
+// CHECK-NEXT: nvgpu.mbarrier.arrive
+// CHECK: } else {
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg4{{.*}} to memref<256x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
 // CHECK: nvgpu.mbarrier.try_wait.parity
-// CHECK-COUNT-16: nvgpu.device_async_copy %arg3{{.*}} to memref<256x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c32768
+// CHECK-COUNT-16: nvgpu.tma.async.load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], %{{.*}} to %{{.*}} : <tensor = memref<1x16x1x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: } else {
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg5{{.*}} to memref<256x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
 // CHECK: nvvm.setmaxregister  increase 224
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 func.func @unified_prefill_rows(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {attn.long_queries, attn.prefill_rows}
+  return
+}
+
+// -----
+
+// Pages of 48 keys are no whole boxes of 128-key tiles: the producer
+// threads gather every tile's rows (Q still by TMA, its one map).
+// CHECK-LABEL: func.func @unified_prefill_rows_page48
+// CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%{{.*}}, %c4, %c64]
+// CHECK-NOT: nvgpu.tma.create.descriptor
+// CHECK: gpu.func @unified_prefill_rows_page48(%arg0: !llvm.ptr, %{{.*}}: memref<?x32x128xbf16>
+// CHECK-SAME: attn.tensor_map_params = 1 : i64
+// CHECK: nvvm.setmaxregister  decrease 56
+// CHECK-COUNT-2: nvgpu.tma.async.load %{{.*}}[%{{.*}}], %{{.*}}[%c8
+// CHECK: scf.for
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK-COUNT-16: nvgpu.device_async_copy %arg2{{.*}} to memref<256x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
+// CHECK-NOT: nvgpu.tma.async.load
+// CHECK: nvvm.setmaxregister  increase 224
+func.func @unified_prefill_rows_page48(%q: memref<?x32x128xbf16>, %kc: memref<?x48x8x128xbf16>, %vc: memref<?x48x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x48x8x128xbf16>) v_cache(%vc : memref<?x48x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {attn.long_queries, attn.prefill_rows}
   return
 }
 

@@ -247,8 +247,9 @@ def cases():
         yield f"unified D={D} fp8 cache", unified(D, cache="f8E4M3FN")
     yield "unified D=128 fp8 q", unified(128, cache="f8E4M3FN", q8=True)
     # Prefill rows (sm_90a: the gathering producer of prefix prefill over
-    # NHD pages): heads of 128 and 64 in GQA 4, MHA, GQA 8 f16 over pages of
-    # 64, and the features its programs take together.
+    # NHD pages, whole pages by TMA): heads of 128 and 64 in GQA 4, MHA,
+    # GQA 8 f16 over pages of 64, and the features its programs take
+    # together.
     yield "unified D=128 prefill rows", unified_prefill(128)
     yield "unified D=64 prefill rows", unified_prefill(64)
     yield "unified D=128 prefill rows MHA", unified_prefill(128, hq=8, hk=8)
@@ -256,6 +257,9 @@ def cases():
         128, hk=4, page=64, t="f16")
     yield "unified D=128 prefill rows window softcap sinks alibi", \
         unified_prefill(128, features=True)
+    # Pages that are no whole TMA boxes (gathered) and pages of two tiles.
+    yield "unified D=128 prefill rows page 48", unified_prefill(128, page=48)
+    yield "unified D=64 prefill rows page 256", unified_prefill(64, page=256)
     yield "flash D=64 fp8 e5m2", flash(64, t="f8E5M2")
     yield "unified D=128 split-KV", unified(128, segments=16)
     yield "unified D=128 split-KV runtime count", unified(128, segments="?")

@@ -236,21 +236,24 @@ func.func @unified_long_queries(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x12
 
 // The prefill-rows hint (prefill batches): on sm_90a, 16-bit unified
 // programs of heads of 64 or 128 over caches like Q take prefix prefill's
-// gathering producer warpgroup (128 rows, 128-key tiles, pingpong); fp8
-// caches, lse outputs and sqrt ALiBi keep the schedule they would have
-// anyway, as do other targets.
+// gathering producer warpgroup (128 rows, 128-key tiles, pingpong; pages
+// of 16 are whole TMA boxes: tma, pages of 48 are not); fp8 caches, lse
+// outputs and sqrt ALiBi keep the schedule they would have anyway, as do
+// other targets.
 // NVVM-LABEL: func.func @unified_prefill_rows
-// NVVM-COUNT-5: schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>}
+// NVVM-COUNT-6: schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>}
 // HOPPER-LABEL: func.func @unified_prefill_rows
-// HOPPER: {attn.long_queries, attn.prefill_rows, schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, producer_warps = 4, pingpong = true>}
-// HOPPER: {attn.long_queries, attn.prefill_rows, schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, producer_warps = 4, pingpong = true>}
+// HOPPER: {attn.long_queries, attn.prefill_rows, schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>}
+// HOPPER: {attn.long_queries, attn.prefill_rows, schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>}
 // HOPPER: {attn.long_queries, attn.prefill_rows, schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>}
 // HOPPER: {attn.long_queries, attn.prefill_rows, schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4, stages = 3>}
 // HOPPER: {alibi_form = #attn.alibi<sqrt>, attn.long_queries, attn.prefill_rows, schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4, stages = 3>}
+// HOPPER: {attn.long_queries, attn.prefill_rows, schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, producer_warps = 4, pingpong = true>}
 func.func @unified_prefill_rows(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>,
     %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>,
     %q64: memref<?x32x64xf16>, %kc64: memref<?x16x8x64xf16>, %o64: memref<?x32x64xf16>,
-    %kc8: memref<?x16x8x128xf8E4M3FN>, %sc: memref<1xf32>, %lse: memref<?x32xf32>, %slopes: memref<32xf32>) {
+    %kc8: memref<?x16x8x128xf8E4M3FN>, %sc: memref<1xf32>, %lse: memref<?x32xf32>, %slopes: memref<32xf32>,
+    %kc48: memref<?x48x8x128xbf16>) {
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>)
       block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
       scale(%s) out(%o : memref<?x32x128xbf16>) {attn.long_queries, attn.prefill_rows}
@@ -266,6 +269,9 @@ func.func @unified_prefill_rows(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x12
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>)
       block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
       scale(%s) alibi_slopes(%slopes : memref<32xf32>) out(%o : memref<?x32x128xbf16>) {alibi_form = #attn.alibi<sqrt>, attn.long_queries, attn.prefill_rows}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc48 : memref<?x48x8x128xbf16>) v_cache(%kc48 : memref<?x48x8x128xbf16>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
+      scale(%s) out(%o : memref<?x32x128xbf16>) {attn.long_queries, attn.prefill_rows}
   return
 }
 

@@ -121,6 +121,10 @@ struct KvWalk {
   /// adjacent, and a chunk of them is adjacent to the next key's. Gathering
   /// GPU programs keep that layout in shared memory (core matrices).
   bool splitKeys = false;
+  /// The NHD caches ([blocks, page, kv_heads, D]) of a paged walk whose
+  /// KeyRow indices are {block, slot, kv head, d}: programs may load whole
+  /// pages of them as boxes (TMA). Null otherwise.
+  Value pagedK, pagedV;
   /// The element type of K and its dequantization scale (null for none),
   /// the same for every key of the walk (as KeyRow's kScale): programs that
   /// multiply stored fp8 values directly apply the scale to the dot product.

@@ -362,6 +362,8 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
                 bt = op.getBlockTable();
           Value kScales = op.getKScaleCache(), vScales = op.getVScaleCache();
           walk.paged = true;
+          walk.pagedK = kc;
+          walk.pagedV = vc;
           walk.keyType = cast<MemRefType>(kc.getType()).getElementType();
           // Per-token-head scales differ from key to key.
           walk.keyScale = kScales ? Value() : kScale;

@@ -186,7 +186,7 @@ void WarpAttentionBuilder::walkRange(const ProgramRows &rows,
       g.wgmma ? e.mul(e.divU(warp, e.idx(4)), e.idx(wgmma::kRows)) : warpRow0;
   Value active = e.lt(firstRow, e.mul(rows.numTokens, e.idx(shape.pack)));
   if (ws)
-    return walkSpecialized(rows, walk, lo, hi);
+    return walkSpecialized(rows, walk, walkStart(walk, lo), hi);
   if (tma)
     return walkTma(rows, walk, lo, hi, active);
   if (g.stages >= 2)
@@ -863,8 +863,10 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
             {prefix.getKMutable().getOperandNumber(), {g.bn, 1, atomCols}},
             {prefix.getVMutable().getOperandNumber(), {g.bn, 1, atomCols}}};
   }
-  // Unified prefill rows on the same producer: its pages' rows are
-  // gathered, Q (dense, stored like the tiles) is loaded by TMA.
+  // Unified prefill rows on the same producer: Q (dense, stored like the
+  // tiles) is loaded by TMA; with tma, so are the NHD pages of whole tiles
+  // (boxes [1, page rows, 1, 64] addressed through the block table),
+  // otherwise their rows are gathered.
   if (auto unified = dyn_cast<UnifiedOp>(op)) {
     auto qType = cast<MemRefType>(unified.getQ().getType());
     SmallVector<int64_t> strides;
@@ -875,8 +877,18 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
         failed(qType.getStridesAndOffset(strides, offset)) || strides[2] != 1)
       return {};
     int64_t atomCols = wgmma::kAtomRowBytes / (ct.getIntOrFloatBitWidth() / 8);
-    return {{unified.getQMutable().getOperandNumber(),
-             {shape.blockQ, shape.pack, atomCols}}};
+    SmallVector<TensorMapRequest> requests = {
+        {unified.getQMutable().getOperandNumber(),
+         {shape.blockQ, shape.pack, atomCols}}};
+    if (shape.tma) {
+      Geometry g =
+          geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
+      int64_t rows = unifiedPageBoxRows(unified, g.bn);
+      for (OpOperand *cache :
+           {&unified.getKCacheMutable(), &unified.getVCacheMutable()})
+        requests.push_back({cache->getOperandNumber(), {1, rows, 1, atomCols}});
+    }
+    return requests;
   }
   if (auto flash = dyn_cast<FlashOp>(op)) {
     if (flash.getQuantizeTo())
@@ -944,15 +956,30 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
   return requests;
 }
 
+int64_t mlir::attn::unifiedPageBoxRows(UnifiedOp op, int64_t bn) {
+  // Boxes of 128-byte swizzled rows start on 1024-byte boundaries of the
+  // tile: 8 rows or more.
+  int64_t page = op.getBlockSize();
+  if (page % 8)
+    return 0;
+  if (bn % page == 0)
+    return page;
+  return page % bn == 0 ? bn : 0;
+}
+
 bool mlir::attn::warpGathersKeys(Operation *op, const TileShape &shape, Type ct,
                                  NvidiaChip chip) {
   // (WarpAttentionBuilder::setUpGather then gathers: its tiles are whole
   // swizzle atoms, double-buffered, of heads of 64 or 128 (the register
-  // split is sized for those), staged by 16-byte copies.)
-  if (!shape.producerWarps || shape.tma || shape.persistent || !chip.wgmma ||
-      ct.isF32() || !gathersCaches(op) || shape.headDim > 128)
+  // split is sized for those), staged by 16-byte copies; with tma, only
+  // unified's NHD pages that are whole boxes, see produceLoaded.)
+  if (!shape.producerWarps || shape.persistent || !chip.wgmma || ct.isF32() ||
+      !gathersCaches(op) || shape.headDim > 128)
     return false;
   Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
+  auto unified = dyn_cast<UnifiedOp>(op);
+  if (shape.tma && (!unified || !unifiedPageBoxRows(unified, g.bn)))
+    return false;
   return g.wgmma && g.stages == 2 && (g.warps == 4 || g.warps == 8) &&
          g.dPad == shape.headDim && g.bn <= 256;
 }

@@ -24,6 +24,7 @@
 #define ATTN_LIB_CONVERSION_ATTNTOGPU_WARPATTENTION_H
 
 #include "attn/Conversion/AttnToGPU/GpuTarget.h"
+#include "attn/IR/AttnOps.h"
 #include "attn/Target/Chips.h"
 
 #include <optional>
@@ -55,9 +56,14 @@ ProgramBody warpBodyOf(const TileShape &shape, NvidiaChip chip);
 SmallVector<TensorMapRequest>
 warpTensorMaps(Operation *op, const TileShape &shape, Type ct, NvidiaChip chip);
 /// Whether the programs of `op` have a producer warpgroup that gathers K/V
-/// with cp.async (schedule producer_warps without tma; prefix prefill).
+/// with cp.async (schedule producer_warps without tma: prefix prefill and
+/// unified; unified with tma: whole tiles' NHD pages by TMA boxes).
 bool warpGathersKeys(Operation *op, const TileShape &shape, Type ct,
                      NvidiaChip chip);
+/// The rows of one TMA box of unified's NHD pages in tiles of `bn` keys
+/// (the page, or bn of a page of several tiles); 0 where pages are no
+/// whole boxes.
+int64_t unifiedPageBoxRows(UnifiedOp op, int64_t bn);
 
 /// What the programs of a persistent kernel (schedule `persistent`) share:
 /// WarpProgramTarget::grid sets it up once per block, then emits each

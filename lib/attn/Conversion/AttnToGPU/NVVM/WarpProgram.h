@@ -400,8 +400,22 @@ private:
   /// The gathering producer's loop over keys [lo, hi) of `walk`, tiles
   /// numbered on from ring position `base` (every producer thread).
   void produceGathered(const KvWalk &walk, Value lo, Value hi, Value base);
-  /// The gathering producer's dense walk (the new tokens) by TMA.
+  /// The gathering producer's walk by TMA: a dense one (the new tokens), or
+  /// a paged NHD one with page maps (unified: whole tiles as boxes of
+  /// pages, a ragged tile by cp.async).
   void produceLoaded(const KvWalk &walk, Value lo, Value hi, Value base);
+  /// A tile's TMA loads into full barrier `full`: the `leader` thread
+  /// expects the tile's bytes and runs `issue`, every other producer thread
+  /// arrives plainly (the full barriers count 128 arrivals).
+  void leaderLoads(Value leader, Value full, llvm::function_ref<void()> issue);
+  /// Issues the [1, rows, 1, 64] page boxes of `tile` (keys [n0, n0 + bn)
+  /// of the walk, `isK`: K, else V), completing on mbarrier `barrier`.
+  void issuePageBoxes(const KvWalk &walk, const SharedTile &tile, Value map,
+                      Value barrier, Value n0, bool isK);
+  /// Where a walk's tiles start: `lo`, or `lo` rounded down to whole page
+  /// boxes where the producer loads pages by TMA (the keys below `lo` are
+  /// masked like any other invisible key).
+  Value walkStart(const KvWalk &walk, Value lo);
   /// Has mbarrier `barrier` track this thread's cp.async copies so far.
   void arriveOnCopies(Value barrier);
   /// The gathering producer's loop over keys [lo, hi) of a walk over fp8
@@ -671,6 +685,9 @@ private:
   Value kMap, vMap, bars;
   /// Specialized programs: Q's map when the producer loads Q too.
   Value qMap;
+  /// Gathering programs with page maps (kMap, vMap of the NHD caches): the
+  /// rows of a page box (the page, or bn of a larger page); 0 otherwise.
+  int64_t pageBoxRows = 0;
   /// Warp-specialized (a producer warpgroup; see specialize()), with
   /// pingpong between the consumer warpgroups.
   bool ws = false, pingpong = false;

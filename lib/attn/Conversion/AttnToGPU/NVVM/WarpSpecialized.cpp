@@ -410,7 +410,8 @@ bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,
   // program gathers (warpGathersKeys: prefix prefill over caches stored
   // like Q, the geometry of the pipeline), and the launch then holds the
   // producer warpgroup: no second check here that could disagree.
-  if (!shape.producerWarps || shape.tma)
+  // (With tma, a paged NHD walk's pages come as boxes: produceLoaded.)
+  if (!shape.producerWarps || (shape.tma && !walks.front().pagedK))
     return false;
   ws = gather = true;
   ranged = walks.size() > 1;
@@ -430,8 +431,20 @@ bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,
     if (walks.size() > 1 && fresh.denseV && m.operand == fresh.denseV)
       vMap = tensorMapDescriptor(b, m);
   }
+  // Unified's NHD pages as boxes (warpTensorMaps maps both caches).
+  const KvWalk &only = walks.front();
+  for (const TensorMapArg &m : maps) {
+    if (walks.size() == 1 && only.pagedK && m.operand == only.pagedK)
+      kMap = tensorMapDescriptor(b, m);
+    if (walks.size() == 1 && only.pagedV && m.operand == only.pagedV)
+      vMap = tensorMapDescriptor(b, m);
+  }
   if (!kMap || !vMap)
     kMap = vMap = Value();
+  if (kMap && only.pagedK)
+    pageBoxRows = cast<nvgpu::TensorMapDescriptorType>(kMap.getType())
+                      .getTensor()
+                      .getDimSize(1);
   bars = createRingBarriers(b, e, tid, consumerThreads(), /*specialized=*/true,
                             /*persistent=*/false,
                             /*fillers=*/kProducerWarps * kLanes,
@@ -452,33 +465,68 @@ void WarpAttentionBuilder::arriveOnCopies(Value barrier) {
   NVVM::CpAsyncMBarrierArriveOp::create(b, pointer, /*noinc=*/true);
 }
 
+void WarpAttentionBuilder::leaderLoads(Value leader, Value full,
+                                       llvm::function_ref<void()> issue) {
+  e.ifThenElse(
+      leader,
+      [&] {
+        nvgpu::MBarrierArriveExpectTxOp::create(b, bars, e.idx(tileBytes(g.bn)),
+                                                full, Value());
+        issue();
+      },
+      [&] { nvgpu::MBarrierArriveOp::create(b, bars, full); });
+}
+
 void WarpAttentionBuilder::produceLoaded(const KvWalk &walk, Value lo, Value hi,
                                          Value base) {
-  // A dense walk (the new tokens) by TMA: the first producer thread issues
-  // each tile's boxes with the bytes they bring, the other 127 arrive
-  // plainly (the full barriers count the 128 producer threads, whose
-  // cp.async copies fill the cache walk's tiles).
+  // A walk by TMA: the first producer thread issues each tile's boxes with
+  // the bytes they bring, the other 127 arrive plainly (the full barriers
+  // count the 128 producer threads, whose cp.async copies fill gathered
+  // tiles). Dense walks (the new tokens) load every tile so: rows past the
+  // walk are the next sequence's or zeros. Paged NHD walks (unified) load
+  // a whole tile's pages (every page below hi is the sequence's); a ragged
+  // tile's rows past hi may be pages the table does not name, or the slack
+  // of the last page (NaN there would survive P = 0 in PV), so it is
+  // gathered as produceGathered does, zero-filled past hi.
+  bool paged = walk.pagedK != nullptr;
   Value bn = e.idx(g.bn);
   Value leader = e.eq(tid, e.idx(0));
   e.forLoop(lo, hi, bn, [&](Value n0) {
     Value r = e.add(base, e.divU(e.sub(n0, lo), bn));
     Value s = e.remU(r, e.idx(2));
+    Value nValid = paged ? e.min(bn, e.sub(hi, n0)) : Value();
     KvBuffers buf = kvBuffers(s, walk.splitKeys);
-    auto load = [&](const SharedTile &tile, Value map, Value full,
-                    Value empty) {
+    auto load = [&](const SharedTile &tile, Value map, Value full, Value empty,
+                    bool isK) {
       awaitFree(empty, r);
-      e.ifThenElse(
-          leader,
-          [&] {
-            nvgpu::MBarrierArriveExpectTxOp::create(
-                b, bars, e.idx(tileBytes(g.bn)), full, Value());
+      auto byTma = [&] {
+        leaderLoads(leader, full, [&] {
+          if (paged)
+            issuePageBoxes(walk, tile, map, full, n0, isK);
+          else
             issueTmaBoxes(walk, tile, map, full, n0);
-          },
-          [&] { nvgpu::MBarrierArriveOp::create(b, bars, full); });
+        });
+      };
+      if (!paged)
+        return byTma();
+      e.ifThenElse(e.eq(nValid, bn), byTma, [&] {
+        Value loopTid = tid;
+        tid = pinned(tid);
+        stageKeys(walk, tile, n0, nValid, isK);
+        arriveOnCopies(full);
+        tid = loopTid;
+      });
     };
-    load(buf.k, kMap, fullK(s), emptyK(s));
-    load(buf.v, vMap, fullV(s), emptyV(s));
+    load(buf.k, kMap, fullK(s), emptyK(s), /*isK=*/true);
+    load(buf.v, vMap, fullV(s), emptyV(s), /*isK=*/false);
   });
+}
+
+Value WarpAttentionBuilder::walkStart(const KvWalk &walk, Value lo) {
+  if (!pageBoxRows || !walk.pagedK)
+    return lo;
+  Value rows = e.idx(pageBoxRows);
+  return e.mul(e.divU(lo, rows), rows);
 }
 
 void WarpAttentionBuilder::produceGathered(const KvWalk &walk, Value lo,
@@ -651,12 +699,13 @@ void WarpAttentionBuilder::producerPart(const ProgramRows &rows,
     }
     Value walked = newCounter(e, entry);
     for (const KvWalk &walk : walks) {
-      Value lo = walk.lo, hi = walk.hi;
+      Value lo = walkStart(walk, walk.lo), hi = walk.hi;
       e.ifThen(e.lt(lo, hi), [&] {
         Value base = readCounter(e, walked);
         if (rawCache && &walk == &walks.front())
           produceConverted(walk, lo, hi, base);
-        else if (kMap && !walk.paged && walk.denseK)
+        else if ((kMap && !walk.paged && walk.denseK) ||
+                 (pageBoxRows && walk.pagedK))
           produceLoaded(walk, lo, hi, base);
         else
           produceGathered(walk, lo, hi, base);

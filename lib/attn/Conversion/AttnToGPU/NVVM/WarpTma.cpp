@@ -182,6 +182,35 @@ void WarpAttentionBuilder::issueTmaBoxes(const KvWalk &walk,
   }
 }
 
+void WarpAttentionBuilder::issuePageBoxes(const KvWalk &walk,
+                                          const SharedTile &tile, Value map,
+                                          Value barrier, Value n0, bool isK) {
+  // Box p of the tile is keys [n0 + p rows, n0 + (p + 1) rows): one page
+  // (or a bn-row part of one), located once through the block table; its
+  // atoms land at rows p rows .. of each of the tile's atoms (the 128-byte
+  // swizzle follows the address, so rows of a box continue the tile's).
+  int64_t atomCols = wgmma::kAtomRowBytes / operandBytes();
+  MemRefType boxType =
+      cast<nvgpu::TensorMapDescriptorType>(map.getType()).getTensor();
+  for (int64_t p = 0; p < g.bn / pageBoxRows; ++p) {
+    KeyRow row = walk.locate(e, e.add(n0, e.idx(p * pageBoxRows)));
+    for (int64_t a = 0; a < tmaAtoms(); ++a) {
+      SmallVector<Value> at =
+          isK ? row.kAt(e.idx(a * atomCols)) : row.vAt(e.idx(a * atomCols));
+      Value bytes = e.add(
+          alignPad,
+          e.add(e.mul(tile.offset, e.idx(ct.getIntOrFloatBitWidth() / 8)),
+                e.idx((a * g.bn + p * pageBoxRows) * wgmma::kAtomRowBytes)));
+      Value dst =
+          memref::ViewOp::create(b, boxType, shared, bytes, ValueRange{});
+      // Coordinates innermost first: d, KV head, slot, block.
+      nvgpu::TmaAsyncLoadOp::create(b, dst, bars, map,
+                                    SmallVector<Value>(llvm::reverse(at)),
+                                    barrier, Value(), Value());
+    }
+  }
+}
+
 void WarpAttentionBuilder::walkTma(const ProgramRows &rows, const KvWalk &walk,
                                    Value lo, Value hi, Value active) {
   // Tile t (from lo) computes from buffer t % 2, whose full barrier is then
