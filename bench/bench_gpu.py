@@ -65,6 +65,17 @@ def timed(fn):
     return bench(fn)
 
 
+def rounds(fns, n=5):
+    """Times every callable of `fns` ({name: fn}) once a round, `n` rounds
+    (one in a dry run), so that clock drift spreads over all of them;
+    returns {name: [microseconds of each round]}."""
+    runs = {name: [] for name in fns}
+    for _ in range(1 if DRY else n):
+        for name, fn in fns.items():
+            runs[name].append(round(timed(fn) * 1e3, 1))
+    return runs
+
+
 def timed_graph(fn):
     """fn captured in a CUDA graph and replayed, as vLLM runs decode: the
     time of the kernels without the Python host time of each call."""

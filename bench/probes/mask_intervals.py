@@ -63,10 +63,7 @@ CASES = {
     "flash causal S=8192": lambda: flash_case(8192),
 }
 fns = {name: make() for name, make in CASES.items()}
-runs = {name: [] for name in fns}
-for _ in range(1 if G.DRY else ROUNDS):
-    for name, fn in fns.items():
-        runs[name].append(round(G.timed(fn) * 1e3, 1))
+runs = G.rounds(fns, ROUNDS)
 for name, r in runs.items():
     print(json.dumps(dict(case=name, us=r, median=statistics.median(r))),
           flush=True)

@@ -65,10 +65,7 @@ for name, (ql, sl, hq, hk, d) in SHAPES.items():
         fns[tag] = ours
         if seed and cap:
             fns[f"{tag} (seed)"] = seed
-runs = {name: [] for name in fns}
-for _ in range(1 if G.DRY else ROUNDS):
-    for name, fn in fns.items():
-        runs[name].append(round(G.timed(fn) * 1e3, 1))
+runs = G.rounds(fns, ROUNDS)
 for name, r in runs.items():
     print(json.dumps(dict(case=name, us=r, median=statistics.median(r))),
           flush=True)

@@ -1,8 +1,9 @@
 """Unified attention over prefill rows (vLLM's one call for prefills, alone
 or next to decodes): sm_90a TFLOP/s (causal work) of ops.unified for
-several shapes and features, and the mixed batch of bench_gpu.py, each
-timed `ROUNDS` times in one process, printing every round and the median,
-so that two builds (bundle directories) run one after the other in one
+several shapes and features, and the mixed batch of bench_gpu.py, beside
+the seed's unified kernel where it has the feature (not sinks), each timed
+`ROUNDS` times in one process, printing every round and the median, so
+that two builds (bundle directories) run one after the other in one
 device call compare:
 
     ATTN_MLIR_BUNDLES=old python bench/probes/unified_prefill.py
@@ -43,7 +44,16 @@ def case(qlens, seqlens, Hq, Hk, D, **kw):
     flops = 4 * keys * Hq * D
     fn = lambda: ops.unified(q, kc, vc, bt, cu, su, o,  # noqa: E731
                              scale=1 / math.sqrt(D), **kw)
-    return fn, flops
+    seed = None
+    if not G.DRY and "sinks" not in kw:
+        one = G.torch.ones(1, dtype=G.torch.float32, device=G.dev)
+        o2 = G.torch.empty_like(o)
+        w = kw.get("sliding_window")
+        seed = lambda: G.S.unified.unified_attention(  # noqa: E731
+            q, kc, vc, o2, cu, max(qlens), su, max(seqlens), 1 / math.sqrt(D),
+            True, (w - 1, 0) if w else (-1, -1), bt, kw.get("softcap") or 0.0,
+            None, one, one)
+    return fn, flops, seed
 
 
 CASES = {
@@ -66,13 +76,15 @@ CASES = {
     "mixed 4x1024 + 60x2048 decodes": lambda: case(
         [1024] * 4 + [1] * 60, [1024] * 4 + [2048] * 60, 32, 8, 128),
 }
-fns = {name: make() for name, make in CASES.items()}
-runs = {name: [] for name in fns}
-for _ in range(1 if G.DRY else ROUNDS):
-    for name, (fn, _) in fns.items():
-        runs[name].append(round(G.timed(fn) * 1e3, 1))
+cases = {name: make() for name, make in CASES.items()}
+fns, flops = {}, {}
+for name, (fn, work, seed) in cases.items():
+    fns[name], flops[name] = fn, work
+    if seed:
+        fns[f"{name} (seed)"], flops[f"{name} (seed)"] = seed, work
+runs = G.rounds(fns, ROUNDS)
 for name, r in runs.items():
     med = statistics.median(r)
     print(json.dumps(dict(case=name, us=r, median=med,
-                          tflops=round(fns[name][1] / med / 1e6, 1))),
+                          tflops=round(flops[name] / med / 1e6, 1))),
           flush=True)

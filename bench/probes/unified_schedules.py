@@ -37,10 +37,7 @@ for D, schedules in SCHEDULES.items():
                        s=s, D=D: ops.unified(q, kc, vc, bt, cu, su, o,
                                              scale=1 / math.sqrt(D),
                                              schedule=s))
-runs = {k: [] for k in fns}
-for _ in range(1 if G.DRY else ROUNDS):
-    for k, fn in fns.items():
-        runs[k].append(round(G.timed(fn) * 1e3, 1))
+runs = G.rounds(fns, ROUNDS)
 flops = lambda D: 4 * B * (L * (L + 1) // 2) * HQ * D  # noqa: E731
 for (D, s), r in runs.items():
     med = statistics.median(r)

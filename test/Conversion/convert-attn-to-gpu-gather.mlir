@@ -225,3 +225,13 @@ func.func @unified_gather_not_possible(%q: memref<?x32x128xbf16>, %kc: memref<?x
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) {schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, producer_warps = 4, pingpong = true>}
   return
 }
+
+// -----
+
+// TMA pinned on unified pages that are no whole boxes of the KV tile
+// (pages of 48 keys, tiles of 128) is rejected, naming the rule.
+func.func @unified_tma_pages_not_boxes(%q: memref<?x32x128xbf16>, %kc: memref<?x48x8x128xbf16>, %vc: memref<?x48x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  // expected-error @+1 {{and unified programs of a gathering producer whose pages are whole boxes of the KV tile (8 keys or more, dividing block_n or a multiple of it)}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x48x8x128xbf16>) v_cache(%vc : memref<?x48x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>}
+  return
+}

@@ -34,8 +34,9 @@ inline constexpr llvm::StringLiteral kLongQueriesHint = "attn.long_queries";
 /// for are prefill rows almost only (the Python ops set it when the queries
 /// average at least 128 a sequence). A planning hint only: on sm_90a the
 /// plan then gives 16-bit unified programs of heads of 64 or 128 prefix
-/// prefill's pipeline (a producer warpgroup gathering the pages' rows, two
-/// consumer warpgroups in pingpong); elsewhere it changes nothing.
+/// prefill's pipeline (a producer warpgroup loading whole pages by TMA and
+/// gathering other rows, two consumer warpgroups in pingpong); elsewhere it
+/// changes nothing.
 inline constexpr llvm::StringLiteral kPrefillRowsHint = "attn.prefill_rows";
 
 /// The op's own schedule, or the CPU default when it has none.
@@ -52,6 +53,11 @@ ScheduleAttr scheduleOrDefault(Operation *op);
 bool gathersCaches(Operation *op);
 /// gathersCaches with fp8 caches.
 bool gathersFp8Caches(Operation *op);
+/// The rows of one TMA box of NHD pages of `page` keys in tiles of `bn`:
+/// the page where it divides bn, bn where it is a multiple of it; 0 where
+/// pages are no whole boxes (or under 8 rows: 128-byte swizzled boxes
+/// start on 1024-byte boundaries of the tile).
+int64_t pageBoxRows(int64_t page, int64_t bn);
 /// Whether `op` is an attn.flash over fp8 Q, K and V (e4m3/e5m2, scaled or
 /// not) that sm_90a multiplies as stored, on fp8 wgmma: rank-3 operands of
 /// unit innermost stride (TMA boxes), heads of 64 or 128 (one 128-byte

@@ -378,8 +378,7 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
       unified && target == "nvvm" && chip == "sm_90a" &&
       op->hasAttr(kPrefillRowsHint) && (headDim == 64 || headDim == 128) &&
       128 % pack == 0 && gathersCaches(op)) {
-    int64_t page = unified.getBlockSize();
-    bool boxes = page % 8 == 0 && (128 % page == 0 || page % 128 == 0);
+    bool boxes = pageBoxRows(unified.getBlockSize(), 128) > 0;
     return ScheduleAttr::get(op->getContext(), 128 / pack, 128, pack,
                              /*warps=*/8, /*tma=*/boxes, /*producer_warps=*/4,
                              /*pingpong=*/true, /*persistent=*/false,
@@ -477,6 +476,14 @@ bool mlir::attn::multipliesFp8OnWgmma(Operation *op) {
       return false;
   }
   return true;
+}
+
+int64_t mlir::attn::pageBoxRows(int64_t page, int64_t bn) {
+  if (page % 8)
+    return 0;
+  if (bn % page == 0)
+    return page;
+  return page % bn == 0 ? bn : 0;
 }
 
 bool mlir::attn::gathersFp8Caches(Operation *op) {

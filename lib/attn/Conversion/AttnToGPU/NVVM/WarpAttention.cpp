@@ -883,7 +883,7 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
     if (shape.tma) {
       Geometry g =
           geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
-      int64_t rows = unifiedPageBoxRows(unified, g.bn);
+      int64_t rows = pageBoxRows(unified.getBlockSize(), g.bn);
       for (OpOperand *cache :
            {&unified.getKCacheMutable(), &unified.getVCacheMutable()})
         requests.push_back({cache->getOperandNumber(), {1, rows, 1, atomCols}});
@@ -956,17 +956,6 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
   return requests;
 }
 
-int64_t mlir::attn::unifiedPageBoxRows(UnifiedOp op, int64_t bn) {
-  // Boxes of 128-byte swizzled rows start on 1024-byte boundaries of the
-  // tile: 8 rows or more.
-  int64_t page = op.getBlockSize();
-  if (page % 8)
-    return 0;
-  if (bn % page == 0)
-    return page;
-  return page % bn == 0 ? bn : 0;
-}
-
 bool mlir::attn::warpGathersKeys(Operation *op, const TileShape &shape, Type ct,
                                  NvidiaChip chip) {
   // (WarpAttentionBuilder::setUpGather then gathers: its tiles are whole
@@ -978,7 +967,7 @@ bool mlir::attn::warpGathersKeys(Operation *op, const TileShape &shape, Type ct,
     return false;
   Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
   auto unified = dyn_cast<UnifiedOp>(op);
-  if (shape.tma && (!unified || !unifiedPageBoxRows(unified, g.bn)))
+  if (shape.tma && (!unified || !pageBoxRows(unified.getBlockSize(), g.bn)))
     return false;
   return g.wgmma && g.stages == 2 && (g.warps == 4 || g.warps == 8) &&
          g.dPad == shape.headDim && g.bn <= 256;

@@ -24,7 +24,6 @@
 #define ATTN_LIB_CONVERSION_ATTNTOGPU_WARPATTENTION_H
 
 #include "attn/Conversion/AttnToGPU/GpuTarget.h"
-#include "attn/IR/AttnOps.h"
 #include "attn/Target/Chips.h"
 
 #include <optional>
@@ -60,10 +59,6 @@ warpTensorMaps(Operation *op, const TileShape &shape, Type ct, NvidiaChip chip);
 /// unified; unified with tma: whole tiles' NHD pages by TMA boxes).
 bool warpGathersKeys(Operation *op, const TileShape &shape, Type ct,
                      NvidiaChip chip);
-/// The rows of one TMA box of unified's NHD pages in tiles of `bn` keys
-/// (the page, or bn of a page of several tiles); 0 where pages are no
-/// whole boxes.
-int64_t unifiedPageBoxRows(UnifiedOp op, int64_t bn);
 
 /// What the programs of a persistent kernel (schedule `persistent`) share:
 /// WarpProgramTarget::grid sets it up once per block, then emits each

@@ -420,28 +420,24 @@ bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,
   rawCache = isFp8(walks.front().keyType);
   walkKeyType = walks.front().keyType;
   pingpong = pingpongApplies();
-  // Q by TMA where warpTensorMaps mapped it: one expect_tx arrival. The
-  // new tokens' K and V too (the last walk, dense): see produceLoaded.
+  // Q by TMA where warpTensorMaps mapped it: one expect_tx arrival. So are
+  // prefix prefill's new tokens' K and V (its last walk, dense) and the
+  // NHD pages of unified's one walk where both caches are mapped: see
+  // produceLoaded.
   const KvWalk &fresh = walks.back();
+  Value loadedK = walks.size() > 1 ? fresh.denseK : fresh.pagedK;
+  Value loadedV = walks.size() > 1 ? fresh.denseV : fresh.pagedV;
   for (const TensorMapArg &m : maps) {
     if (m.operand == q && !rows.qScale && !rows.qQuantize)
       qMap = tensorMapDescriptor(b, m);
-    if (walks.size() > 1 && fresh.denseK && m.operand == fresh.denseK)
+    if (loadedK && m.operand == loadedK)
       kMap = tensorMapDescriptor(b, m);
-    if (walks.size() > 1 && fresh.denseV && m.operand == fresh.denseV)
-      vMap = tensorMapDescriptor(b, m);
-  }
-  // Unified's NHD pages as boxes (warpTensorMaps maps both caches).
-  const KvWalk &only = walks.front();
-  for (const TensorMapArg &m : maps) {
-    if (walks.size() == 1 && only.pagedK && m.operand == only.pagedK)
-      kMap = tensorMapDescriptor(b, m);
-    if (walks.size() == 1 && only.pagedV && m.operand == only.pagedV)
+    if (loadedV && m.operand == loadedV)
       vMap = tensorMapDescriptor(b, m);
   }
   if (!kMap || !vMap)
     kMap = vMap = Value();
-  if (kMap && only.pagedK)
+  if (kMap && fresh.pagedK)
     pageBoxRows = cast<nvgpu::TensorMapDescriptorType>(kMap.getType())
                       .getTensor()
                       .getDimSize(1);
