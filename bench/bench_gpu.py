@@ -459,20 +459,27 @@ def mixed():
         emit(row)
 
 
+def phi3_layout(S, H, bsz, local, vstride):
+    """Phi-3-small-like per-head causal layouts: `local` diagonal blocks
+    and every `vstride`-th block (offset by the head), as CSR; and the
+    share of the causal work they select."""
+    nb = S // bsz
+    i, j = np.arange(nb)[:, None], np.arange(nb)[None, :]
+    dense = np.stack([(j <= i) & (((i - j) < local) | (((j + h + 1) % vstride) == 0))
+                      for h in range(H)])
+    crow = np.zeros((H, nb + 1), np.int32)
+    crow[:, 1:] = dense.sum(-1).cumsum(-1)
+    col = np.zeros((H, int(dense.sum(-1).sum(-1).max())), np.int32)
+    for h in range(H):
+        c = dense[h].nonzero()[1]
+        col[h, :c.size] = c
+    return crow, col, dense.mean() * 2
+
+
 def blocksparse():
     D, H, bsz = 128, 16, 64
     for S_, local, vstride in ((16384, 16, 8),):
-        nb = S_ // bsz
-        i, j = np.arange(nb)[:, None], np.arange(nb)[None, :]
-        dense = np.stack([(j <= i) & (((i - j) < local) | (((j + h + 1) % vstride) == 0))
-                          for h in range(H)])
-        crow = np.zeros((H, nb + 1), np.int32)
-        crow[:, 1:] = dense.sum(-1).cumsum(-1)
-        col = np.zeros((H, int(dense.sum(-1).sum(-1).max())), np.int32)
-        for h in range(H):
-            c = dense[h].nonzero()[1]
-            col[h, :c.size] = c
-        density = dense.mean() * 2
+        crow, col, density = phi3_layout(S_, H, bsz, local, vstride)
         q, k, v, o = (randn(S_, H, D) for _ in range(4))
         cu = ints([0, S_])
         crow_d, col_d = ints(crow), ints(col)
@@ -500,8 +507,9 @@ def blocksparse():
 
 
 # Schedules tried beside the plan's in `blocksparse` (block_q, block_n, pack,
-# warps).
-BLOCKSPARSE_VARIANTS = [(64, 64, 1, 0), (64, 64, 1, 2)]
+# warps[, tma, producer_warps, pingpong]): the one-warpgroup TMA programs
+# of one layout row (the plan before 2026-11-28) and mma.sync.
+BLOCKSPARSE_VARIANTS = [(64, 64, 1, 4, 1, 4, 0), (64, 64, 1, 2)]
 
 
 def table():

@@ -10,8 +10,10 @@ pattern; `col` padded with -1 past each head's entries, as vLLM's
 dense_to_crow_col returns it), varlen sequences whose ends fall inside a
 block, one sequence shorter than a block, a head whose rows select
 nothing (outputs zero), and GQA with one shared layout over query blocks
-of 16 and 64 (four heads per program: one and two consumer warpgroups). The schedules are the plan's and the
-mma.sync programs it replaced. Exits non-zero when an output differs from
+of 16 and 64 (four heads per program: one and two consumer warpgroups).
+The schedules are the plan's (per-head layouts: programs over two layout
+rows, the union of their CSR rows two blocks a tile), the one-warpgroup
+TMA programs it replaced there, and the mma.sync programs. Exits non-zero when an output differs from
 the reference.
 """
 import math
@@ -31,11 +33,14 @@ CASES = [(4, 4, 128, (300, 517, 40), None, True),
          (4, 4, 64, (1000, 129), None, True),
          (8, 2, 128, (700, 333), 16, False),
          (8, 2, 128, (700, 333), None, False)]
-# The plan's schedule, and the mma.sync programs of two warps it replaced
-# (block_q, block_n, heads_per_program, warps).
+# The plan's schedule (per-head layouts: two layout rows a program, 128 x
+# 128), the one-warpgroup TMA program it replaced there, and the mma.sync
+# programs of two warps (block_q, block_n, heads_per_program, warps[, tma,
+# producer_warps, pingpong]).
 def schedules(H, Hk, per_head):
     pack = 1 if per_head else H // Hk
-    return [None, (64 // pack, 64, pack, 2)]
+    one_row = [(64, 64, 1, 4, 1, 4, 0)] if per_head else []
+    return [None] + one_row + [(64 // pack, 64, pack, 2)]
 
 
 def layout(heads, rows, cols):

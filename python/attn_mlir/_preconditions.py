@@ -145,8 +145,8 @@ def check_paged(lens, lens_name, offsets, offsets_name, table, table_name,
 def check_csr(crow, col, heads, positions, q_block_size,
               names=("crow", "col")):
     """A block-sparse layout: [1 | heads, rows + 1] row pointers,
-    non-decreasing within [0, nnz]; each row's column ids non-negative and
-    distinct; a row for each of `positions` query positions. `names`: the
+    non-decreasing within [0, nnz]; each row's column ids non-negative,
+    distinct and ascending; a row for each of `positions` query positions. `names`: the
     two arrays' names in messages."""
     crow_name, col_name = names
     _need(crow.ndim == 2 and col.ndim == 2 and
@@ -171,6 +171,10 @@ def check_csr(crow, col, heads, positions, q_block_size,
             if len(np.unique(ids)) != len(ids):
                 raise ValueError(f"{col_name}: head {h} row {r} lists a "
                                  f"block twice")
+            # (Programs over two layout rows merge the rows' lists.)
+            if np.any(np.diff(ids) < 0):
+                raise ValueError(f"{col_name}: head {h} row {r} lists block "
+                                 f"ids out of ascending order")
     rows = crow.shape[1] - 1
     _need(rows * q_block_size >= positions,
           f"{crow_name}: {rows} rows cover {rows * q_block_size} positions, "

@@ -117,3 +117,12 @@ func.func @body_beyond_budget(%q: memref<?x8x16xbf16>, %k: memref<?x2x16xbf16>, 
       {schedule = #attn.schedule<block_q = 1024, block_n = 64, heads_per_program = 1, warps = 4>}
   return
 }
+
+// -----
+
+// Programs over two layout rows are sm_90a's only.
+func.func @blocksparse_two_layout_rows(%q: memref<?x4x128xbf16>, %cq: memref<?xi32>, %crow: memref<4x?xi32>, %col: memref<4x?xi32>, %s: f32, %o: memref<?x4x128xbf16>) {
+  // expected-error @+1 {{walks two layout rows a program (block_q twice the query block)}}
+  attn.blocksparse q(%q : memref<?x4x128xbf16>) k(%q : memref<?x4x128xbf16>) v(%q : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%cq : memref<?xi32>) crow(%crow : memref<4x?xi32>) col(%col : memref<4x?xi32>) scale(%s) out(%o : memref<?x4x128xbf16>) {block_size = 64 : i64, schedule = #attn.schedule<block_q = 128, block_n = 32, heads_per_program = 1, warps = 4>}
+  return
+}

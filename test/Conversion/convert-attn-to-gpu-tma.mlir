@@ -107,3 +107,29 @@ func.func @head_dim_96(%q: memref<?x8x96xbf16>, %k: memref<?x8x96xbf16>, %v: mem
   attn.flash q(%q : memref<?x8x96xbf16>) k(%k : memref<?x8x96xbf16>) v(%v : memref<?x8x96xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x8x96xbf16>)
   return
 }
+
+// -----
+
+// sm_90a block-sparse over per-head layouts of 64-key blocks: programs of
+// two layout rows. The producer merges the rows' CSR lists (a loop over
+// both), writes each tile's entry into 16-byte aligned shared words, then
+// issues the tile's K and V as two blocks' boxes of 64 rows each (per
+// 64-column atom); the consumers loop on the entries until the one that
+// ends the walk. Other chips keep their programs of one layout row.
+// CHECK-LABEL: func.func @blocksparse_layout_row_pairs
+// CHECK: gpu.func @blocksparse_layout_row_pairs({{.*}}) workgroup(%[[TILES:.*]] : memref<16xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+// CHECK: scf.while
+// CHECK: memref.store %{{.*}}, %[[TILES]][%{{.*}}] : memref<16xi32, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.mbarrier.arrive.expect_tx
+// CHECK-COUNT-4: nvgpu.tma.async.load {{.*}} : <tensor = memref<64x1x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: scf.while
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK: memref.load %[[TILES]]
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// AMPERE-LABEL: func.func @blocksparse_layout_row_pairs
+// AMPERE-NOT: workgroup(
+// AMPERE: return
+func.func @blocksparse_layout_row_pairs(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x?xi32>, %col: memref<16x?xi32>, %s: f32, %o: memref<?x16x128xbf16>) {
+  attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x?xi32>) col(%col : memref<16x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64}
+  return
+}

@@ -231,3 +231,14 @@ func.func @tma_four_consumer_warpgroups(%q: memref<?x4x64xbf16>, %cq: memref<?xi
   attn.flash q(%q : memref<?x4x64xbf16>) k(%q : memref<?x4x64xbf16>) v(%q : memref<?x4x64xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%cq : memref<?xi32>) scale(%s) out(%o : memref<?x4x64xbf16>) {schedule = #attn.schedule<block_q = 256, block_n = 128, heads_per_program = 1, warps = 16, tma = true, producer_warps = 4>}
   return
 }
+
+// -----
+
+// Programs over two layout rows (block_q twice the query block) need the
+// sm_90a pipeline that walks the rows' union (two consumer warpgroups
+// beside a TMA producer); other schedules, and chips, reject them.
+func.func @blocksparse_two_layout_rows_without_pipeline(%q: memref<?x4x128xbf16>, %cq: memref<?xi32>, %crow: memref<4x?xi32>, %col: memref<4x?xi32>, %s: f32, %o: memref<?x4x128xbf16>) {
+  // expected-error @+1 {{walks two layout rows a program (block_q twice the query block), which only sm_90a block-sparse programs of two consumer warpgroups in pingpong beside a TMA producer have}}
+  attn.blocksparse q(%q : memref<?x4x128xbf16>) k(%q : memref<?x4x128xbf16>) v(%q : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%cq : memref<?xi32>) crow(%crow : memref<4x?xi32>) col(%col : memref<4x?xi32>) scale(%s) out(%o : memref<?x4x128xbf16>) {block_size = 64 : i64, schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8>}
+  return
+}

@@ -700,7 +700,7 @@ func.func @schedule_pack_not_dividing_group(%q: memref<?x8x64xf16>, %k: memref<?
 // -----
 
 func.func @schedule_straddles_layout_rows(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<1x?xi32>, %col: memref<1x?xi32>, %s: f32, %o: memref<?x16x128xbf16>) {
-  // expected-error @+1 {{attribute 'schedule' block_q = 3 must divide the query block size 64}}
+  // expected-error @+1 {{attribute 'schedule' block_q = 3 must divide the query block size 64 or be twice it}}
   attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<1x?xi32>) col(%col : memref<1x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64, schedule = #attn.schedule<block_q = 3, block_n = 32, heads_per_program = 4>}
   return
 }

@@ -64,131 +64,88 @@
 // CHECK: .visible .entry flash_persistent_full(
 // CHECK: setmaxnreg.dec.sync.aligned.u32 32;
 
-// Block-sparse over per-head layouts of 64-key blocks: one consumer
-// warpgroup of 64 rows beside the producer (256 threads at 128 registers,
-// two blocks per SM); the producer walks the CSR blocks and issues K, Q
-// and V by TMA; QK on m64n64k16, PV on m64n128k16.
+// Block-sparse over per-head layouts of 64-key blocks: programs of two
+// layout rows (two consumer warpgroups in pingpong, 384 threads at 168
+// registers), QK and PV on m64n128k16 over tiles of two blocks of the
+// rows' union. The producer walks the union and writes each tile's entry
+// (first keys and valid keys of its blocks) into 16-byte aligned shared
+// words before the tile's boxes (two a block's rows, one per atom); the
+// consumers read the entries after the tile's full barrier.
 // CHECK: .visible .entry blocksparse_heads(
 // CHECK-NEXT: .param .align 64 .b8 blocksparse_heads_param_0[128],
 // CHECK-NEXT: .param .align 64 .b8 blocksparse_heads_param_1[128],
 // CHECK-NEXT: .param .align 64 .b8 blocksparse_heads_param_2[128],
+// CHECK: .maxntid 384, 1, 1
+// CHECK: .maxnreg 168
+// CHECK: .shared .align 16 .b8 __wg_blocksparse_heads_0[64];
+// CHECK: setmaxnreg.dec.sync.aligned.u32 24;
+// CHECK: st.shared.v4.b32
+// CHECK: mbarrier.arrive.expect_tx.shared.b64
+// CHECK-COUNT-4: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// CHECK: setmaxnreg.inc.sync.aligned.u32 240;
+// CHECK: ld.shared.b32
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK-NOT: ld.local
+// CHECK-NOT: st.local
+
+// The one-row programs (a layout row of 64 tokens; the plan's where the
+// key blocks are not 64): one consumer warpgroup beside the producer (256
+// threads at 128 registers, two blocks per SM); the producer walks the CSR
+// blocks and issues K, Q and V by TMA; QK on m64n64k16, PV on m64n128k16.
+// CHECK: .visible .entry blocksparse_heads_one_row(
 // CHECK: .maxntid 256, 1, 1
 // CHECK: .maxnreg 128
 // CHECK: setmaxnreg.dec.sync.aligned.u32 24;
 // CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // CHECK: setmaxnreg.inc.sync.aligned.u32 232;
 // CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
-// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
-// The epilogue stores 16 bytes a lane after the quad exchange.
-// CHECK: shfl.sync.bfly.b32
-// CHECK: st.global.v4.b32
-// CHECK-NOT: ld.local
-// CHECK-NOT: st.local
-
-// fp8 q, k and v (heads of 128) on fp8 wgmma: the producer keeps 24
-// registers, loads by TMA and transposes V (ldmatrix, byte permutes by
-// per-lane selectors, stmatrix.trans), fences for the async proxy and
-// meets on its own named barrier (4, 128 threads); the consumers (240) run
-// QK and PV on m64n128k32 e4m3 and quantize P with saturating conversions.
-// CHECK: .visible .entry flash_fp8(
-// CHECK-NEXT: .param .align 64 .b8 flash_fp8_param_0[128],
-// CHECK-NEXT: .param .align 64 .b8 flash_fp8_param_1[128],
-// CHECK-NEXT: .param .align 64 .b8 flash_fp8_param_2[128],
-// CHECK: .maxntid 384, 1, 1
-// CHECK: .maxnreg 168
-// CHECK: setmaxnreg.dec.sync.aligned.u32 24;
-// CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
-// CHECK: ldmatrix.sync.aligned.m8n8.x4.shared.b16
-// CHECK: prmt.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}};
-// CHECK: stmatrix.sync.aligned.m8n8.x4.trans.shared.b16
-// CHECK: fence.proxy.async.shared::cta;
-// CHECK: bar.sync {{.*}}, 128;
-// CHECK: setmaxnreg.inc.sync.aligned.u32 240;
-// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
-// CHECK: cvt.rn.satfinite.e4m3x2.f32
-// CHECK-NOT: ld.local
-// CHECK-NOT: st.local
-
-// Heads of 256 on the plan's 80-key tiles: 64 KB of Q and 160 KB of two K/V
-// stages in the launch's shared memory, TMA boxes of 80 keys, QK on
-// m64n80k16 and PV on m64n256k16 (five 16-key steps); the consumers' 240
-// registers hold O, S and P without spilling (the masked tiles finish
-// PV(t - 1) before their softmax, and the epilogue indexes rows in 32 bits).
-// CHECK: .visible .entry flash_d256(
-// CHECK: .maxntid 384, 1, 1
-// CHECK: .maxnreg 168
-// CHECK: setmaxnreg.dec.sync.aligned.u32 24;
-// CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
-// CHECK: setmaxnreg.inc.sync.aligned.u32 240;
-// CHECK: wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16
-// CHECK: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
-// CHECK-NOT: ld.local
-// CHECK-NOT: st.local
-
-// fp8 heads of 256 on fp8 wgmma: 128 x 128 tiles sized in fp8 bytes, the
-// producer at 24 registers (transposing by ldmatrix/stmatrix, an atom of
-// its raw V rows a loop iteration), the consumers at 240 for O, S and P;
-// QK on m64n128k32 over two atoms of 128 fp8, PV on m64n256k32.
-// CHECK: .visible .entry flash_fp8_d256(
-// CHECK: .maxntid 384, 1, 1
-// CHECK: .maxnreg 168
-// CHECK: setmaxnreg.dec.sync.aligned.u32 24;
-// CHECK: stmatrix.sync.aligned.m8n8.x4.trans.shared.b16
-// CHECK: setmaxnreg.inc.sync.aligned.u32 240;
-// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
-// CHECK: wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3
-// CHECK-NOT: ld.local
-// CHECK-NOT: st.local
-
-// fp8 heads of 64 on three consumer warpgroups (192 rows, 160 registers
-// each) in a three-way pingpong (turn barriers 1-3), the producer at 24
-// (transposing by 32-bit words: ldmatrix/stmatrix ran slower here).
-// CHECK: .visible .entry flash_fp8_d64(
-// CHECK: .maxntid 512, 1, 1
-// CHECK: .maxnreg 128
-// CHECK: setmaxnreg.dec.sync.aligned.u32 24;
-// CHECK-NOT: stmatrix
-// CHECK: st.shared.b32
-// CHECK: setmaxnreg.inc.sync.aligned.u32 160;
-// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
-// CHECK: wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3
-// CHECK-NOT: ld.local
-// CHECK-NOT: st.local
-
-// ptxas keeps every MMA of the kernels asynchronous and spills nothing
-// (it reports the kernels last first).
+// ptxas, per kernel (in the order it compiles them): no spills, no
+// serialized wgmma (C7510-C7520 "Potential Performance Loss").
 // PTXAS-NOT: Potential Performance Loss
-// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS: Compiling entry function 'flash_fp8_d64' for 'sm_90a'
+// PTXAS-NEXT: Function properties for flash_fp8_d64
+// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NEXT: Used 128 registers
 // PTXAS-NOT: Potential Performance Loss
-// PTXAS: Used 128 registers
+// PTXAS: Compiling entry function 'flash_fp8_d256' for 'sm_90a'
+// PTXAS-NEXT: Function properties for flash_fp8_d256
+// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NEXT: Used 168 registers
 // PTXAS-NOT: Potential Performance Loss
-// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS: Compiling entry function 'flash_d256' for 'sm_90a'
+// PTXAS-NEXT: Function properties for flash_d256
+// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NEXT: Used 168 registers
 // PTXAS-NOT: Potential Performance Loss
-// PTXAS: Used 168 registers
+// PTXAS: Compiling entry function 'flash_fp8' for 'sm_90a'
+// PTXAS-NEXT: Function properties for flash_fp8
+// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NEXT: Used 168 registers
 // PTXAS-NOT: Potential Performance Loss
-// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS: Compiling entry function 'blocksparse_heads_one_row' for 'sm_90a'
+// PTXAS-NEXT: Function properties for blocksparse_heads_one_row
+// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NEXT: Used 128 registers
 // PTXAS-NOT: Potential Performance Loss
-// PTXAS: Used 168 registers
+// PTXAS: Compiling entry function 'blocksparse_heads' for 'sm_90a'
+// PTXAS-NEXT: Function properties for blocksparse_heads
+// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NEXT: Used 168 registers
 // PTXAS-NOT: Potential Performance Loss
-// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS: Compiling entry function 'flash_persistent_full' for 'sm_90a'
+// PTXAS-NEXT: Function properties for flash_persistent_full
+// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NEXT: Used 168 registers
 // PTXAS-NOT: Potential Performance Loss
-// PTXAS: Used 168 registers
+// PTXAS: Compiling entry function 'flash_persistent' for 'sm_90a'
+// PTXAS-NEXT: Function properties for flash_persistent
+// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NEXT: Used 168 registers
 // PTXAS-NOT: Potential Performance Loss
-// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// PTXAS-NOT: Potential Performance Loss
-// PTXAS: Used 128 registers
-// PTXAS-NOT: Potential Performance Loss
-// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// PTXAS-NOT: Potential Performance Loss
-// PTXAS: Used 168 registers
-// PTXAS-NOT: Potential Performance Loss
-// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// PTXAS-NOT: Potential Performance Loss
-// PTXAS: Used 168 registers
-// PTXAS-NOT: Potential Performance Loss
-// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// PTXAS-NOT: Potential Performance Loss
-// PTXAS: Used 168 registers
+// PTXAS: Compiling entry function 'flash_causal' for 'sm_90a'
+// PTXAS-NEXT: Function properties for flash_causal
+// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NEXT: Used 168 registers
 // PTXAS-NOT: Potential Performance Loss
 func.func @flash_causal(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %o: memref<?x16x128xbf16>) {
   attn.flash q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {causal}
@@ -207,6 +164,11 @@ func.func @flash_persistent_full(%q: memref<?x16x128xbf16>, %k: memref<?x16x128x
 
 func.func @blocksparse_heads(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x257xi32>, %col: memref<16x?xi32>, %s: f32, %o: memref<?x16x128xbf16>) {
   attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x257xi32>) col(%col : memref<16x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64}
+  return
+}
+
+func.func @blocksparse_heads_one_row(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>, %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<16x257xi32>, %col: memref<16x?xi32>, %s: f32, %o: memref<?x16x128xbf16>) {
+  attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x257xi32>) col(%col : memref<16x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64, schedule = #attn.schedule<block_q = 64, block_n = 64, heads_per_program = 1, warps = 4, tma = true, producer_warps = 4>}
   return
 }
 

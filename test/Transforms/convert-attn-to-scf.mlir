@@ -101,3 +101,20 @@ func.func @merge(%p: memref<?x8x4x64xf32>, %m: memref<?x8x4xf32>, %l: memref<?x8
       segment_sum(%l : memref<?x8x4xf32>) out(%o : memref<?x8x64xbf16>)
   return
 }
+
+// A block-sparse program over two layout rows (block_q twice the query
+// block): one loop over the union of the rows' CSR lists (scf.while,
+// advancing each list past the smaller id), each block a range of keys
+// whose scores are kept only for the rows of the layout rows listing it.
+// CHECK-LABEL: func.func @blocksparse_two_layout_rows
+// CHECK: scf.while
+// CHECK: memref.load %{{.*}} : memref<4x?xi32>
+// CHECK: arith.minsi
+// CHECK: scf.condition
+// CHECK: } do {
+// CHECK: arith.select
+// CHECK: scf.for
+func.func @blocksparse_two_layout_rows(%q: memref<?x4x32xf32>, %cq: memref<?xi32>, %crow: memref<4x?xi32>, %col: memref<4x?xi32>, %s: f32, %o: memref<?x4x32xf32>) {
+  attn.blocksparse q(%q : memref<?x4x32xf32>) k(%q : memref<?x4x32xf32>) v(%q : memref<?x4x32xf32>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%cq : memref<?xi32>) crow(%crow : memref<4x?xi32>) col(%col : memref<4x?xi32>) scale(%s) out(%o : memref<?x4x32xf32>) {block_size = 16 : i64, schedule = #attn.schedule<block_q = 32, block_n = 16, heads_per_program = 1>}
+  return
+}

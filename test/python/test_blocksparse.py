@@ -1,9 +1,11 @@
 """attn.blocksparse through vllm.blocksparse_flash_attn_varlen_fwd."""
 
+import os
+
 import numpy as np
 import pytest
 
-from attn_mlir import vllm
+from attn_mlir import ops, vllm
 from reference import DTYPES, attend, check, f64
 
 
@@ -115,3 +117,75 @@ def test_mid_head_dims(d):
         q, k, v, ck, cq, d ** -0.5, (crow, col), block_size=64, max_seqlen=130)
     check(out, reference(q, k, v, cq, ck, d ** -0.5, crow, col, 64, 64), "bf16",
           f"blocksparse D={d}")
+
+
+def union_layout(heads, rows, rng, per_head):
+    """Random ascending rows: some empty, some with blocks past the
+    shortest sequences, most ending with their diagonal block."""
+    crow = np.zeros((heads, rows + 1), np.int32)
+    cols = []
+    for h in range(heads):
+        ids_of = []
+        for r in range(rows):
+            if r % 7 == 5:
+                ids = []                              # an empty row
+            else:
+                ids = sorted(set(rng.choice(rows, size=3).tolist()) |
+                             ({r} if r % 5 else set()))
+            ids_of.append(ids)
+            crow[h, r + 1] = crow[h, r] + len(ids)
+        cols.append([c for ids in ids_of for c in ids])
+    col = np.full((heads, max(1, max(len(c) for c in cols))), -1, np.int32)
+    for h, c in enumerate(cols):
+        col[h, :len(c)] = c
+    return crow, col
+
+
+@pytest.mark.parametrize("per_head", [True, False])
+@pytest.mark.parametrize("d,dtype", [(128, "bf16"), (64, "f16")])
+def test_programs_of_two_layout_rows(per_head, d, dtype):
+    """Programs over two layout rows (block_q twice the query block, as
+    sm_90a's 128 x 128 block-sparse programs): the union of both CSR rows,
+    two blocks a 128-key tile, each row seeing only its own blocks. Varlen
+    prefills ending inside, at and past a block and a program, decode rows,
+    empty layout rows, rows listing blocks past short sequences, a row
+    pair whose union is odd, block ids in both rows or one."""
+    rng = np.random.default_rng(21 + d)
+    hq, hk = 4, 2
+    q_lens = [1, 63, 64, 65, 128, 129, 300, 1, 520]
+    k_lens = [700, 63, 64, 65, 128, 129, 300, 64, 520]
+    cq = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    ck = np.concatenate([[0], np.cumsum(k_lens)]).astype(np.int32)
+    q = rng.standard_normal((cq[-1], hq, d)).astype(DTYPES[dtype])
+    k = rng.standard_normal((ck[-1], hk, d)).astype(DTYPES[dtype])
+    v = rng.standard_normal((ck[-1], hk, d)).astype(DTYPES[dtype])
+    crow, col = union_layout(hq if per_head else 1, 11, rng, per_head)
+    out = np.full(q.shape, np.nan, q.dtype)
+    ops.blocksparse(q, k, v, cq, ck, crow, col, out, scale=d ** -0.5,
+                    block_size=64, schedule=(128, 128, 1, 8, 1, 4, 1))
+    check(out, reference(q, k, v, cq, ck, d ** -0.5, crow, col, 64, 64),
+          dtype, "two layout rows")
+
+
+@pytest.mark.skipif(os.environ.get("ATTN_MLIR_TEST_DEVICE") == "cuda",
+                    reason="a CPU schedule (GPU programs over two layout "
+                           "rows are sm_90a's of blocks of 64)")
+@pytest.mark.parametrize("pack", [1, 2])
+def test_two_layout_rows_other_blocks(pack):
+    """The union walk on the CPU with query blocks of 16 and key blocks of
+    32, GQA packing under a shared layout (rows of two heads each token)."""
+    rng = np.random.default_rng(31 + pack)
+    hq, hk, d = 4, 2, 32
+    q_lens, k_lens = [1, 15, 16, 17, 33, 90], [50, 15, 16, 17, 33, 90]
+    cq = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    ck = np.concatenate([[0], np.cumsum(k_lens)]).astype(np.int32)
+    q = rng.standard_normal((cq[-1], hq, d)).astype(np.float32)
+    k = rng.standard_normal((ck[-1], hk, d)).astype(np.float32)
+    v = rng.standard_normal((ck[-1], hk, d)).astype(np.float32)
+    crow, col = union_layout(1 if pack > 1 else hq, 7, rng, pack == 1)
+    out = np.full(q.shape, np.nan, q.dtype)
+    ops.blocksparse(q, k, v, cq, ck, crow, col, out, scale=0.2,
+                    block_size=32, q_block_size=16,
+                    schedule=(32, 32, pack))
+    check(out, reference(q, k, v, cq, ck, 0.2, crow, col, 32, 16), "f32",
+          "two layout rows, blocks 16 / 32")

@@ -117,6 +117,8 @@ BAD_INDICES = {
         lambda: sparse(col=((0, -3, 1),)), "col.*block id -3"),
     "sparse-repeated-block-id": (
         lambda: sparse(col=((0, 1, 1),)), "col.*twice"),
+    "sparse-block-ids-descending": (
+        lambda: sparse(col=((0, 1, 0),)), "col.*ascending order"),
     "sparse-layout-too-few-rows": (
         lambda: sparse(crow=((0, 1),), col=((0,),)), "crow.*1 rows cover 64 positions"),
     "sparse-key-offsets-beyond-tokens": (

@@ -687,14 +687,16 @@ LogicalResult BlockSparseOp::verify() {
       failed(
           verifySchedule(*this, getScheduleAttr(), groupOf(getQ(), getK(), 1))))
     return failure();
-  // A program walks one CSR row: its query tile must not straddle two layout
-  // rows, and heads with different layouts cannot share a program.
+  // A program walks one CSR row, or the union of two (a query tile of two
+  // whole layout rows): its query tile must not straddle layout rows
+  // otherwise, and heads with different layouts cannot share a program.
   if (ScheduleAttr schedule = getScheduleAttr()) {
-    if (getQueryBlockSize() % schedule.getBlockQ() != 0)
+    if (getQueryBlockSize() % schedule.getBlockQ() != 0 &&
+        schedule.getBlockQ() != 2 * getQueryBlockSize())
       return emitOpError() << "attribute 'schedule' block_q = "
                            << schedule.getBlockQ()
                            << " must divide the query block size "
-                           << getQueryBlockSize();
+                           << getQueryBlockSize() << " or be twice it";
     if (layoutHeads != 1 && schedule.getHeadsPerProgram() != 1)
       return emitOpError() << "attribute 'schedule' must use "
                               "heads_per_program = 1 with a per-head layout";

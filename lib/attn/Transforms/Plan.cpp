@@ -288,6 +288,20 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   // warpgroup, and two blocks share an SM (24 + 232 registers per thread
   // of 128 at launch); 128 rows (GQA packing under a shared layout) two,
   // in pingpong. Layout blocks of whole 64-key tiles only.
+  // Layout rows of one head (per-head layouts, or heads one a program)
+  // with query and key blocks of 64 take 128 x 128 programs instead: two
+  // layout rows a program, one a consumer warpgroup, in pingpong over the
+  // union of the rows' blocks, two blocks a 128-key tile (the shape dense
+  // flash runs at 676 TFLOP/s on H100 against 522 for one warpgroup of
+  // 64 x 64, bench/results/2026-11-25-h100-blocksparse-ws.md).
+  if (auto sparse = dyn_cast<BlockSparseOp>(op);
+      sparse && target == "nvvm" && chip == "sm_90a" && pack == 1 &&
+      blockQ == 64 && sparse.getQueryBlockSize() == 64 &&
+      sparse.getBlockSizeAttr().getInt() == 64 && headDim % 64 == 0 &&
+      headDim <= 128 && tmaOperands(op))
+    return ScheduleAttr::get(op->getContext(), 128, 128, 1, 8, /*tma=*/true,
+                             /*producer_warps=*/4, /*pingpong=*/true,
+                             /*persistent=*/false, /*stages=*/0);
   if (auto sparse = dyn_cast<BlockSparseOp>(op);
       sparse && target == "nvvm" && chip == "sm_90a" &&
       (blockQ * pack == 64 || blockQ * pack == 128) &&

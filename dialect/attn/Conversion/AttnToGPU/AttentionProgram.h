@@ -54,6 +54,12 @@ protected:
   /// Computes KV tiles of keys [lo, hi) of `walk`.
   virtual void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
                          Value hi) = 0;
+  /// Computes the KV tiles of a union walk (KvWalk::forEachBlockTile),
+  /// which only programs the convert pass accepts for it
+  /// (GpuTarget::walksLayoutRowPairs) have.
+  virtual void walkUnion(const ProgramRows &rows, const KvWalk &walk) {
+    llvm::report_fatal_error("a union walk on a program without one");
+  }
   /// After every walk, before the epilogue: what a pipeline still has in
   /// flight (the default: nothing).
   virtual void finishWalks(const ProgramRows &rows, ArrayRef<KvWalk> walks) {}

@@ -160,6 +160,14 @@ public:
                            Type ct) const {
     return false;
   }
+  /// Whether the programs of block-sparse `op` walk two layout rows at
+  /// once (a schedule whose block_q is twice the query block: the union
+  /// of both CSR rows); false by default (the convert pass rejects the
+  /// schedule).
+  virtual bool walksLayoutRowPairs(Operation *op, const TileShape &shape,
+                                   Type ct) const {
+    return false;
+  }
   /// The program builder of one kernel: `entry` is its entry block (where
   /// per-thread state is allocated), `shared` its dynamic shared memory
   /// (memref<?xi8, workgroup>, null when the launch needs none), `maps` the

@@ -112,6 +112,13 @@ public:
                llvm::function_ref<Value(Value, Value)> body) {
     return reduce(idx(lo), idx(hi), init, body);
   }
+  /// A loop while `cond(state)` holds: `cond` returns the condition and
+  /// the values `body` receives (of the state's types), `body` the next
+  /// state; returns the values `cond` passed last.
+  SmallVector<Value> whileLoop(
+      ValueRange inits,
+      llvm::function_ref<std::pair<Value, SmallVector<Value>>(ValueRange)> cond,
+      llvm::function_ref<SmallVector<Value>(ValueRange)> body);
   /// A loop carrying several values: body(iv, accs) returns the next ones.
   SmallVector<Value>
   reduceN(Value lo, Value hi, ValueRange inits,

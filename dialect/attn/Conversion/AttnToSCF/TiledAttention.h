@@ -105,6 +105,15 @@ struct KeyRow {
 };
 using KeyLocator = std::function<KeyRow(LoopEmitter &, Value key)>;
 
+/// One slot of a block-sparse union walk (KvWalk::forEachBlockTile): the
+/// `valid` keys from `first` (0 to a block's size, cut at the walk's end;
+/// 0 for an empty slot, whose `first` repeats a listed block's so that it
+/// addresses real rows) and which of the program's two layout rows list it.
+struct SparseBlock {
+  Value first, valid;            // index
+  Value inFirstRow, inSecondRow; // i1
+};
+
 /// A range of key positions [lo, hi) and where its keys live. A walk may
 /// also enumerate its own sub-ranges (CSR blocks) through `forEachRange`.
 struct KvWalk {
@@ -141,10 +150,24 @@ struct KvWalk {
   std::function<void(LoopEmitter &,
                      llvm::function_ref<void(Value, Value)> visit)>
       forEachRange;
+  /// Block-sparse programs over two layout rows (block_q twice the query
+  /// block; docs/semantics.md, 3.4): the union of both rows' CSR blocks,
+  /// ascending, `perTile` slots a visit (visit(i, slots) for i = 0, 1, ..;
+  /// the last visit's slots may end empty); returns the number of visits.
+  /// Rows of tokens before `secondRowToken` are the first layout row's and
+  /// see only the blocks it lists. Such a walk has no forEachRange.
+  std::function<Value(
+      LoopEmitter &, int64_t perTile,
+      llvm::function_ref<void(Value, ArrayRef<SparseBlock>)> visit)>
+      forEachBlockTile;
+  Value secondRowToken;
 
   /// Calls `visit(lo, hi)` for each range the walk covers.
+  /// (Not for union walks, whose rows differ in what they see: callers
+  /// walk forEachBlockTile.)
   void visitRanges(LoopEmitter &e,
                    llvm::function_ref<void(Value, Value)> visit) const {
+    assert(!forEachBlockTile && "a union walk has no ranges");
     if (forEachRange)
       forEachRange(e, visit);
     else
@@ -278,10 +301,12 @@ public:
 private:
   void loadQueries(const ProgramRows &rows);
   void initState(const ProgramRows &rows);
+  /// `listed(row)`, where given, further masks the rows (union walks).
+  using RowMask = llvm::function_ref<Value(Value row)>;
   void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
-                 Value hi);
+                 Value hi, RowMask listed = nullptr);
   void tileStep(const ProgramRows &rows, const KvWalk &walk, Value n0,
-                Value nValid);
+                Value nValid, RowMask listed);
   void epilogue(const ProgramRows &rows);
 
   LoopEmitter &e;

@@ -24,9 +24,14 @@ void AttentionProgram::emit(const ProgramRows &rows, ArrayRef<KvWalk> walks) {
   auto consume = [&] {
     stageQuery(rows);
     initializeState(rows);
-    for (const KvWalk &walk : walks)
+    for (const KvWalk &walk : walks) {
+      if (walk.forEachBlockTile) {
+        walkUnion(rows, walk);
+        continue;
+      }
       walk.visitRanges(
           e, [&](Value lo, Value hi) { walkRange(rows, walk, lo, hi); });
+    }
     finishWalks(rows, walks);
     epilogue(rows);
   };

@@ -241,6 +241,16 @@ struct ConvertAttnToGPUPass
                   "prefill: or fp8 caches; unified: without split-KV, lse, "
                   "descales and the rarer masks) (head dim 64 or 128, "
                   "double-buffered tiles)";
+      if (auto sparse = dyn_cast<BlockSparseOp>(op);
+          sparse && shape.blockQ > sparse.getQueryBlockSize() &&
+          !gpuTarget.walksLayoutRowPairs(op, shape, computeType))
+        return op->emitOpError("convert-attn-to-gpu: the schedule ")
+               << s
+               << " walks two layout rows a program (block_q twice the "
+                  "query block), which only sm_90a block-sparse programs of "
+                  "two consumer warpgroups in pingpong beside a TMA producer "
+                  "have (heads_per_program = 1, warps = 8, query and key "
+                  "blocks of 64, block_n = 128, f16/bf16 K and V by TMA)";
       if (launch.threads > 1024 ||
           launch.sharedBytes > gpuTarget.maxSharedBytes())
         return op->emitOpError("convert-attn-to-gpu: the schedule ")

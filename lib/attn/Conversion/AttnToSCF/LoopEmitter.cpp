@@ -182,6 +182,26 @@ SmallVector<Value> LoopEmitter::reduceN(
   return SmallVector<Value>(loop.getResults());
 }
 
+SmallVector<Value> LoopEmitter::whileLoop(
+    ValueRange inits,
+    llvm::function_ref<std::pair<Value, SmallVector<Value>>(ValueRange)> cond,
+    llvm::function_ref<SmallVector<Value>(ValueRange)> body) {
+  SmallVector<Type> types(inits.getTypes());
+  SmallVector<Location> locs(types.size(), b.getLoc());
+  // (The loop's results are the values `cond` passes: of the state's
+  // types.)
+  auto loop = scf::WhileOp::create(b, types, inits);
+  OpBuilder::InsertionGuard guard(b);
+  Block *before = b.createBlock(&loop.getBefore(), {}, types, locs);
+  auto [go, passed] = cond(before->getArguments());
+  scf::ConditionOp::create(b, go, passed);
+  SmallVector<Type> passedTypes(ValueRange(passed).getTypes());
+  SmallVector<Location> passedLocs(passedTypes.size(), b.getLoc());
+  Block *after = b.createBlock(&loop.getAfter(), {}, passedTypes, passedLocs);
+  scf::YieldOp::create(b, body(after->getArguments()));
+  return SmallVector<Value>(loop.getResults());
+}
+
 void LoopEmitter::withBuffers(ArrayRef<SmallVector<int64_t>> shapes,
                               llvm::function_ref<void(ArrayRef<Value>)> body) {
   SmallVector<Value> buffers;

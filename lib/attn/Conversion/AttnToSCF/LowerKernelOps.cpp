@@ -420,6 +420,90 @@ void emitFlash(LoopEmitter &e, ProgramTarget &target, FlashOp op) {
 // attn.blocksparse
 //===----------------------------------------------------------------------===//
 
+/// The CSR rows a block-sparse program over two layout rows walks.
+struct RowPairLayout {
+  Value crow, col, numRows, layoutHead;
+  Value row, lastRow; // the first layout row, the last token's
+  Value hi;           // keys from hi on are past the walk
+  int64_t blockSize;
+};
+
+/// KvWalk::forEachBlockTile of a program over layout rows `row` and `row +
+/// 1`: the union of their CSR lists, merged in ascending order (semantics
+/// 3.4), `perTile` blocks a visit.
+Value walkRowPair(
+    LoopEmitter &e, const RowPairLayout &l, int64_t perTile,
+    llvm::function_ref<void(Value, ArrayRef<SparseBlock>)> visit) {
+  // Each row's entries [begin, end); rows past the layout, and a second
+  // row the tokens do not reach (a program of one token, decode), list
+  // nothing.
+  auto entries = [&](Value row, Value used) {
+    Value ok = e.andI(used, e.lt(row, l.numRows));
+    Value at = e.min(row, e.sub(l.numRows, e.idx(1)));
+    Value begin = e.loadIndex(l.crow, {l.layoutHead, at});
+    Value end = e.loadIndex(l.crow, {l.layoutHead, e.add(at, e.idx(1))});
+    return std::make_pair(e.select(ok, begin, e.idx(0)),
+                          e.select(ok, end, e.idx(0)));
+  };
+  auto [aBegin, endA] = entries(l.row, e.boolean(true));
+  auto [bBegin, endB] = entries(e.add(l.row, e.idx(1)), e.lt(l.row, l.lastRow));
+  Value bs = e.idx(l.blockSize);
+  // Blocks from hiBlock on hold no key of the walk; ids ascend, so the
+  // union ends at the first such block.
+  Value hiBlock = e.ceilDiv(l.hi, bs);
+  auto idAt = [&](Value i, Value end) {
+    return e.ifElse(
+        e.lt(i, end), {e.builder().getIndexType()},
+        [&] {
+          return SmallVector<Value>{e.loadIndex(l.col, {l.layoutHead, i})};
+        },
+        [&] { return SmallVector<Value>{hiBlock}; })[0];
+  };
+  // The next block of the union from entries i and j: the smaller id,
+  // listed by the row(s) holding it; whether there is one; the entries
+  // after it. (Ids are >= 0; a negative one, which a caller that skipped
+  // the checks may pass, is taken as a block of no keys.)
+  Value aEnd = endA, bEnd = endB; // (structured bindings: no captures)
+  auto next = [&](Value i, Value j) {
+    Value a = idAt(i, aEnd), b = idAt(j, bEnd);
+    Value id = e.min(a, b);
+    Value more = e.lt(id, hiBlock);
+    Value inA = e.andI(more, e.eq(a, id));
+    Value inB = e.andI(more, e.eq(b, id));
+    Value listed = e.andI(more, e.le(e.idx(0), id));
+    SparseBlock block;
+    block.inFirstRow = e.andI(listed, inA);
+    block.inSecondRow = e.andI(listed, inB);
+    block.first = e.mul(e.max(id, e.idx(0)), bs);
+    Value end = e.min(e.add(block.first, bs), l.hi);
+    block.valid =
+        e.select(listed, e.max(e.sub(end, block.first), e.idx(0)), e.idx(0));
+    return std::make_tuple(block, more, e.select(inA, e.add(i, e.idx(1)), i),
+                           e.select(inB, e.add(j, e.idx(1)), j));
+  };
+  SmallVector<Value> state = {aBegin, bBegin, e.idx(0)};
+  return e.whileLoop(
+      state,
+      [&](ValueRange s) {
+        Value more = std::get<1>(next(s[0], s[1]));
+        return std::make_pair(more, SmallVector<Value>(s));
+      },
+      [&](ValueRange s) {
+        Value i = s[0], j = s[1];
+        SmallVector<SparseBlock> slots;
+        for (int64_t k = 0; k < perTile; ++k) {
+          auto [block, more, ni, nj] = next(i, j);
+          // An empty slot repeats the first block's rows.
+          if (k)
+            block.first = e.select(more, block.first, slots.front().first);
+          slots.push_back(block);
+          i = ni, j = nj;
+        }
+        visit(s[2], slots);
+        return SmallVector<Value>{i, j, e.add(s[2], e.idx(1))};
+      })[2];
+}
+
 void emitBlockSparse(LoopEmitter &e, ProgramTarget &target, BlockSparseOp op) {
   TileShape shape = shapeOf(op, op.getHeadDim());
   int64_t group = op.getNumQueryHeads() / op.getNumKvHeads();
@@ -434,11 +518,29 @@ void emitBlockSparse(LoopEmitter &e, ProgramTarget &target, BlockSparseOp op) {
 
   Value crow = op.getCrow(), col = op.getCol();
   Value numRows = e.sub(memref::DimOp::create(e.builder(), crow, 1), e.idx(1));
+  // Programs over two layout rows (block_q twice the query block; the
+  // verifier allows no other straddling) walk the union of their CSR rows.
+  bool twoRows = shape.blockQ > qBlockSize;
   auto csrWalk = [&](LoopEmitter &e, const ProgramRows &rows, KvWalk &walk) {
-    // The schedule keeps a program's tokens inside one layout row.
+    // The schedule keeps a program's tokens inside one layout row, or two.
     Value layoutRow = e.divU(rows.qposBase, e.idx(qBlockSize));
     Value layoutHead = perHead ? rows.headBase : e.idx(0);
     Value lo = walk.lo, hi = walk.hi;
+    if (twoRows) {
+      Value qb = e.idx(qBlockSize);
+      walk.secondRowToken =
+          e.sub(e.mul(e.add(layoutRow, e.idx(1)), qb), rows.qposBase);
+      Value lastRow =
+          e.divU(e.sub(e.add(rows.qposBase, rows.numTokens), e.idx(1)), qb);
+      RowPairLayout pair{crow,      col,     numRows, layoutHead,
+                         layoutRow, lastRow, hi,      blockSize};
+      walk.forEachBlockTile =
+          [=](LoopEmitter &e, int64_t perTile,
+              llvm::function_ref<void(Value, ArrayRef<SparseBlock>)> visit) {
+            return walkRowPair(e, pair, perTile, visit);
+          };
+      return;
+    }
     walk.forEachRange = [=](LoopEmitter &e,
                             llvm::function_ref<void(Value, Value)> visit) {
       // Rows past the layout select nothing (never read out of bounds).

@@ -310,9 +310,24 @@ void TiledAttentionBuilder::emitProgram(const ProgramRows &rows,
     rowSum = buffers[6];
     loadQueries(rows);
     initState(rows);
-    for (const KvWalk &walk : walks)
-      walk.visitRanges(
-          e, [&](Value lo, Value hi) { walkRange(rows, walk, lo, hi); });
+    for (const KvWalk &walk : walks) {
+      if (!walk.forEachBlockTile) {
+        walk.visitRanges(
+            e, [&](Value lo, Value hi) { walkRange(rows, walk, lo, hi); });
+        continue;
+      }
+      // A union walk: each block is a range that only the rows of the
+      // layout rows listing it see.
+      walk.forEachBlockTile(e, 1, [&](Value, ArrayRef<SparseBlock> slots) {
+        const SparseBlock &block = slots.front();
+        auto listed = [&](Value row) {
+          return e.select(e.lt(math.tokenOf(row), walk.secondRowToken),
+                          block.inFirstRow, block.inSecondRow);
+        };
+        walkRange(rows, walk, e.max(block.first, walk.lo),
+                  e.add(block.first, block.valid), listed);
+      });
+    }
     epilogue(rows);
   });
 }
@@ -347,16 +362,17 @@ void TiledAttentionBuilder::initState(const ProgramRows &rows) {
 }
 
 void TiledAttentionBuilder::walkRange(const ProgramRows &rows,
-                                      const KvWalk &walk, Value lo, Value hi) {
+                                      const KvWalk &walk, Value lo, Value hi,
+                                      RowMask listed) {
   Value bn = e.idx(shape.blockN);
   e.forLoop(lo, hi, bn, [&](Value n0) {
-    tileStep(rows, walk, n0, e.min(bn, e.sub(hi, n0)));
+    tileStep(rows, walk, n0, e.min(bn, e.sub(hi, n0)), listed);
   });
 }
 
 void TiledAttentionBuilder::tileStep(const ProgramRows &rows,
-                                     const KvWalk &walk, Value n0,
-                                     Value nValid) {
+                                     const KvWalk &walk, Value n0, Value nValid,
+                                     RowMask listed) {
   int64_t d = shape.headDim;
   // Load: gather and dequantize the valid keys; zero the V rows past the end
   // so that masked (p = 0) columns never multiply garbage.
@@ -378,7 +394,10 @@ void TiledAttentionBuilder::tileStep(const ProgramRows &rows,
     e.forLoop(0, shape.blockN, [&](Value n) {
       Value key = e.add(n0, n);
       e.store(e.negInf(), sTile, {m, n});
-      e.ifThen(e.andI(e.lt(n, nValid), math.visible(rows, m, key)), [&] {
+      Value seen = e.andI(e.lt(n, nValid), math.visible(rows, m, key));
+      if (listed)
+        seen = e.andI(seen, listed(m));
+      e.ifThen(seen, [&] {
         Value dot = e.reduce(0, d, e.f32(0.0), [&](Value dd, Value sum) {
           return e.addF(sum,
                         e.mulF(e.load(qTile, {m, dd}), e.load(kTile, {n, dd})));

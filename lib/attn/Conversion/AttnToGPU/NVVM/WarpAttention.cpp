@@ -327,6 +327,15 @@ WarpAttentionBuilder::activeScores(const ProgramRows &rows, Value active,
 
 Value WarpAttentionBuilder::tileUnmasked(const ProgramRows &rows, Value n0,
                                          Value nValid) {
+  if (!segments.empty()) {
+    Value keys = e.idx(g.bn / int64_t(segments.size()));
+    Value all = e.boolean(true);
+    for (auto [first, valid] : segments)
+      all = e.andI(
+          all, e.andI(e.eq(valid, keys),
+                      math.tileFullyVisible(rows, first, e.add(first, keys))));
+    return all;
+  }
   return e.andI(e.eq(nValid, e.idx(g.bn)),
                 math.tileFullyVisible(rows, n0, e.add(n0, e.idx(g.bn))));
 }
@@ -519,8 +528,20 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(const ProgramRows &rows,
   bool intervals = masked && g.wgmma && !f.bias && math.intervalMasks() &&
                    (f.causal || f.window);
   bool alibiDistances = math.alibiByDistance();
-  SmallVector<std::pair<Value, Value>> rowIntervals; // [stateIndex]
-  SmallVector<Value> rowDistances;                   // [stateIndex]
+  // Union walks' tiles are segments of keys (each block's own first key
+  // and valid count): each column takes its segment's. (Block-sparse
+  // scores are linear: no key enters them but through the masks.)
+  assert((segments.empty() || (math.linearScores() && !f.dropoutP &&
+                               !f.pScale && firstTile == 0)) &&
+         "segmented tiles of scores that depend on the key");
+  SmallVector<std::pair<Value, Value>, 2> tileSegments(segments);
+  if (tileSegments.empty())
+    tileSegments.push_back({n0, nValid});
+  int64_t segmentKeys = g.bn / int64_t(tileSegments.size());
+  // [segment][stateIndex]
+  SmallVector<SmallVector<std::pair<Value, Value>>> rowIntervals(
+      tileSegments.size());
+  SmallVector<Value> rowDistances; // [stateIndex]
   Value firstCol, firstKey;
   if (intervals || alibiDistances)
     firstCol = to32(colOf(firstTile, 0));
@@ -529,10 +550,17 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(const ProgramRows &rows,
   for (int64_t m = 0; m < g.mFrags; ++m)
     for (int64_t half = 0; half < 2; ++half) {
       Value row = rowOf(m, half);
-      if (intervals) {
-        auto [lo, span] = math.visibleColumns(rows, row, n0, nValid);
-        rowIntervals.push_back({arith::SubIOp::create(b, firstCol, lo), span});
-      }
+      // (Segment h's columns count from h * segmentKeys.)
+      for (auto [h, segment] : llvm::enumerate(tileSegments))
+        if (intervals) {
+          auto [lo, span] =
+              math.visibleColumns(rows, row, segment.first, segment.second);
+          Value from =
+              h ? arith::AddIOp::create(b, lo, i32(int64_t(h) * segmentKeys))
+                : lo;
+          rowIntervals[h].push_back(
+              {arith::SubIOp::create(b, firstCol, from), span});
+        }
       // Warpgroup threads hold two rows: each keeps the distance of its
       // first key. mma.sync threads may hold many (GQA packing): each keeps
       // its reference, subtracted per element (fewer registers: a GQA-64
@@ -549,7 +577,12 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(const ProgramRows &rows,
       for (int64_t i = 0; i < 4; ++i) {
         Value dot = s[m * nTiles + j][i];
         Value row = rowOf(m, i / 2), col = colOf(firstTile + j, i);
-        Value key = e.add(n0, col);
+        // The column's segment, and the column within it.
+        int64_t h = 8 * j / segmentKeys;
+        auto [segmentN0, segmentValid] = tileSegments[h];
+        if (h)
+          col = e.sub(col, e.idx(h * segmentKeys));
+        Value key = e.add(segmentN0, col);
         Value &x = out[pIndex(m, j, i, nTiles)];
         if (dotScale && !foldedFactor)
           dot = e.mulF(dot, dotScale);
@@ -570,14 +603,15 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(const ProgramRows &rows,
           continue;
         }
         if (intervals) {
-          auto [offset, span] = rowIntervals[stateIndex(m, i / 2)];
+          auto [offset, span] = rowIntervals[h][stateIndex(m, i / 2)];
           Value rel = arith::AddIOp::create(b, offset, i32(colStep));
           Value ok =
               arith::CmpIOp::create(b, arith::CmpIPredicate::ult, rel, span);
           x = e.select(ok, scored, e.negInf());
           continue;
         }
-        Value ok = e.andI(e.lt(col, nValid), math.visible(rows, row, key));
+        Value ok =
+            e.andI(e.lt(col, segmentValid), math.visible(rows, row, key));
         if (f.bias) {
           x = e.ifElse(
               ok, {b.getF32Type()},
@@ -927,6 +961,12 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
               g.bn != 128 || (g.dPad != 64 && g.dPad != 128 && g.dPad != 256)))
     return {};
   int64_t atomCols = wgmma::kAtomRowBytes / (fp8 ? 1 : 2);
+  // Programs over two layout rows load each tile as two blocks (boxes of
+  // a block's rows); other walks whole tiles.
+  int64_t boxRows = g.bn;
+  if (auto sparse = dyn_cast<BlockSparseOp>(op);
+      sparse && shape.blockQ > sparse.getQueryBlockSize())
+    boxRows = sparse.getBlockSizeAttr().getInt();
   SmallVector<TensorMapRequest> requests;
   for (OpOperand *operand : {kOperand, vOperand}) {
     auto type = cast<MemRefType>(operand->get().getType());
@@ -936,7 +976,7 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
         type.getRank() != 3 ||
         failed(type.getStridesAndOffset(strides, offset)) || strides[2] != 1)
       return {};
-    requests.push_back({operand->getOperandNumber(), {g.bn, 1, atomCols}});
+    requests.push_back({operand->getOperandNumber(), {boxRows, 1, atomCols}});
   }
   // The producer warpgroup also loads Q as stored (no q scale, unless fp8
   // wgmma scales the dot products): boxes of [block_q, heads_per_program,
@@ -971,6 +1011,21 @@ bool mlir::attn::warpGathersKeys(Operation *op, const TileShape &shape, Type ct,
     return false;
   return g.wgmma && g.stages == 2 && (g.warps == 4 || g.warps == 8) &&
          g.dPad == shape.headDim && g.bn <= 256;
+}
+
+bool mlir::attn::warpWalksLayoutRowPairs(Operation *op, const TileShape &shape,
+                                         Type ct, NvidiaChip chip) {
+  auto sparse = dyn_cast<BlockSparseOp>(op);
+  if (!sparse || sparse.getQueryBlockSize() != wgmma::kRows ||
+      sparse.getBlockSizeAttr().getInt() != 64 ||
+      shape.blockQ != 2 * wgmma::kRows || shape.pack != 1 ||
+      shape.blockN != 128 || !shape.tma ||
+      shape.producerWarps != kProducerWarps || !shape.pingpong ||
+      shape.persistent)
+    return false;
+  Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
+  return g.wgmma && g.warps == 8 && g.stages == 2 &&
+         !warpTensorMaps(op, shape, ct, chip).empty();
 }
 
 ProgramBody mlir::attn::warpBodyOf(const TileShape &shape, NvidiaChip chip) {
@@ -1056,6 +1111,10 @@ public:
   bool gathersKeys(Operation *op, const TileShape &shape,
                    Type ct) const override {
     return warpGathersKeys(op, shape, ct, chip);
+  }
+  bool walksLayoutRowPairs(Operation *op, const TileShape &shape,
+                           Type ct) const override {
+    return warpWalksLayoutRowPairs(op, shape, ct, chip);
   }
   std::unique_ptr<ProgramTarget>
   programs(Block *entry, Value shared, Type ct, const KernelLaunch &launch,

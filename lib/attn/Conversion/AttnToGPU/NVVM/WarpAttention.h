@@ -59,6 +59,12 @@ warpTensorMaps(Operation *op, const TileShape &shape, Type ct, NvidiaChip chip);
 /// unified; unified with tma: whole tiles' NHD pages by TMA boxes).
 bool warpGathersKeys(Operation *op, const TileShape &shape, Type ct,
                      NvidiaChip chip);
+/// Whether the sm_90a programs of block-sparse `op` walk two layout rows
+/// at once (WarpSpecialized.cpp, walkSpecializedUnion): each consumer
+/// warpgroup one row of 64 query tokens of one head, 128-key tiles of two
+/// 64-key blocks of the rows' union loaded by TMA.
+bool warpWalksLayoutRowPairs(Operation *op, const TileShape &shape, Type ct,
+                             NvidiaChip chip);
 
 /// What the programs of a persistent kernel (schedule `persistent`) share:
 /// WarpProgramTarget::grid sets it up once per block, then emits each

@@ -389,10 +389,12 @@ private:
   void walkTma(const ProgramRows &rows, const KvWalk &walk, Value lo, Value hi,
                Value active);
   void waitBarrier(Value index, Value parity);
-  /// Issues the [bn, 1, 64] boxes of `tile` from `map` (keys [n0, n0 + bn)
-  /// of the walk), completing on mbarrier `barrier`.
+  /// Issues the [rows, 1, 64] boxes of `tile` from `map` (keys [n0, n0 +
+  /// rows) of the walk, rows the map's box: bn, or a block's of a union
+  /// walk) into the tile's rows from `firstRow` on, completing on mbarrier
+  /// `barrier`.
   void issueTmaBoxes(const KvWalk &walk, const SharedTile &tile, Value map,
-                     Value barrier, Value n0);
+                     Value barrier, Value n0, int64_t firstRow = 0);
   /// Whether the program takes a producer warpgroup that gathers K/V with
   /// cp.async (schedule producer_warps without tma: paged caches); sets up
   /// its ring when it does.
@@ -493,6 +495,28 @@ private:
   /// the pipeline runs on from range to range.
   void walkSpecializedRange(const ProgramRows &rows, const KvWalk &walk,
                             Value lo, Value hi);
+  /// Union walks (block-sparse programs over two layout rows): each tile
+  /// two blocks of the rows' union (segments), each warpgroup masking the
+  /// blocks its layout row does not list. The producer walks the union and
+  /// hands each tile's blocks to the consumers in `unionTiles`.
+  void walkUnion(const ProgramRows &rows, const KvWalk &walk) override;
+  /// The producer's loop of a union walk: each tile's two blocks by TMA,
+  /// after its entry of `unionTiles`; then an entry that ends the walk.
+  void produceUnion(const KvWalk &walk, llvm::function_ref<void()> issueQuery);
+  /// Words of a union walk's tile entry (unionTiles holds one per K/V
+  /// buffer): the first keys of its two blocks, the valid keys of each for
+  /// the first layout row's warpgroup and for the second's, and whether
+  /// the entry is a tile (0: the walk ended).
+  enum UnionWord : int64_t {
+    kFirst0,
+    kFirst1,
+    kValidFirstRow0,
+    kValidFirstRow1,
+    kValidSecondRow0,
+    kValidSecondRow1,
+    kIsTile,
+    kUnionWords = 8
+  };
   /// fp8 wgmma programs (qgmma; WarpSpecialized.cpp): the producer's loop.
   /// Its elected thread loads K and the raw V of each tile by TMA (raw V
   /// one tile ahead), and all its threads transpose raw V into V^T, the
@@ -701,6 +725,13 @@ private:
   /// far and whether a PV is pending (i32 counters).
   bool ranged = false;
   Value walkedTiles, pendingValues;
+  /// The key segments of the tile a union walk's step computes: {first
+  /// key, valid keys} of each block of bn / segments.size() columns, the
+  /// valid keys 0 where this warpgroup's layout row does not list the
+  /// block. Empty for other walks (one segment: n0 and nValid).
+  SmallVector<std::pair<Value, Value>, 2> segments;
+  /// Union walks: the tile entries (i32 [2 x kUnionWords], shared memory).
+  Value unionTiles;
   /// V layouts (KvWalk::valueKeyMajor) of the walks emitted so far.
   SmallVector<bool, 2> walkedLayouts;
   /// The producer gathers K/V with cp.async (setUpGather): the consumers

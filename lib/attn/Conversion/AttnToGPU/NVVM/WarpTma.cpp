@@ -17,6 +17,7 @@
 #include "attn/IR/AttnOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -44,7 +45,9 @@ bool WarpAttentionBuilder::setUpTma(const ProgramRows &rows,
   // (Walks of several ranges only with a producer, whose ring runs on
   // across them.)
   if (maps.empty() || !g.wgmma || g.stages != 2 || walks.size() != 1 ||
-      !walks[0].denseK || (walks[0].forEachRange && !shape.producerWarps))
+      !walks[0].denseK ||
+      ((walks[0].forEachRange || walks[0].forEachBlockTile) &&
+       !shape.producerWarps))
     return false;
   const TensorMapArg *kArg = nullptr, *vArg = nullptr, *qArg = nullptr;
   for (const TensorMapArg &m : maps) {
@@ -70,6 +73,23 @@ bool WarpAttentionBuilder::setUpTma(const ProgramRows &rows,
   kMap = tensorMapDescriptor(b, *kArg);
   vMap = tensorMapDescriptor(b, *vArg);
   ws = shape.producerWarps > 0;
+  // (One buffer a kernel: a persistent kernel's producer and consumers
+  // each set up its program, and share the entries. 16-byte aligned:
+  // LLVM stores an entry's words as vectors.)
+  if (walks[0].forEachBlockTile) {
+    auto func = cast<gpu::GPUFuncOp>(entry->getParentOp());
+    if (!func.getNumWorkgroupAttributions()) {
+      func.addWorkgroupAttribution(
+          MemRefType::get({2 * kUnionWords}, b.getI32Type(),
+                          MemRefLayoutAttrInterface(),
+                          gpu::AddressSpaceAttr::get(
+                              b.getContext(), gpu::AddressSpace::Workgroup)),
+          b.getLoc());
+      func.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
+                                       b.getI64IntegerAttr(16));
+    }
+    unionTiles = func.getWorkgroupAttributions().front();
+  }
   ranged = bool(walks[0].forEachRange);
   // (fp8 wgmma: the q scale applies to the dot products.)
   if (ws && qArg && (!rows.qScale || qgmma) && !rows.qQuantize)
@@ -158,14 +178,15 @@ void WarpAttentionBuilder::issueTmaTile(const KvWalk &walk, Value stage,
 
 void WarpAttentionBuilder::issueTmaBoxes(const KvWalk &walk,
                                          const SharedTile &tile, Value map,
-                                         Value barrier, Value n0) {
+                                         Value barrier, Value n0,
+                                         int64_t firstRow) {
   // Atoms of 128 bytes a row: 64 columns of the compute type, 128 of fp8
   // (qgmma), bn rows each.
   int64_t atomCols = wgmma::kAtomRowBytes / operandBytes();
   int64_t atoms = tmaAtoms();
   Value row = e.add(walk.denseBase, n0);
-  // (The map's box: [bn, 1, atomCols] of the operand's type; see
-  // warpTensorMaps.)
+  // (The map's box: [bn or a block's rows, 1, atomCols] of the operand's
+  // type; see warpTensorMaps.)
   MemRefType boxType =
       cast<nvgpu::TensorMapDescriptorType>(map.getType()).getTensor();
   for (int64_t a = 0; a < atoms; ++a) {
@@ -173,7 +194,7 @@ void WarpAttentionBuilder::issueTmaBoxes(const KvWalk &walk,
     Value bytes =
         e.add(alignPad,
               e.add(e.mul(tile.offset, e.idx(ct.getIntOrFloatBitWidth() / 8)),
-                    e.idx(a * g.bn * wgmma::kAtomRowBytes)));
+                    e.idx((a * g.bn + firstRow) * wgmma::kAtomRowBytes)));
     Value dst = memref::ViewOp::create(b, boxType, shared, bytes, ValueRange{});
     // Coordinates innermost first: head dim, KV head, token.
     nvgpu::TmaAsyncLoadOp::create(
