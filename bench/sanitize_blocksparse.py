@@ -37,10 +37,13 @@ CASES = [(4, 4, 128, (300, 517, 40), None, True),
 # 128), the one-warpgroup TMA program it replaced there, and the mma.sync
 # programs of two warps (block_q, block_n, heads_per_program, warps[, tma,
 # producer_warps, pingpong]).
-def schedules(H, Hk, per_head):
+def schedules(H, Hk, per_head, qbs=None):
     pack = 1 if per_head else H // Hk
     one_row = [(64, 64, 1, 4, 1, 4, 0)] if per_head else []
-    return [None] + one_row + [(64 // pack, 64, pack, 2)]
+    # (Shared layouts of query blocks of 64: two layout rows of one head
+    # a program, pinned.)
+    two_rows = [(128, 128, 1, 8, 1, 4, 1)] if not per_head and not qbs else []
+    return [None] + one_row + two_rows + [(64 // pack, 64, pack, 2)]
 
 
 def layout(heads, rows, cols):
@@ -102,7 +105,7 @@ def check(H, Hk, D, lens, qbs, per_head):
     if DRY:
         import ml_dtypes
         q, k, v = (x.astype(ml_dtypes.bfloat16) for x in host)
-        for sched in schedules(H, Hk, per_head):
+        for sched in schedules(H, Hk, per_head, qbs):
             ops.blocksparse(q, k, v, cu, cu, crow, col, np.zeros_like(q),
                             scale=scale, block_size=BLOCK, q_block_size=qbs,
                             schedule=sched)
@@ -112,7 +115,7 @@ def check(H, Hk, D, lens, qbs, per_head):
     exact = [x.float().cpu().double().numpy() for x in dev]
     ref = reference(*exact, cu, crow, col, scale, qbs or BLOCK)
     t = lambda a: torch.tensor(a, device="cuda")  # noqa: E731
-    for sched in schedules(H, Hk, per_head):
+    for sched in schedules(H, Hk, per_head, qbs):
         o = torch.full_like(dev[0], float("nan"))
         ops.blocksparse(*dev, t(cu), t(cu), t(crow), t(col), o, scale=scale,
                         block_size=BLOCK, q_block_size=qbs, schedule=sched)
