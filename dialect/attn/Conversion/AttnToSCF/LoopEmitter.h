@@ -49,6 +49,11 @@ public:
   Value select(Value cond, Value x, Value y);
   /// An i32 or index value as index.
   Value toIndex(Value v);
+  /// 32-bit integers, for GPU address and mask arithmetic (index is 64-bit
+  /// there: twice the instructions): a constant, and an index as i32
+  /// (`isSigned`: of a value that may be negative).
+  Value i32(int64_t v);
+  Value toI32(Value index, bool isSigned = true);
   /// An index as f32 (signed).
   Value indexToF32(Value v);
 

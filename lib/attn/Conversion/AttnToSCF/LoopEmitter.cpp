@@ -182,6 +182,16 @@ SmallVector<Value> LoopEmitter::reduceN(
   return SmallVector<Value>(loop.getResults());
 }
 
+Value LoopEmitter::i32(int64_t v) {
+  return arith::ConstantIntOp::create(b, b.getI32Type(), v);
+}
+
+Value LoopEmitter::toI32(Value index, bool isSigned) {
+  if (isSigned)
+    return arith::IndexCastOp::create(b, b.getI32Type(), index);
+  return arith::IndexCastUIOp::create(b, b.getI32Type(), index);
+}
+
 SmallVector<Value> LoopEmitter::whileLoop(
     ValueRange inits,
     llvm::function_ref<std::pair<Value, SmallVector<Value>>(ValueRange)> cond,

@@ -155,11 +155,7 @@ std::pair<Value, Value> AttentionMath::visibleColumns(const ProgramRows &rows,
                         e.max(e.sub(end, lo), e.idx(0)), e.idx(0));
   // span <= nValid, and lo < nValid where span > 0 (elsewhere lo's bits do
   // not matter): both fit 32 bits.
-  ImplicitLocOpBuilder &b = e.builder();
-  auto to32 = [&](Value v) -> Value {
-    return arith::IndexCastOp::create(b, b.getI32Type(), v);
-  };
-  return {to32(lo), to32(span)};
+  return {e.toI32(lo), e.toI32(span)};
 }
 
 Value AttentionMath::linearScoreFactor() {

@@ -517,12 +517,6 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(const ProgramRows &rows,
   // ALiBi's distances in 32 bits. (64-bit position arithmetic per element
   // spilled 8-372 bytes in windowed and ALiBi prefix prefill.)
   ImplicitLocOpBuilder &b = e.builder();
-  auto i32 = [&](int64_t v) -> Value {
-    return arith::ConstantIntOp::create(b, b.getI32Type(), v);
-  };
-  auto to32 = [&](Value index) -> Value {
-    return arith::IndexCastOp::create(b, b.getI32Type(), index);
-  };
   // (Tiles masked only by their end keep the plain compares: one bound for
   // all rows; intervals spilled 4 bytes in a pinned non-causal schedule.)
   bool intervals = masked && g.wgmma && !f.bias && math.intervalMasks() &&
@@ -544,9 +538,9 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(const ProgramRows &rows,
   SmallVector<Value> rowDistances; // [stateIndex]
   Value firstCol, firstKey;
   if (intervals || alibiDistances)
-    firstCol = to32(colOf(firstTile, 0));
+    firstCol = e.toI32(colOf(firstTile, 0));
   if (alibiDistances && !g.wgmma)
-    firstKey = arith::AddIOp::create(b, to32(n0), firstCol);
+    firstKey = arith::AddIOp::create(b, e.toI32(n0), firstCol);
   for (int64_t m = 0; m < g.mFrags; ++m)
     for (int64_t half = 0; half < 2; ++half) {
       Value row = rowOf(m, half);
@@ -556,7 +550,7 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(const ProgramRows &rows,
           auto [lo, span] =
               math.visibleColumns(rows, row, segment.first, segment.second);
           Value from =
-              h ? arith::AddIOp::create(b, lo, i32(int64_t(h) * segmentKeys))
+              h ? arith::AddIOp::create(b, lo, e.i32(int64_t(h) * segmentKeys))
                 : lo;
           rowIntervals[h].push_back(
               {arith::SubIOp::create(b, firstCol, from), span});
@@ -568,9 +562,9 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(const ProgramRows &rows,
       if (alibiDistances)
         rowDistances.push_back(
             g.wgmma ? arith::AddIOp::create(
-                          b, to32(e.sub(n0, math.alibiReference(rows, row))),
+                          b, e.toI32(e.sub(n0, math.alibiReference(rows, row))),
                           firstCol)
-                    : to32(math.alibiReference(rows, row)));
+                    : e.toI32(math.alibiReference(rows, row)));
     }
   for (int64_t m = 0; m < g.mFrags; ++m) {
     for (int64_t j = 0; j < nTiles; ++j) {
@@ -591,10 +585,10 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(const ProgramRows &rows,
         Value distance;
         if (alibiDistances && g.wgmma)
           distance = arith::AddIOp::create(
-              b, rowDistances[stateIndex(m, i / 2)], i32(colStep));
+              b, rowDistances[stateIndex(m, i / 2)], e.i32(colStep));
         else if (alibiDistances)
           distance = arith::SubIOp::create(
-              b, arith::AddIOp::create(b, firstKey, i32(colStep)),
+              b, arith::AddIOp::create(b, firstKey, e.i32(colStep)),
               rowDistances[stateIndex(m, i / 2)]);
         Value scored =
             foldedFactor ? dot : math.score(rows, row, key, dot, distance);
@@ -604,7 +598,7 @@ SmallVector<Value> WarpAttentionBuilder::modifiedScores(const ProgramRows &rows,
         }
         if (intervals) {
           auto [offset, span] = rowIntervals[h][stateIndex(m, i / 2)];
-          Value rel = arith::AddIOp::create(b, offset, i32(colStep));
+          Value rel = arith::AddIOp::create(b, offset, e.i32(colStep));
           Value ok =
               arith::CmpIOp::create(b, arith::CmpIPredicate::ult, rel, span);
           x = e.select(ok, scored, e.negInf());

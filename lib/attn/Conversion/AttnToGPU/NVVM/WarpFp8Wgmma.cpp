@@ -64,13 +64,10 @@ Value permuteBytesBy(ImplicitLocOpBuilder &b, Value lo, Value hi,
 /// The transposes' 32-bit shared-address arithmetic (index arithmetic is
 /// 64-bit: twice the instructions on the producer's critical path).
 struct I32Ops {
-  ImplicitLocOpBuilder &b;
-  Value c(int64_t v) const {
-    return arith::ConstantIntOp::create(b, b.getI32Type(), v);
-  }
-  Value of(Value index) const {
-    return arith::IndexCastUIOp::create(b, b.getI32Type(), index);
-  }
+  LoopEmitter &e;
+  ImplicitLocOpBuilder &b = e.builder();
+  Value c(int64_t v) const { return e.i32(v); }
+  Value of(Value index) const { return e.toI32(index, /*isSigned=*/false); }
   Value add(Value x, Value y) const { return arith::AddIOp::create(b, x, y); }
   Value mul(Value x, int64_t y) const {
     return arith::MulIOp::create(b, x, c(y));
@@ -127,7 +124,7 @@ void WarpAttentionBuilder::transposeValuesByMatrices(const SharedTile &raw,
   assert(g.bn == 4 * 32 && kProducerWarps == 4 &&
          (g.dPad == 128 || g.dPad == 256) &&
          "four warps of 32 keys; V^T rows of one 128-byte atom");
-  I32Ops o{b};
+  I32Ops o{e};
   Type i32 = b.getI32Type();
   Value ptid = o.andC(o.of(tid), kProducerWarps * kLanes - 1);
   Value step = o.shr(ptid, 5), lane = o.andC(ptid, kLanes - 1);
@@ -222,7 +219,7 @@ void WarpAttentionBuilder::transposeValuesByWords(const SharedTile &raw,
   // ones this serves): the raw rows' first 16 words, W = (4 warp + i + x)
   // % 16; W and W ^ 8 of the lanes' 8 consecutive W still cover 32 banks.
   assert(g.bn == 128 && g.dPad == 64 && "V^T rows of one 128-byte atom");
-  I32Ops o{b};
+  I32Ops o{e};
   Type i32 = b.getI32Type();
   // (Words of a raw row's dims; each V^T row is 32 words of keys.)
   int64_t words = g.dPad / 4;

@@ -131,23 +131,20 @@ void WarpAttentionBuilder::scaleQueryForF16(const ProgramRows &rows) {
   // s = exponent(M) - 14, within [-100, 113] so that 2^s and 2^-s are
   // normal floats (M = 0, NaN or inf: any s will do).
   Type i32 = b.getI32Type();
-  auto c32 = [&](int64_t v) {
-    return arith::ConstantOp::create(b, b.getI32IntegerAttr(v)).getResult();
-  };
   Value bits = arith::BitcastOp::create(b, i32, magnitude);
   Value exponent = arith::AndIOp::create(
-      b, arith::ShRUIOp::create(b, bits, c32(23)), c32(0xff));
-  Value s = arith::SubIOp::create(b, exponent, c32(127 + 14));
-  s = arith::MinSIOp::create(b, arith::MaxSIOp::create(b, s, c32(-100)),
-                             c32(113));
+      b, arith::ShRUIOp::create(b, bits, e.i32(23)), e.i32(0xff));
+  Value s = arith::SubIOp::create(b, exponent, e.i32(127 + 14));
+  s = arith::MinSIOp::create(b, arith::MaxSIOp::create(b, s, e.i32(-100)),
+                             e.i32(113));
   auto pow2 = [&](Value exp) { // 2^exp as f32
     return arith::BitcastOp::create(
                b, b.getF32Type(),
-               arith::ShLIOp::create(b, arith::AddIOp::create(b, exp, c32(127)),
-                                     c32(23)))
+               arith::ShLIOp::create(
+                   b, arith::AddIOp::create(b, exp, e.i32(127)), e.i32(23)))
         .getResult();
   };
-  queryPrescale = pow2(arith::SubIOp::create(b, c32(0), s));
+  queryPrescale = pow2(arith::SubIOp::create(b, e.i32(0), s));
   Value restore = pow2(s);
   dotScale = dotScale ? e.mulF(dotScale, restore) : restore;
 }

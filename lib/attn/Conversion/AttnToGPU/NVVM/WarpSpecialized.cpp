@@ -131,7 +131,7 @@ Value newCounter(LoopEmitter &e, Block *entry) {
     b.setInsertionPointToStart(entry);
     c = memref::AllocaOp::create(b, MemRefType::get({1}, i32));
   }
-  e.store(arith::ConstantIntOp::create(b, i32, 0), c, {e.idx(0)});
+  e.store(e.i32(0), c, {e.idx(0)});
   return c;
 }
 Value readCounter(LoopEmitter &e, Value counter) {
@@ -270,10 +270,6 @@ void WarpProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
                          /*specialized=*/true, /*persistent=*/true);
   // 32-bit counters and grid arithmetic: the producer's loop has 32
   // registers.
-  Type i32 = b.getI32Type();
-  auto to32 = [&](Value v) {
-    return arith::IndexCastUIOp::create(b, i32, v).getResult();
-  };
   state.kvTiles = newCounter(e, entry);
   state.programs = newCounter(e, entry);
   // The block's linear id and the launch's blocks.
@@ -289,13 +285,12 @@ void WarpProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
   SmallVector<Value> extents;
   for (Value ub : ubs) {
     total = e.mul(total, ub);
-    extents.push_back(to32(ub));
+    extents.push_back(e.toI32(ub, /*isSigned=*/false));
   }
-  Value first32 = to32(first), total32 = to32(total), blocks32 = to32(blocks);
-  Value rounds32 = to32(e.ceilDiv(total, blocks));
-  auto c32 = [&](int64_t v) {
-    return arith::ConstantIntOp::create(b, i32, v).getResult();
-  };
+  Value first32 = e.toI32(first, /*isSigned=*/false),
+        total32 = e.toI32(total, /*isSigned=*/false),
+        blocks32 = e.toI32(blocks, /*isSigned=*/false);
+  Value rounds32 = e.toI32(e.ceilDiv(total, blocks), /*isSigned=*/false);
   // The programs in tile-major order: the grid's query tiles (over the
   // whole varlen batch) last first, each with all its head groups, dealt in
   // a snake over the blocks: round r gives block i program r * blocks + i
@@ -306,18 +301,18 @@ void WarpProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
   // dynamic assignment of a full grid; the snake made causal S = 4096 to
   // 16384 24-52% faster, bench/results/2026-11-27-h100-persistent-
   // snake.md.)
-  Value groups32 = c32(1);
+  Value groups32 = e.i32(1);
   for (size_t i = 1; i < extents.size(); ++i)
     groups32 = arith::MulIOp::create(b, groups32, extents[i]);
   auto loop = [&](PersistentKernel::Role role) {
     state.role = role;
     persistent = state;
-    e.forLoop(c32(0), rounds32, c32(1), [&](Value round) {
-      Value odd = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
-                                        arith::AndIOp::create(b, round, c32(1)),
-                                        c32(0));
+    e.forLoop(e.i32(0), rounds32, e.i32(1), [&](Value round) {
+      Value odd = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::ne,
+          arith::AndIOp::create(b, round, e.i32(1)), e.i32(0));
       Value mirrored = arith::SubIOp::create(
-          b, arith::SubIOp::create(b, blocks32, c32(1)), first32);
+          b, arith::SubIOp::create(b, blocks32, e.i32(1)), first32);
       Value slot = arith::SelectOp::create(b, odd, mirrored, first32);
       Value linear = arith::AddIOp::create(
           b, arith::MulIOp::create(b, round, blocks32), slot);
@@ -569,11 +564,9 @@ void WarpAttentionBuilder::awaitFree(Value empty, Value r) {
 }
 
 void WarpAttentionBuilder::syncProducer() {
-  Type i32 = b.getI32Type();
-  NVVM::BarrierOp::create(
-      b, TypeRange{}, arith::ConstantIntOp::create(b, i32, kProducerBarrier),
-      arith::ConstantIntOp::create(b, i32, kProducerWarps * kLanes),
-      NVVM::BarrierReductionAttr(), Value());
+  NVVM::BarrierOp::create(b, TypeRange{}, e.i32(kProducerBarrier),
+                          e.i32(kProducerWarps * kLanes),
+                          NVVM::BarrierReductionAttr(), Value());
 }
 
 void WarpAttentionBuilder::produceConverted(const KvWalk &walk, Value lo,
@@ -808,11 +801,9 @@ void WarpAttentionBuilder::syncComputeThreads() {
     gpu::BarrierOp::create(b);
     return;
   }
-  Type i32 = b.getI32Type();
-  NVVM::BarrierOp::create(
-      b, TypeRange{}, arith::ConstantIntOp::create(b, i32, kConsumerBarrier),
-      arith::ConstantIntOp::create(b, i32, consumerThreads()),
-      NVVM::BarrierReductionAttr(), Value());
+  NVVM::BarrierOp::create(b, TypeRange{}, e.i32(kConsumerBarrier),
+                          e.i32(consumerThreads()),
+                          NVVM::BarrierReductionAttr(), Value());
 }
 
 void WarpAttentionBuilder::issueQueryTile(const ProgramRows &rows) {
@@ -876,17 +867,13 @@ void WarpAttentionBuilder::produceUnion(const KvWalk &walk,
   // the consumers' wait (and the buffer's empty barrier, awaited first,
   // says they are done with the entry of tile t - 2).
   int64_t blockRows = g.bn / 2;
-  Type i32 = b.getI32Type();
   auto entryAt = [&](Value s, int64_t word) {
     return e.add(e.mul(s, e.idx(kUnionWords)), e.idx(word));
   };
   auto put = [&](Value v, Value s, int64_t word) {
-    if (v.getType().isIndex())
-      v = arith::IndexCastOp::create(b, i32, v);
-    else if (v.getType() != i32)
-      v = arith::ExtUIOp::create(b, i32, v);
-    e.store(v, unionTiles, {entryAt(s, word)});
+    e.store(e.toI32(v), unionTiles, {entryAt(s, word)});
   };
+
   Value tiles =
       walk.forEachBlockTile(e, 2, [&](Value t, ArrayRef<SparseBlock> slots) {
         Value r = ringOf(t);
@@ -998,11 +985,9 @@ void WarpAttentionBuilder::walkUnion(const ProgramRows &rows,
 void WarpAttentionBuilder::awaitTurn(Value skip) {
   if (!pingpong)
     return;
-  Type i32 = b.getI32Type();
-  Value group = arith::IndexCastOp::create(b, i32, e.divU(warp, e.idx(4)));
-  Value id = arith::AddIOp::create(
-      b, group, arith::ConstantIntOp::create(b, i32, kTurnBarrier));
-  Value count = arith::ConstantIntOp::create(b, i32, kTurnThreads);
+  Value group = e.toI32(e.divU(warp, e.idx(4)));
+  Value id = arith::AddIOp::create(b, group, e.i32(kTurnBarrier));
+  Value count = e.i32(kTurnThreads);
   e.ifThen(e.notI(skip), [&] {
     NVVM::BarrierOp::create(b, TypeRange{}, id, count,
                             NVVM::BarrierReductionAttr(), Value());
@@ -1012,14 +997,11 @@ void WarpAttentionBuilder::awaitTurn(Value skip) {
 void WarpAttentionBuilder::passTurn(Value skip) {
   if (!pingpong)
     return;
-  Type i32 = b.getI32Type();
   // The next warpgroup's barrier: kTurnBarrier + (group + 1) % n.
   int64_t groups = g.warps / 4;
   Value next = e.remU(e.add(e.divU(warp, e.idx(4)), e.idx(1)), e.idx(groups));
-  Value id =
-      arith::AddIOp::create(b, arith::IndexCastOp::create(b, i32, next),
-                            arith::ConstantIntOp::create(b, i32, kTurnBarrier));
-  Value count = arith::ConstantIntOp::create(b, i32, kTurnThreads);
+  Value id = arith::AddIOp::create(b, e.toI32(next), e.i32(kTurnBarrier));
+  Value count = e.i32(kTurnThreads);
   e.ifThen(e.notI(skip), [&] { NVVM::BarrierArriveOp::create(b, id, count); });
 }
 
