@@ -8,12 +8,14 @@ not a benchmark):
 
 Cases: `mha` (the benchmark's: 16 heads, per-head layouts), `gqa`
 (Phi-3-small's heads: 32 query heads over 8 KV heads, per-head layouts),
-`shared` (32 / 8 under one layout). Schedules: `plan` (attn-plan's; on
+`shared` (32 / 8 under one layout), `b128` (16 heads, per-head layouts
+of blocks of 128: 8 local, the same stride). Schedules: `plan` (attn-plan's; on
 sm_90a per-head layouts take two layout rows a program, 128 x 128 tiles
 over the union of their CSR rows), `one-row` (the one-warpgroup TMA
 programs of one layout row it replaced), `mma` (mma.sync programs of two
 warps), and for `shared`, `two-rows` (programs of two layout rows of one
-head, pinned) beside the plan's GQA-packed ones."""
+head, pinned) beside the plan's GQA-packed ones, for `b128`, `keys-128`
+(128-key tiles, one block each) beside the plan's."""
 import math
 import os
 import sys
@@ -25,21 +27,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from attn_mlir import ops  # noqa: E402
 
-# (query heads, KV heads, per-head layouts)
-CASES = {"mha": (16, 16, True), "gqa": (32, 8, True), "shared": (32, 8, False)}
+# (query heads, KV heads, per-head layouts, block size, local blocks)
+CASES = {"mha": (16, 16, True, 64, 16), "gqa": (32, 8, True, 64, 16),
+         "shared": (32, 8, False, 64, 16), "b128": (16, 16, True, 128, 8)}
 SCHEDULES = {
     "mha": {"plan": None, "one-row": (64, 64, 1, 4, 1, 4, 0),
             "mma": (64, 64, 1, 2)},
     "gqa": {"plan": None, "one-row": (64, 64, 1, 4, 1, 4, 0)},
     "shared": {"plan": None, "two-rows": (128, 128, 1, 8, 1, 4, 1)},
+    "b128": {"plan": None, "keys-128": (128, 128, 1, 8, 1, 4, 1)},
 }
 DRY = bool(os.environ.get("ATTN_MLIR_DRY_RUN"))
 
 
-def case(name, S=16384, D=128, bs=64, local=16, vstride=8):
+def case(name, S=16384, D=128, vstride=8):
     import torch
     from bench_gpu import phi3_layout
-    H, Hk, per_head = CASES[name]
+    H, Hk, per_head, bs, local = CASES[name]
     crow, col, _ = phi3_layout(S, H if per_head else 1, bs, local, vstride)
     g = torch.Generator(device="cuda").manual_seed(0)
     q, o = (torch.randn(S, H, D, device="cuda", dtype=torch.bfloat16,
@@ -59,14 +63,14 @@ def call(args, scale, bs, sched):
 def main():
     if DRY:  # record the specializations (ATTN_MLIR_RECORD), CPU arrays
         import ml_dtypes
-        for name, (H, Hk, per_head) in CASES.items():
+        for name, (H, Hk, per_head, bs, _) in CASES.items():
             x = np.zeros((128, H, 128), ml_dtypes.bfloat16)
             kv = np.zeros((128, Hk, 128), ml_dtypes.bfloat16)
             cu = np.array([0, 128], np.int32)
             crow = np.zeros((H if per_head else 1, 3), np.int32)
             col = np.zeros((H if per_head else 1, 1), np.int32)
             for sched in SCHEDULES[name].values():
-                call((x, kv, kv, cu, cu, crow, col, x.copy()), 0.1, 64, sched)
+                call((x, kv, kv, cu, cu, crow, col, x.copy()), 0.1, bs, sched)
         return
     import torch
     from bench_gpu import rounds

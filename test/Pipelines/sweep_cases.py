@@ -274,7 +274,7 @@ def cases():
         yield f"flash D=128 {t} quantized on load", flash(128, t=t,
                                                           quantize=True)
     for D, block in ((64, 64), (80, 64), (96, 64), (112, 64), (128, 64),
-                     (128, 16)):
+                     (128, 16), (128, 128)):
         yield f"blocksparse D={D} block {block}", blocksparse(D, block)
     # One layout for every head: GQA packing (two warpgroups on sm_90a).
     yield "blocksparse D=128 block 64 shared", blocksparse(128, 64,

@@ -172,13 +172,15 @@ func.func @blocksparse_per_head(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>
 // Per-head layouts of query and key blocks of 64 on sm_90a: programs of
 // two layout rows (128 x 128: the union of both rows' CSR blocks, two
 // blocks a tile); elsewhere one layout row a program. Key blocks of 128
-// keep the one-row programs on sm_90a too.
+// under query blocks of 64 keep the one-row programs of one warpgroup;
+// under query blocks of 128, one block a 128-key tile.
 // CHECK-LABEL: func.func @blocksparse_layout_row_pairs
 // NVVM-LABEL: func.func @blocksparse_layout_row_pairs
 // NVVM: schedule = #attn.schedule<block_q = 64, block_n = 64, heads_per_program = 1, warps = 2>
 // HOPPER-LABEL: func.func @blocksparse_layout_row_pairs
 // HOPPER: schedule = #attn.schedule<block_q = 128, block_n = 128, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4, pingpong = true>
 // HOPPER: schedule = #attn.schedule<block_q = 64, block_n = 64, heads_per_program = 1, warps = 4, tma = true, producer_warps = 4>
+// HOPPER: schedule = #attn.schedule<block_q = 128, block_n = 128, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4, pingpong = true>
 func.func @blocksparse_layout_row_pairs(%q: memref<?x8x128xbf16>, %k: memref<?x2x128xbf16>, %v: memref<?x2x128xbf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<8x?xi32>, %col: memref<8x?xi32>, %s: f32,
     %o: memref<?x8x128xbf16>) {
@@ -188,6 +190,9 @@ func.func @blocksparse_layout_row_pairs(%q: memref<?x8x128xbf16>, %k: memref<?x2
   attn.blocksparse q(%q : memref<?x8x128xbf16>) k(%k : memref<?x2x128xbf16>) v(%v : memref<?x2x128xbf16>)
       cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<8x?xi32>)
       col(%col : memref<8x?xi32>) scale(%s) out(%o : memref<?x8x128xbf16>) {block_size = 128 : i64, q_block_size = 64 : i64}
+  attn.blocksparse q(%q : memref<?x8x128xbf16>) k(%k : memref<?x2x128xbf16>) v(%v : memref<?x2x128xbf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<8x?xi32>)
+      col(%col : memref<8x?xi32>) scale(%s) out(%o : memref<?x8x128xbf16>) {block_size = 128 : i64}
   return
 }
 

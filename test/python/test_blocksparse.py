@@ -189,3 +189,24 @@ def test_two_layout_rows_other_blocks(pack):
                     schedule=(32, 32, pack))
     check(out, reference(q, k, v, cq, ck, 0.2, crow, col, 32, 16), "f32",
           "two layout rows, blocks 16 / 32")
+
+
+@pytest.mark.parametrize("per_head", [True, False])
+def test_key_tiles_of_whole_blocks_of_128(per_head):
+    """Blocks of 128 keys under 128 x 128 programs of one layout row (one
+    block a KV tile): varlen prefills ending inside and past a block,
+    decode rows, empty rows."""
+    rng = np.random.default_rng(41)
+    hq, hk, d = 4, 2, 128
+    q_lens, k_lens = [1, 127, 128, 129, 300], [400, 127, 128, 129, 300]
+    cq = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    ck = np.concatenate([[0], np.cumsum(k_lens)]).astype(np.int32)
+    q = rng.standard_normal((cq[-1], hq, d)).astype(DTYPES["bf16"])
+    k = rng.standard_normal((ck[-1], hk, d)).astype(DTYPES["bf16"])
+    v = rng.standard_normal((ck[-1], hk, d)).astype(DTYPES["bf16"])
+    crow, col = union_layout(hq if per_head else 1, 4, rng, per_head)
+    out = np.full(q.shape, np.nan, q.dtype)
+    ops.blocksparse(q, k, v, cq, ck, crow, col, out, scale=d ** -0.5,
+                    block_size=128, schedule=(128, 128, 1, 8, 1, 4, 1))
+    check(out, reference(q, k, v, cq, ck, d ** -0.5, crow, col, 128, 128),
+          "bf16", "blocks of 128")
