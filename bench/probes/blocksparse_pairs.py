@@ -8,13 +8,15 @@ not a benchmark):
 
 Cases: `mha` (the benchmark's: 16 heads, per-head layouts), `gqa`
 (Phi-3-small's heads: 32 query heads over 8 KV heads, per-head layouts),
-`shared` (32 / 8 under one layout), `b128` (16 heads, per-head layouts
+`shared` (32 / 8 under one layout: the plan's 32 tokens x 4 heads pair
+the row's blocks into 128-key tiles), `b128` (16 heads, per-head layouts
 of blocks of 128: 8 local, the same stride). Schedules: `plan` (attn-plan's; on
 sm_90a per-head layouts take two layout rows a program, 128 x 128 tiles
 over the union of their CSR rows), `one-row` (the one-warpgroup TMA
 programs of one layout row it replaced), `mma` (mma.sync programs of two
-warps), and for `shared`, `two-rows` (programs of two layout rows of one
-head, pinned) beside the plan's GQA-packed ones, for `b128`, `keys-128`
+warps), for `shared`, `keys-64` (the same programs on 64-key tiles, one
+block each: the plan before) and `two-rows` (programs of two layout rows
+of one head, pinned), for `b128`, `keys-128`
 (128-key tiles, one block each) beside the plan's."""
 import math
 import os
@@ -34,7 +36,8 @@ SCHEDULES = {
     "mha": {"plan": None, "one-row": (64, 64, 1, 4, 1, 4, 0),
             "mma": (64, 64, 1, 2)},
     "gqa": {"plan": None, "one-row": (64, 64, 1, 4, 1, 4, 0)},
-    "shared": {"plan": None, "two-rows": (128, 128, 1, 8, 1, 4, 1)},
+    "shared": {"plan": None, "keys-64": (32, 64, 4, 8, 1, 4, 1),
+               "two-rows": (128, 128, 1, 8, 1, 4, 1)},
     "b128": {"plan": None, "keys-128": (128, 128, 1, 8, 1, 4, 1)},
 }
 DRY = bool(os.environ.get("ATTN_MLIR_DRY_RUN"))

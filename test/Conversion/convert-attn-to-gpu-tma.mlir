@@ -133,3 +133,22 @@ func.func @blocksparse_layout_row_pairs(%q: memref<?x16x128xbf16>, %k: memref<?x
   attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<16x?xi32>) col(%col : memref<16x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64}
   return
 }
+
+// -----
+
+// sm_90a block-sparse under one shared layout (GQA packing: 32 tokens x 4
+// heads, one layout row a program): the producer pairs the row's blocks
+// of 64 into 128-key tiles as it pairs two rows' union above.
+// CHECK-LABEL: func.func @blocksparse_paired_blocks
+// CHECK: gpu.func @blocksparse_paired_blocks({{.*}}) workgroup(%[[TILES:.*]] : memref<16xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+// CHECK: memref.store %{{.*}}, %[[TILES]][%{{.*}}] : memref<16xi32, #gpu.address_space<workgroup>>
+// CHECK-COUNT-4: nvgpu.tma.async.load {{.*}} : <tensor = memref<64x1x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.load %[[TILES]]
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// AMPERE-LABEL: func.func @blocksparse_paired_blocks
+// AMPERE-NOT: workgroup(
+// AMPERE: return
+func.func @blocksparse_paired_blocks(%q: memref<?x16x128xbf16>, %k: memref<?x4x128xbf16>, %v: memref<?x4x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<1x?xi32>, %col: memref<1x?xi32>, %s: f32, %o: memref<?x16x128xbf16>) {
+  attn.blocksparse q(%q : memref<?x16x128xbf16>) k(%k : memref<?x4x128xbf16>) v(%v : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<1x?xi32>) col(%col : memref<1x?xi32>) scale(%s) out(%o : memref<?x16x128xbf16>) {block_size = 64 : i64}
+  return
+}

@@ -202,9 +202,9 @@ func.func @blocksparse_layout_row_pairs(%q: memref<?x8x128xbf16>, %k: memref<?x2
 // NVVM: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 4>
 // CHECK: schedule = #attn.schedule<block_q = 4, block_n = 32, heads_per_program = 4>
 // sm_90a: 128 rows are two consumer warpgroups in pingpong beside a
-// producer warpgroup whose TMA ring runs on across the layout blocks.
+// producer warpgroup that pairs the row's blocks of 64 into 128-key tiles.
 // HOPPER-LABEL: func.func @blocksparse_shared
-// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>
 func.func @blocksparse_shared(%q: memref<?x8x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<1x?xi32>, %col: memref<1x?xi32>, %s: f32,
     %o: memref<?x8x64xbf16>) {

@@ -210,3 +210,26 @@ def test_key_tiles_of_whole_blocks_of_128(per_head):
                     block_size=128, schedule=(128, 128, 1, 8, 1, 4, 1))
     check(out, reference(q, k, v, cq, ck, d ** -0.5, crow, col, 128, 128),
           "bf16", "blocks of 128")
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_paired_blocks_of_one_layout_row(d):
+    """GQA-packed programs of one layout row (a shared layout, 32 tokens x
+    4 heads) on 128-key tiles of two 64-key blocks of the row (sm_90a's
+    plan: the producer pairs the row's blocks; elsewhere ranges): odd rows,
+    empty rows, blocks past short sequences, varlen and decode rows."""
+    rng = np.random.default_rng(51 + d)
+    hq, hk = 8, 2
+    q_lens = [1, 31, 32, 33, 64, 65, 300, 1]
+    k_lens = [500, 31, 32, 33, 64, 65, 300, 70]
+    cq = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    ck = np.concatenate([[0], np.cumsum(k_lens)]).astype(np.int32)
+    q = rng.standard_normal((cq[-1], hq, d)).astype(DTYPES["bf16"])
+    k = rng.standard_normal((ck[-1], hk, d)).astype(DTYPES["bf16"])
+    v = rng.standard_normal((ck[-1], hk, d)).astype(DTYPES["bf16"])
+    crow, col = union_layout(1, 8, rng, False)
+    out = np.full(q.shape, np.nan, q.dtype)
+    ops.blocksparse(q, k, v, cq, ck, crow, col, out, scale=d ** -0.5,
+                    block_size=64, schedule=(32, 128, 4, 8, 1, 4, 1))
+    check(out, reference(q, k, v, cq, ck, d ** -0.5, crow, col, 64, 64),
+          "bf16", "paired blocks of one row")

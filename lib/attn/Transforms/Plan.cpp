@@ -302,16 +302,18 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     return ScheduleAttr::get(op->getContext(), 128, 128, 1, 8, /*tma=*/true,
                              /*producer_warps=*/4, /*pingpong=*/true,
                              /*persistent=*/false, /*stages=*/0);
-  // Their 128-row programs take 128-key tiles where the blocks are whole
-  // ones (one block a tile at 128: 1.10x over two of 64 on H200, bench/
-  // results/2026-11-28-h200-blocksparse-keys-128.log).
+  // Their 128-row programs take 128-key tiles: one block a tile where the
+  // blocks are multiples of 128 (1.10x over two tiles of 64 on H200,
+  // bench/results/2026-11-28-h200-blocksparse-keys-128.log), two blocks of
+  // 64 a tile (the producer pairs them: WarpSpecialized.cpp, walkUnion).
   if (auto sparse = dyn_cast<BlockSparseOp>(op);
       sparse && target == "nvvm" && chip == "sm_90a" &&
       (blockQ * pack == 64 || blockQ * pack == 128) &&
       sparse.getBlockSizeAttr().getInt() % 64 == 0 && headDim % 64 == 0 &&
       headDim <= 128 && tmaOperands(op)) {
-    bool wholeTiles = sparse.getBlockSizeAttr().getInt() % 128 == 0;
-    int64_t keys = blockQ * pack == 128 && wholeTiles ? 128 : 64;
+    int64_t block = sparse.getBlockSizeAttr().getInt();
+    int64_t keys =
+        blockQ * pack == 128 && (block % 128 == 0 || block == 64) ? 128 : 64;
     return ScheduleAttr::get(op->getContext(), blockQ, keys, pack,
                              blockQ * pack / 16, /*tma=*/true,
                              /*producer_warps=*/4,

@@ -270,6 +270,13 @@ public:
   /// (element-wise work outside attention programs: merge_states).
   virtual void spread(LoopEmitter &e, Value lo, Value hi,
                       llvm::function_ref<void(Value)> body) = 0;
+  /// Whether programs of block-sparse `op` under `shape` walk one layout
+  /// row's blocks two a KV tile (KvWalk::forEachBlockTile, with no second
+  /// row) instead of a range each; programs over two layout rows always
+  /// do. (GPU pipelines that load a tile as two blocks.)
+  virtual bool pairsBlocks(Operation *op, const TileShape &shape) const {
+    return false;
+  }
   /// The largest i in [0, n) with key(i) <= x, for a non-decreasing `key`
   /// with key(0) <= x (0 when n <= 1): where a program finds its sequence.
   /// A binary search unless the target searches faster.

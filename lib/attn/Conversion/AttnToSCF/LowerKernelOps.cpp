@@ -519,14 +519,16 @@ void emitBlockSparse(LoopEmitter &e, ProgramTarget &target, BlockSparseOp op) {
   Value crow = op.getCrow(), col = op.getCol();
   Value numRows = e.sub(memref::DimOp::create(e.builder(), crow, 1), e.idx(1));
   // Programs over two layout rows (block_q twice the query block; the
-  // verifier allows no other straddling) walk the union of their CSR rows.
+  // verifier allows no other straddling) walk the union of their CSR rows,
+  // and so do programs of one row whose target pairs its blocks.
   bool twoRows = shape.blockQ > qBlockSize;
+  bool union_ = twoRows || target.pairsBlocks(op, shape);
   auto csrWalk = [&](LoopEmitter &e, const ProgramRows &rows, KvWalk &walk) {
     // The schedule keeps a program's tokens inside one layout row, or two.
     Value layoutRow = e.divU(rows.qposBase, e.idx(qBlockSize));
     Value layoutHead = perHead ? rows.headBase : e.idx(0);
     Value lo = walk.lo, hi = walk.hi;
-    if (twoRows) {
+    if (union_) {
       Value qb = e.idx(qBlockSize);
       walk.secondRowToken =
           e.sub(e.mul(e.add(layoutRow, e.idx(1)), qb), rows.qposBase);

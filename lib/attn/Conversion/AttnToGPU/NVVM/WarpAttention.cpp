@@ -955,11 +955,13 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
               g.bn != 128 || (g.dPad != 64 && g.dPad != 128 && g.dPad != 256)))
     return {};
   int64_t atomCols = wgmma::kAtomRowBytes / (fp8 ? 1 : 2);
-  // Programs over two layout rows load each tile as two blocks (boxes of
-  // a block's rows); other walks whole tiles.
+  // Programs that pair blocks (two layout rows, or a pipeline's one-row
+  // programs: warpPairsBlocks) load each tile as two blocks (boxes of a
+  // block's rows); other walks whole tiles.
   int64_t boxRows = g.bn;
   if (auto sparse = dyn_cast<BlockSparseOp>(op);
-      sparse && shape.blockQ > sparse.getQueryBlockSize())
+      sparse && (shape.blockQ > sparse.getQueryBlockSize() ||
+                 warpPairsBlocks(op, shape, chip)))
     boxRows = sparse.getBlockSizeAttr().getInt();
   SmallVector<TensorMapRequest> requests;
   for (OpOperand *operand : {kOperand, vOperand}) {
@@ -1007,15 +1009,22 @@ bool mlir::attn::warpGathersKeys(Operation *op, const TileShape &shape, Type ct,
          g.dPad == shape.headDim && g.bn <= 256;
 }
 
+bool mlir::attn::warpPairsBlocks(Operation *op, const TileShape &shape,
+                                 NvidiaChip chip) {
+  auto sparse = dyn_cast<BlockSparseOp>(op);
+  return sparse && chip.wgmma && sparse.getBlockSizeAttr().getInt() == 64 &&
+         shape.blockN == 128 && shape.rows() == 2 * wgmma::kRows &&
+         shape.warps == 8 && shape.tma &&
+         shape.producerWarps == kProducerWarps && shape.pingpong &&
+         !shape.persistent;
+}
+
 bool mlir::attn::warpWalksLayoutRowPairs(Operation *op, const TileShape &shape,
                                          Type ct, NvidiaChip chip) {
   auto sparse = dyn_cast<BlockSparseOp>(op);
   if (!sparse || sparse.getQueryBlockSize() != wgmma::kRows ||
-      sparse.getBlockSizeAttr().getInt() != 64 ||
       shape.blockQ != 2 * wgmma::kRows || shape.pack != 1 ||
-      shape.blockN != 128 || !shape.tma ||
-      shape.producerWarps != kProducerWarps || !shape.pingpong ||
-      shape.persistent)
+      !warpPairsBlocks(op, shape, chip))
     return false;
   Geometry g = geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
   return g.wgmma && g.warps == 8 && g.stages == 2 &&

@@ -59,10 +59,13 @@ warpTensorMaps(Operation *op, const TileShape &shape, Type ct, NvidiaChip chip);
 /// unified; unified with tma: whole tiles' NHD pages by TMA boxes).
 bool warpGathersKeys(Operation *op, const TileShape &shape, Type ct,
                      NvidiaChip chip);
-/// Whether the sm_90a programs of block-sparse `op` walk two layout rows
-/// at once (WarpSpecialized.cpp, walkSpecializedUnion): each consumer
-/// warpgroup one row of 64 query tokens of one head, 128-key tiles of two
-/// 64-key blocks of the rows' union loaded by TMA.
+/// Whether the sm_90a programs of block-sparse `op` under `shape` load
+/// each 128-key tile as two 64-key blocks by TMA (WarpSpecialized.cpp,
+/// walkUnion): two consumer warpgroups in pingpong beside the producer.
+bool warpPairsBlocks(Operation *op, const TileShape &shape, NvidiaChip chip);
+/// warpPairsBlocks for programs of two layout rows: each consumer
+/// warpgroup one row of 64 query tokens of one head, the tiles' blocks
+/// the rows' union.
 bool warpWalksLayoutRowPairs(Operation *op, const TileShape &shape, Type ct,
                              NvidiaChip chip);
 
@@ -108,6 +111,9 @@ public:
                    const AttentionFeatures &f, const AttentionOutput &o,
                    Value q, const ProgramRows &rows,
                    ArrayRef<KvWalk> walks) override;
+  bool pairsBlocks(Operation *op, const TileShape &shape) const override {
+    return warpPairsBlocks(op, shape, chip);
+  }
 
 private:
   NvidiaChip chip;
