@@ -24,6 +24,12 @@
 //   the ranges too, and the ring and the consumers' pipeline run on from
 //   range to range (walkSpecializedRange, finishWalks). Programs of one
 //   consumer warpgroup (64 rows) launch at 128 registers, two per SM.
+// * Union walks (block-sparse blocks of 64 paired into 128-key tiles: two
+//   layout rows' merged CSR lists, or one row's): the producer merges the
+//   lists, writes each tile's entry (its blocks' first and valid keys) to
+//   shared memory before the tile's full barrier and loads each block as
+//   its own boxes; the consumers loop on the entries until one ends the
+//   walk (produceUnion, walkUnion).
 // * Gathering producers (schedule producer_warps without tma; prefix
 //   prefill over paged caches, whose tiles are no TMA box): all producer
 //   threads copy Q and each K/V tile with cp.async, the tile's full
