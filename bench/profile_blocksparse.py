@@ -16,19 +16,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from attn_mlir import ops  # noqa: E402
+from bench_gpu import phi3_layout  # noqa: E402
 
 S, H, D, BLOCK, LOCAL, VSTRIDE = 16384, 16, 128, 64, 16, 8
-nb = S // BLOCK
-i, j = np.arange(nb)[:, None], np.arange(nb)[None, :]
-dense = np.stack([(j <= i) & (((i - j) < LOCAL) | (((j + h + 1) % VSTRIDE) == 0))
-                  for h in range(H)])
-crow = np.zeros((H, nb + 1), np.int32)
-crow[:, 1:] = dense.sum(-1).cumsum(-1)
-col = np.zeros((H, int(crow[:, -1].max())), np.int32)
-for h in range(H):
-    c = dense[h].nonzero()[1]
-    col[h, :c.size] = c
+crow, col, _ = phi3_layout(S, H, BLOCK, LOCAL, VSTRIDE)
 cu = np.array([0, S], np.int32)
 if os.environ.get("ATTN_MLIR_DRY_RUN"):
     import ml_dtypes

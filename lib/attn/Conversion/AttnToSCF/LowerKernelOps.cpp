@@ -522,13 +522,13 @@ void emitBlockSparse(LoopEmitter &e, ProgramTarget &target, BlockSparseOp op) {
   // verifier allows no other straddling) walk the union of their CSR rows,
   // and so do programs of one row whose target pairs its blocks.
   bool twoRows = shape.blockQ > qBlockSize;
-  bool union_ = twoRows || target.pairsBlocks(op, shape);
+  bool unionWalk = twoRows || target.pairsBlocks(op, shape);
   auto csrWalk = [&](LoopEmitter &e, const ProgramRows &rows, KvWalk &walk) {
     // The schedule keeps a program's tokens inside one layout row, or two.
     Value layoutRow = e.divU(rows.qposBase, e.idx(qBlockSize));
     Value layoutHead = perHead ? rows.headBase : e.idx(0);
     Value lo = walk.lo, hi = walk.hi;
-    if (union_) {
+    if (unionWalk) {
       Value qb = e.idx(qBlockSize);
       walk.secondRowToken =
           e.sub(e.mul(e.add(layoutRow, e.idx(1)), qb), rows.qposBase);
