@@ -151,7 +151,11 @@ void WarpAttentionBuilder::foldScoreFactor() {
                 SmallVector<Value> at{
                     e.divU(c, e.idx(chunksPerRow)),
                     e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8))};
-                Value x = vector::LoadOp::create(b, vecType, qS.mem, at);
+                // (Whole chunks at chunk boundaries: see dequantize.)
+                llvm::MaybeAlign chunk(
+                    std::min<int64_t>(16, ct.getIntOrFloatBitWidth()));
+                Value x = vector::LoadOp::create(b, vecType, qS.mem, at,
+                                                 /*nontemporal=*/false, chunk);
                 Value negated;
                 if (qk8 || qgmma) {
                   // Pairs of fp8: flip both sign bits.
@@ -166,7 +170,8 @@ void WarpAttentionBuilder::foldScoreFactor() {
                 } else {
                   negated = arith::NegFOp::create(b, x);
                 }
-                vector::StoreOp::create(b, negated, qS.mem, at);
+                vector::StoreOp::create(b, negated, qS.mem, at,
+                                        /*nontemporal=*/false, chunk);
               });
     if (g.wgmma)
       wgmma::fenceProxyAsync(b);

@@ -314,8 +314,9 @@ void WarpAttentionBuilder::dequantize(const SharedTile &raw,
       Value x0 =
           e.mul(along ? e.remU(q, e.idx(cols / 16)) : e.divU(q, e.idx(rows)),
                 e.idx(16));
-      Value bytes = vector::LoadOp::create(b, VectorType::get({16}, rawType),
-                                           raw.mem, tileAt(raw, r, x0));
+      Value bytes = vector::LoadOp::create(
+          b, VectorType::get({16}, rawType), raw.mem, tileAt(raw, r, x0),
+          /*nontemporal=*/false, llvm::MaybeAlign(16));
       batch.emplace_back(r, x0, bytes);
     }
     for (auto [r, x0, bytes] : batch) {
@@ -328,10 +329,14 @@ void WarpAttentionBuilder::dequantize(const SharedTile &raw,
             v = e.mulF(v, scale);
           elems.push_back(arith::TruncFOp::create(b, ct, v));
         }
+        // (16 bytes at a 16-byte boundary, said so: where LLVM cannot see
+        // it through a swizzle, it splits the store into 2-byte ones, each
+        // a 4-way bank conflict.)
         vector::StoreOp::create(
             b,
             vector::FromElementsOp::create(b, VectorType::get({8}, ct), elems),
-            dst.mem, tileAt(dst, r, e.add(x0, e.idx(8 * h))));
+            dst.mem, tileAt(dst, r, e.add(x0, e.idx(8 * h))),
+            /*nontemporal=*/false, llvm::MaybeAlign(16));
       }
     }
   }
