@@ -20,6 +20,14 @@
 // CHECK: cvt.rn.f16x2.e4m3x2
 // CHECK: st.shared.v4.b32
 // CHECK: mbarrier.arrive.shared.b64
+// V is decoded into exact f16 tiles (a conversion a pair, no scale; the
+// cache walk's PV multiplies f16 P and V, and v_scale multiplies O once
+// the walk is drained); the new tokens' PV stays bf16.
+// CHECK: cvt.rn.f16x2.e4m3x2
+// CHECK-NOT: mul.f32
+// CHECK: st.shared.v4.b32
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: .visible .entry prefix_e5m2(
 // CHECK: cvt.rn.f16x2.e5m2x2
 // CHECK: st.shared.v4.b32

@@ -69,11 +69,13 @@ Value WarpAttentionBuilder::pack(Value lo, Value hi) {
     return vector::FromElementsOp::create(b, cast<VectorType>(pairType()),
                                           regs);
   }
+  // (f16 P of the f16 V tiles of a bf16 program: f16CacheValues.)
+  Type type = valueType ? valueType : ct;
   Value pair = vector::FromElementsOp::create(
-      b, VectorType::get({2}, ct),
-      ValueRange{arith::TruncFOp::create(b, ct, lo),
-                 arith::TruncFOp::create(b, ct, hi)});
-  return operandReg(pair);
+      b, VectorType::get({2}, type),
+      ValueRange{arith::TruncFOp::create(b, type, lo),
+                 arith::TruncFOp::create(b, type, hi)});
+  return type == ct ? operandReg(pair) : asI32(b, pair);
 }
 
 WarpAttentionBuilder::Acc WarpAttentionBuilder::mma(ArrayRef<Value> a,
@@ -256,7 +258,8 @@ WarpAttentionBuilder::issueWarpgroupPV(const Probabilities &probs,
                          tileAddress(cur.vt, kk / 4 * g.dPad * kAtomRowBytes +
                                                  kk % 4 * 32),
                          16, kGroupBytes);
-    acc = wgmma::mma(b, g.dPad, ct, ct, Value(), p, v,
+    Type type = valueType ? valueType : ct;
+    acc = wgmma::mma(b, g.dPad, type, type, Value(), p, v,
                      /*transB=*/!vTransposed, acc);
   }
   commit(b);

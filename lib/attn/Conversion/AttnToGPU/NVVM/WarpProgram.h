@@ -436,8 +436,10 @@ private:
   /// Dequantizes raw tile `raw` ([rows, cols] fp8) into `dst`, `scale` (or
   /// null) applied; the threads share the work, 16 bytes at a time, going
   /// down the columns (core-matrix raw tiles) or along the rows (plain).
+  /// `asF16`: the exact f16 of each byte instead, whatever the compute
+  /// type (no scale).
   void dequantize(const SharedTile &raw, const SharedTile &dst, int64_t rows,
-                  int64_t cols, Value scale);
+                  int64_t cols, Value scale, bool asF16 = false);
   /// Whether a walk stages through the raw buffer the launch reserved
   /// (rawFp8Reserved: its fp8 pages; its scales are then `kScale`,
   /// `vScale`, left null where foldsCacheScales applies them instead).
@@ -449,6 +451,8 @@ private:
                   Value hi, Value active, Value kScale, Value vScale);
   /// 8 fp8 values (vector<8 x fp8>) as 8 exact f32 values.
   SmallVector<Value> decodeFp8(Value raw);
+  /// 2n fp8 values (vector<2n x fp8>) as their n exact f16 pairs (i32).
+  SmallVector<Value> decodeFp8Pairs(Value raw);
   /// A barrier of the producer warpgroup's threads (the raw ring).
   void syncProducer();
   /// The producer waits until the consumers released the buffer that ring
@@ -744,6 +748,14 @@ private:
   /// the raw ring (produceConverted).
   bool rawCache = false;
   Type walkKeyType; // the fp8 type of those caches
+  /// The raw cache walk's V tiles hold the exact f16 of each byte (one
+  /// conversion a pair), and its PV multiplies in f16 (P too); v_scale
+  /// multiplies O once that walk's pipeline is drained (ranged programs
+  /// whose first walk is the cache's: prefix prefill).
+  bool f16CacheValues = false;
+  /// The type of the PV operands (P, V tiles) being emitted: f16 inside
+  /// that walk, else null (the compute type).
+  Type valueType;
   /// Inside the consumer warps of a specialized program (`threads` is
   /// then theirs).
   bool consumersOnly = false;

@@ -416,6 +416,8 @@ bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,
   // producer (produceConverted).
   rawCache = isFp8(walks.front().keyType);
   walkKeyType = walks.front().keyType;
+  f16CacheValues =
+      rawCache && ranged && !qgmma && ct.getIntOrFloatBitWidth() == 16;
   pingpong = pingpongApplies();
   // Q by TMA where warpTensorMaps mapped it: one expect_tx arrival. So are
   // prefix prefill's new tokens' K and V (its last walk, dense) and the
@@ -621,14 +623,16 @@ void WarpAttentionBuilder::produceConverted(const KvWalk &walk, Value lo,
     KvBuffers raw = rawBuffers(e.remU(i, e.idx(2)));
     KvBuffers buf = kvBuffers(s, walk.splitKeys);
     auto fill = [&](const SharedTile &from, const SharedTile &to, int64_t rows,
-                    int64_t cols, Value scale, Value full, Value empty) {
+                    int64_t cols, Value scale, Value full, Value empty,
+                    bool asF16 = false) {
       awaitFree(empty, r);
-      dequantize(from, to, rows, cols, scale);
+      dequantize(from, to, rows, cols, scale, asF16);
       wgmma::fenceProxyAsync(b);
       nvgpu::MBarrierArriveOp::create(b, bars, full);
     };
     fill(raw.k, buf.k, g.bn, g.dPad, kScale, fullK(s), emptyK(s));
-    fill(raw.vt, buf.vt, g.dPad, g.bn, vScale, fullV(s), emptyV(s));
+    fill(raw.vt, buf.vt, g.dPad, g.bn, f16CacheValues ? Value() : vScale,
+         fullV(s), emptyV(s), f16CacheValues);
     tid = loopTid;
   });
   // (No copies left in flight: the last group was empty.)
@@ -1069,11 +1073,17 @@ void WarpAttentionBuilder::walkSpecializedRange(const ProgramRows &rows,
   // The pending PV's V is laid out as its walk's: this walk's (from an
   // earlier range of it) or an earlier walk's.
   Value bn = e.idx(g.bn);
+  // The raw cache walk of f16CacheValues (the program's first) drains its
+  // pipeline: its P and V are f16, and O is multiplied by v_scale between
+  // its last PV and the next walk's first.
+  bool drained = f16CacheValues && walkedLayouts.empty() && isFp8(walk.keyType);
   SmallVector<bool, 2> layouts(walkedLayouts);
   if (walk.forEachRange && !llvm::is_contained(layouts, walk.valueKeyMajor))
     layouts.push_back(walk.valueKeyMajor);
-  if (!llvm::is_contained(walkedLayouts, walk.valueKeyMajor))
+  if (!drained && !llvm::is_contained(walkedLayouts, walk.valueKeyMajor))
     walkedLayouts.push_back(walk.valueKeyMajor);
+  if (drained)
+    valueType = b.getF16Type();
   e.ifThen(e.lt(lo, hi), [&] {
     Value base = readCounter(e, walkedTiles);
     pinLaneCoordinates();
@@ -1085,9 +1095,17 @@ void WarpAttentionBuilder::walkSpecializedRange(const ProgramRows &rows,
       specializedStep(rows, walk, t, n0, hi, true, true, walk.valueKeyMajor);
       unpinLaneCoordinates();
     });
-    writeCounter(e, e.add(base, tilesOf(lo, hi)), walkedTiles);
-    writeCounter(e, e.idx(1 + walk.valueKeyMajor), pendingValues);
+    Value walked = e.add(base, tilesOf(lo, hi));
+    writeCounter(e, walked, walkedTiles);
+    if (!drained)
+      return writeCounter(e, e.idx(1 + walk.valueKeyMajor), pendingValues);
+    specializedStep(rows, walk, walked, Value(), Value(), /*scores=*/false,
+                    /*values=*/true, walk.valueKeyMajor);
+    Value vScale = reloaded(walk.locate(e, walk.lo).vScale);
+    if (vScale)
+      scaleOutput(SmallVector<Value>(rowSlots(), vScale));
   });
+  valueType = Type();
 }
 
 void WarpAttentionBuilder::finishWalks(const ProgramRows &rows,

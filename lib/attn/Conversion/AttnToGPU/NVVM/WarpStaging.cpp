@@ -214,22 +214,42 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
           numRows, rowElems, source);
 }
 
-SmallVector<Value> WarpAttentionBuilder::decodeFp8(Value raw) {
-  // Pairs through the hardware conversion (sm_89+; exact: every fp8 value
-  // is an f16).
-  auto type = cast<VectorType>(raw.getType());
-  int64_t n = type.getNumElements();
-  Value pairs = vector::BitCastOp::create(
-      b, VectorType::get({n / 2}, b.getI16Type()), raw);
-  std::string cvt = isa<Float8E4M3FNType>(type.getElementType())
+/// The exact f16 pair (i32) of two fp8 bytes (i16), by the hardware
+/// conversion (sm_89+; exact: every fp8 value is an f16).
+static Value convertFp8Pair(ImplicitLocOpBuilder &b, Value pair, Type fp8Type) {
+  std::string cvt = isa<Float8E4M3FNType>(fp8Type)
                         ? "cvt.rn.f16x2.e4m3x2 $0, $1;"
                         : "cvt.rn.f16x2.e5m2x2 $0, $1;";
+  return inlinePtx(b, b.getI32Type(), ValueRange{pair}, cvt, "=r,h",
+                   /*sideEffects=*/false);
+}
+
+/// `raw` (vector<2n x fp8>) as n pairs of bytes (i16 each).
+static Value bytePairs(ImplicitLocOpBuilder &b, Value raw) {
+  int64_t n = cast<VectorType>(raw.getType()).getNumElements();
+  return vector::BitCastOp::create(b, VectorType::get({n / 2}, b.getI16Type()),
+                                   raw);
+}
+
+SmallVector<Value> WarpAttentionBuilder::decodeFp8Pairs(Value raw) {
+  Type fp8Type = cast<VectorType>(raw.getType()).getElementType();
+  Value pairs = bytePairs(b, raw);
   SmallVector<Value> decoded;
-  for (int64_t j = 0; j < n / 2; ++j) {
-    Value h2 = inlinePtx(b, b.getI32Type(),
-                         ValueRange{vector::ExtractOp::create(b, pairs, j)},
-                         cvt, "=r,h",
-                         /*sideEffects=*/false);
+  for (int64_t j = 0; j < cast<VectorType>(pairs.getType()).getNumElements();
+       ++j)
+    decoded.push_back(
+        convertFp8Pair(b, vector::ExtractOp::create(b, pairs, j), fp8Type));
+  return decoded;
+}
+
+SmallVector<Value> WarpAttentionBuilder::decodeFp8(Value raw) {
+  Type fp8Type = cast<VectorType>(raw.getType()).getElementType();
+  Value pairs = bytePairs(b, raw);
+  SmallVector<Value> decoded;
+  for (int64_t j = 0; j < cast<VectorType>(pairs.getType()).getNumElements();
+       ++j) {
+    Value h2 =
+        convertFp8Pair(b, vector::ExtractOp::create(b, pairs, j), fp8Type);
     Value halves = vector::BitCastOp::create(
         b, VectorType::get({2}, b.getF16Type()),
         vector::FromElementsOp::create(b, VectorType::get({1}, b.getI32Type()),
@@ -293,7 +313,7 @@ SharedTile WarpAttentionBuilder::rawKeySlot(Value slot) {
 
 void WarpAttentionBuilder::dequantize(const SharedTile &raw,
                                       const SharedTile &dst, int64_t rows,
-                                      int64_t cols, Value scale) {
+                                      int64_t cols, Value scale, bool asF16) {
   // Thread t takes unit q = t + i * threads of the [rows, cols / 16] units,
   // going down the columns (row q % rows): a warp's 16-byte reads of raw
   // fp8 are 512 contiguous bytes, and its writes of a unit's 32 bytes of
@@ -320,6 +340,21 @@ void WarpAttentionBuilder::dequantize(const SharedTile &raw,
       batch.emplace_back(r, x0, bytes);
     }
     for (auto [r, x0, bytes] : batch) {
+      if (asF16) {
+        // (The tile's element type is the compute type's; the bits are
+        // f16, read as such by PV: see f16CacheValues.)
+        SmallVector<Value> pairs = decodeFp8Pairs(bytes);
+        for (int64_t h = 0; h < 2; ++h) {
+          Value words = vector::FromElementsOp::create(
+              b, VectorType::get({4}, b.getI32Type()),
+              ArrayRef<Value>(pairs).slice(4 * h, 4));
+          vector::StoreOp::create(
+              b, vector::BitCastOp::create(b, VectorType::get({8}, ct), words),
+              dst.mem, tileAt(dst, r, e.add(x0, e.idx(8 * h))),
+              /*nontemporal=*/false, llvm::MaybeAlign(16));
+        }
+        continue;
+      }
       SmallVector<Value> values = decodeFp8(bytes);
       for (int64_t h = 0; h < 2; ++h) {
         SmallVector<Value> elems;
