@@ -15,17 +15,27 @@
 // loads and stores of Q's negation (a negative scale).
 // CHECK: .visible .entry prefix_e4m3(
 // CHECK: setmaxnreg.dec.sync.aligned.u32 56;
+// The sign of k_scale, once: 0x80808080 where it is negative.
+// CHECK: selp.b32 [[SIGNS:%r[0-9]+]], -2139062144, 0,
 // CHECK: cp.async.ca.shared.global
+// V is decoded into exact f16 tiles: a conversion a pair, no scale (the
+// cache walk's PV multiplies f16 P and V; v_scale multiplies O once the
+// walk is drained).
 // CHECK: ld.shared.v4.b32
 // CHECK: cvt.rn.f16x2.e4m3x2
+// CHECK-NOT: mul.rn.f32
+// CHECK: st.shared.v4.b32
+// K: the raw words times the sign, converted exactly into bf16 (|k_scale|
+// multiplies the walk's score factor instead of every key).
+// CHECK: xor.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, [[SIGNS]];
+// CHECK-NOT: mul.rn.f32
+// CHECK: cvt.rn.f16x2.e4m3x2
+// CHECK-NOT: mul.rn.f32
+// CHECK: cvt.rn.bf16x2.f32
+// CHECK-NOT: mul.rn.f32
 // CHECK: st.shared.v4.b32
 // CHECK: mbarrier.arrive.shared.b64
-// V is decoded into exact f16 tiles (a conversion a pair, no scale; the
-// cache walk's PV multiplies f16 P and V, and v_scale multiplies O once
-// the walk is drained); the new tokens' PV stays bf16.
-// CHECK: cvt.rn.f16x2.e4m3x2
-// CHECK-NOT: mul.f32
-// CHECK: st.shared.v4.b32
+// The cache walk's PV on f16 wgmma, the new tokens' on bf16.
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: .visible .entry prefix_e5m2(

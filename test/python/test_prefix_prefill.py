@@ -12,8 +12,9 @@ from reference import DTYPES, F8, attend, check, f64, to_fp8_out
 def run_case(rng, *, dtype="bf16", d=64, hq=8, hk=2, block_size=16,
              q_lens=(5, 1, 23), ctx_lens=(30, 17, 0), kv_dtype=None,
              window=None, alibi=False, sinks=False, fp8_out=False,
-             skip_decode=False, out_scale=None):
-    """`out_scale`: an output scale with a plain (non-fp8) out."""
+             skip_decode=False, out_scale=None, kv_scales=(0.5, 1.5)):
+    """`out_scale`: an output scale with a plain (non-fp8) out;
+    `kv_scales`: k_scale and v_scale of an fp8 cache."""
     q_lens, ctx_lens = np.array(q_lens), np.array(ctx_lens)
     tokens = int(q_lens.sum())
     starts = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
@@ -27,7 +28,7 @@ def run_case(rng, *, dtype="bf16", d=64, hq=8, hk=2, block_size=16,
     x = x if d % x == 0 else 1
     k_vals, k_cache = cache_values(rng, (nb, hk, d // x, block_size, x), dtype, fp8)
     v_vals, v_cache = cache_values(rng, (nb, hk, d, block_size), dtype, fp8)
-    k_scale, v_scale = (0.5, 1.5) if fp8 else (1.0, 1.0)
+    k_scale, v_scale = kv_scales if fp8 else (1.0, 1.0)
     slopes = (2.0 ** -np.arange(1, hq + 1)).astype(np.float32) if alibi else None
     sink = rng.standard_normal(hq).astype(np.float32) if sinks else None
     out_dtype = F8["f8E4M3FN"] if fp8_out else DTYPES[dtype]
@@ -92,6 +93,20 @@ def test_mha_fp8_cache(kv_dtype):
                       kv_dtype=kv_dtype, q_lens=(150, 1, 23),
                       ctx_lens=(70, 3, 129))
     check(o, ref, "bf16", f"MHA {kv_dtype}")
+
+
+@pytest.mark.parametrize("kv_scales", [(-0.5, 1.5), (0.5, -2.0),
+                                       (3e-3, 300.0), (-7.0, -0.25)])
+@pytest.mark.parametrize("dtype,kv_dtype", [("bf16", "fp8_e4m3"),
+                                            ("f16", "fp8_e5m2")])
+def test_fp8_cache_scale_signs(kv_scales, dtype, kv_dtype):
+    # sm_90a's producer decodes K times the sign of k_scale and V as
+    # stored; |k_scale| multiplies the cache walk's score factor and
+    # v_scale its output (docs/semantics.md, section 6): every sign.
+    o, ref = run_case(np.random.default_rng(12), dtype=dtype, d=128, hq=8,
+                      hk=2, kv_dtype=kv_dtype, q_lens=(150, 1, 23),
+                      ctx_lens=(300, 3, 129), kv_scales=kv_scales)
+    check(o, ref, dtype, f"scales {kv_scales} {kv_dtype}")
 
 
 @pytest.mark.parametrize("window", [1, 8, 40])

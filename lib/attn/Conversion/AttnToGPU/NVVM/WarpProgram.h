@@ -437,9 +437,11 @@ private:
   /// null) applied; the threads share the work, 16 bytes at a time, going
   /// down the columns (core-matrix raw tiles) or along the rows (plain).
   /// `asF16`: the exact f16 of each byte instead, whatever the compute
-  /// type (no scale).
+  /// type (no scale). `signs` (i32, or null): xor-ed into each raw word
+  /// first (0x80808080 negates).
   void dequantize(const SharedTile &raw, const SharedTile &dst, int64_t rows,
-                  int64_t cols, Value scale, bool asF16 = false);
+                  int64_t cols, Value scale, bool asF16 = false,
+                  Value signs = Value());
   /// Whether a walk stages through the raw buffer the launch reserved
   /// (rawFp8Reserved: its fp8 pages; its scales are then `kScale`,
   /// `vScale`, left null where foldsCacheScales applies them instead).
@@ -756,6 +758,10 @@ private:
   /// The type of the PV operands (P, V tiles) being emitted: f16 inside
   /// that walk, else null (the compute type).
   Type valueType;
+  /// With f16CacheValues and linear scores: the cache walk's K tiles hold
+  /// the exact keys times the sign of k_scale, and |k_scale| multiplies
+  /// that walk's folded score factor instead of every key.
+  bool keyScaleOnScores = false;
   /// Inside the consumer warps of a specialized program (`threads` is
   /// then theirs).
   bool consumersOnly = false;

@@ -418,6 +418,8 @@ bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,
   walkKeyType = walks.front().keyType;
   f16CacheValues =
       rawCache && ranged && !qgmma && ct.getIntOrFloatBitWidth() == 16;
+  keyScaleOnScores =
+      f16CacheValues && math.linearScores() && walks.front().keyScale;
   pingpong = pingpongApplies();
   // Q by TMA where warpTensorMaps mapped it: one expect_tx arrival. So are
   // prefix prefill's new tokens' K and V (its last walk, dense) and the
@@ -587,6 +589,11 @@ void WarpAttentionBuilder::produceConverted(const KvWalk &walk, Value lo,
   // through local memory.)
   KeyRow any = walk.locate(e, lo);
   Value kScale = reloaded(any.kScale), vScale = reloaded(any.vScale);
+  // (keyScaleOnScores: a negative k_scale negates the keys, exactly.)
+  Value keySigns;
+  if (keyScaleOnScores && kScale)
+    keySigns = e.select(e.cmpF(arith::CmpFPredicate::OLT, kScale, e.f32(0.0)),
+                        e.i32(static_cast<int32_t>(0x80808080)), e.i32(0));
   auto copyRaw = [&](Value n0, Value slot) {
     Value nValid = e.min(bn, e.sub(hi, n0));
     KvBuffers raw = rawBuffers(slot);
@@ -624,13 +631,14 @@ void WarpAttentionBuilder::produceConverted(const KvWalk &walk, Value lo,
     KvBuffers buf = kvBuffers(s, walk.splitKeys);
     auto fill = [&](const SharedTile &from, const SharedTile &to, int64_t rows,
                     int64_t cols, Value scale, Value full, Value empty,
-                    bool asF16 = false) {
+                    bool asF16 = false, Value signs = Value()) {
       awaitFree(empty, r);
-      dequantize(from, to, rows, cols, scale, asF16);
+      dequantize(from, to, rows, cols, scale, asF16, signs);
       wgmma::fenceProxyAsync(b);
       nvgpu::MBarrierArriveOp::create(b, bars, full);
     };
-    fill(raw.k, buf.k, g.bn, g.dPad, kScale, fullK(s), emptyK(s));
+    fill(raw.k, buf.k, g.bn, g.dPad, keyScaleOnScores ? Value() : kScale,
+         fullK(s), emptyK(s), /*asF16=*/false, keySigns);
     fill(raw.vt, buf.vt, g.dPad, g.bn, f16CacheValues ? Value() : vScale,
          fullV(s), emptyV(s), f16CacheValues);
     tid = loopTid;
@@ -1082,8 +1090,18 @@ void WarpAttentionBuilder::walkSpecializedRange(const ProgramRows &rows,
     layouts.push_back(walk.valueKeyMajor);
   if (!drained && !llvm::is_contained(walkedLayouts, walk.valueKeyMajor))
     walkedLayouts.push_back(walk.valueKeyMajor);
-  if (drained)
+  Value programFactor = foldedFactor;
+  if (drained) {
     valueType = b.getF16Type();
+    // (The factor stays positive and at least the smallest normal, as
+    // foldScoreFactor makes it: the keys carry k_scale's sign.)
+    Value kScale = reloaded(walk.keyScale);
+    if (keyScaleOnScores)
+      foldedFactor =
+          e.maxF(e.mulF(foldedFactor,
+                        e.maxF(kScale, arith::NegFOp::create(b, kScale))),
+                 e.f32(std::numeric_limits<float>::min()));
+  }
   e.ifThen(e.lt(lo, hi), [&] {
     Value base = readCounter(e, walkedTiles);
     pinLaneCoordinates();
@@ -1106,6 +1124,7 @@ void WarpAttentionBuilder::walkSpecializedRange(const ProgramRows &rows,
       scaleOutput(SmallVector<Value>(rowSlots(), vScale));
   });
   valueType = Type();
+  foldedFactor = programFactor;
 }
 
 void WarpAttentionBuilder::finishWalks(const ProgramRows &rows,

@@ -313,7 +313,8 @@ SharedTile WarpAttentionBuilder::rawKeySlot(Value slot) {
 
 void WarpAttentionBuilder::dequantize(const SharedTile &raw,
                                       const SharedTile &dst, int64_t rows,
-                                      int64_t cols, Value scale, bool asF16) {
+                                      int64_t cols, Value scale, bool asF16,
+                                      Value signs) {
   // Thread t takes unit q = t + i * threads of the [rows, cols / 16] units,
   // going down the columns (row q % rows): a warp's 16-byte reads of raw
   // fp8 are 512 contiguous bytes, and its writes of a unit's 32 bytes of
@@ -340,6 +341,14 @@ void WarpAttentionBuilder::dequantize(const SharedTile &raw,
       batch.emplace_back(r, x0, bytes);
     }
     for (auto [r, x0, bytes] : batch) {
+      if (signs) {
+        auto words = VectorType::get({4}, b.getI32Type());
+        bytes = vector::BitCastOp::create(
+            b, bytes.getType(),
+            arith::XOrIOp::create(
+                b, vector::BitCastOp::create(b, words, bytes),
+                vector::BroadcastOp::create(b, words, signs)));
+      }
       if (asF16) {
         // (The tile's element type is the compute type's; the bits are
         // f16, read as such by PV: see f16CacheValues.)
