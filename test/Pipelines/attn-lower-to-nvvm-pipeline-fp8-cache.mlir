@@ -19,8 +19,8 @@
 // CHECK: selp.b32 [[SIGNS:%r[0-9]+]], -2139062144, 0,
 // CHECK: cp.async.ca.shared.global
 // V is decoded into exact f16 tiles: a conversion a pair, no scale (the
-// cache walk's PV multiplies f16 P and V; v_scale multiplies O once the
-// walk is drained).
+// cache walk's PV multiplies f16 P and V; v_scale multiplies O after
+// the walk's last PV, issued with the new tokens' first QK).
 // CHECK: ld.shared.v4.b32
 // CHECK: cvt.rn.f16x2.e4m3x2
 // CHECK-NOT: mul.rn.f32

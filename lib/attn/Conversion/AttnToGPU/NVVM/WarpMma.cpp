@@ -258,7 +258,7 @@ WarpAttentionBuilder::issueWarpgroupPV(const Probabilities &probs,
                          tileAddress(cur.vt, kk / 4 * g.dPad * kAtomRowBytes +
                                                  kk % 4 * 32),
                          16, kGroupBytes);
-    Type type = valueType ? valueType : ct;
+    Type type = pvType ? pvType : ct;
     acc = wgmma::mma(b, g.dPad, type, type, Value(), p, v,
                      /*transB=*/!vTransposed, acc);
   }

@@ -568,12 +568,25 @@ private:
   void consumeStep(const ProgramRows &rows, const KvWalk &walk, Value t,
                    Value n0, Value nValid, bool scores, bool values,
                    bool valuesKeyMajor, bool masked);
+  /// How a walk's V tiles are laid out: key-major (KvWalk::valueKeyMajor),
+  /// and whether they hold f16 (f16CacheValues).
+  struct ValueLayout {
+    bool keyMajor = false;
+    bool f16 = false;
+    bool operator==(const ValueLayout &o) const {
+      return keyMajor == o.keyMajor && f16 == o.f16;
+    }
+    /// Its pendingValues code.
+    int64_t code() const { return 1 + keyMajor + 2 * f16; }
+  };
   /// A ranged walk's step whose PV is that of the tile walked last, if
-  /// any (pendingValues: 0 none, 1 + its V's valueKeyMajor); `layouts`
+  /// any (pendingValues: 0 none, else its ValueLayout's code); `layouts`
   /// are the V layouts that tile can have. Without `scores`, `none` runs
-  /// where no PV is pending.
+  /// where no PV is pending. After the PV of an f16 walk's last tile, O
+  /// is multiplied by that walk's v_scale (cacheValueScale).
   void pendingStep(const ProgramRows &rows, const KvWalk &walk, Value t,
-                   Value n0, Value hi, bool scores, ArrayRef<bool> layouts,
+                   Value n0, Value hi, bool scores,
+                   ArrayRef<ValueLayout> layouts,
                    llvm::function_ref<void()> none = {});
   /// Persistent programs: this consumer thread is done with the query
   /// tile (kQueryFreeBarrier).
@@ -738,8 +751,8 @@ private:
   SmallVector<std::pair<Value, Value>, 2> segments;
   /// Union walks: the tile entries (i32 [2 x kUnionWords], shared memory).
   Value unionTiles;
-  /// V layouts (KvWalk::valueKeyMajor) of the walks emitted so far.
-  SmallVector<bool, 2> walkedLayouts;
+  /// V layouts of the walks emitted so far.
+  SmallVector<ValueLayout, 2> walkedLayouts;
   /// The producer gathers K/V with cp.async (setUpGather): the consumers
   /// fence the generic proxy's writes before the MMAs read them.
   bool gather = false;
@@ -752,12 +765,15 @@ private:
   Type walkKeyType; // the fp8 type of those caches
   /// The raw cache walk's V tiles hold the exact f16 of each byte (one
   /// conversion a pair), and its PV multiplies in f16 (P too); v_scale
-  /// multiplies O once that walk's pipeline is drained (ranged programs
-  /// whose first walk is the cache's: prefix prefill).
+  /// multiplies O once its last PV is done (ranged programs whose first
+  /// walk is the cache's: prefix prefill).
   bool f16CacheValues = false;
-  /// The type of the PV operands (P, V tiles) being emitted: f16 inside
-  /// that walk, else null (the compute type).
-  Type valueType;
+  /// The types P is packed in (valueType) and of the PV being issued
+  /// (pvType): f16 inside that walk (pvType also for its last tile's PV,
+  /// issued in the next walk's first step), else null (the compute type).
+  Type valueType, pvType;
+  /// That walk's v_scale (a load to clone: reloaded), or null.
+  Value cacheValueScale;
   /// With f16CacheValues and linear scores: the cache walk's K tiles hold
   /// the exact keys times the sign of k_scale, and |k_scale| multiplies
   /// that walk's folded score factor instead of every key.

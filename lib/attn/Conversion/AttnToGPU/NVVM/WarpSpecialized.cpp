@@ -790,6 +790,7 @@ void WarpAttentionBuilder::consumerPart(llvm::function_ref<void()> consume) {
   // Walks of several ranges: the tiles walked so far and whether a PV is
   // pending (walkSpecializedRange).
   walkedLayouts.clear();
+  cacheValueScale = Value();
   if (ranged) {
     walkedTiles = newCounter(e, entry);
     pendingValues = newCounter(e, entry);
@@ -1012,17 +1013,24 @@ void WarpAttentionBuilder::specializedStep(const ProgramRows &rows,
 void WarpAttentionBuilder::pendingStep(const ProgramRows &rows,
                                        const KvWalk &walk, Value t, Value n0,
                                        Value hi, bool scores,
-                                       ArrayRef<bool> layouts,
+                                       ArrayRef<ValueLayout> layouts,
                                        llvm::function_ref<void()> none) {
   Value pending = readCounter(e, pendingValues);
-  auto withValues = [&](ArrayRef<bool> rest, auto &self) -> void {
-    bool keyMajor = rest.front();
+  auto withValues = [&](ArrayRef<ValueLayout> rest, auto &self) -> void {
+    ValueLayout layout = rest.front();
     auto here = [&] {
-      specializedStep(rows, walk, t, n0, hi, scores, true, keyMajor);
+      Type walkPvType = pvType;
+      if (layout.f16)
+        pvType = b.getF16Type();
+      specializedStep(rows, walk, t, n0, hi, scores, true, layout.keyMajor);
+      pvType = walkPvType;
+      // (O is complete after the step: the last PV of the f16 walk.)
+      if (layout.f16 && cacheValueScale)
+        scaleOutput(SmallVector<Value>(rowSlots(), reloaded(cacheValueScale)));
     };
     if (rest.size() == 1)
       return here();
-    e.ifThenElse(e.eq(pending, e.idx(1 + keyMajor)), here,
+    e.ifThenElse(e.eq(pending, e.idx(layout.code())), here,
                  [&] { self(rest.drop_front(), self); });
   };
   auto without = [&] {
@@ -1081,18 +1089,20 @@ void WarpAttentionBuilder::walkSpecializedRange(const ProgramRows &rows,
   // The pending PV's V is laid out as its walk's: this walk's (from an
   // earlier range of it) or an earlier walk's.
   Value bn = e.idx(g.bn);
-  // The raw cache walk of f16CacheValues (the program's first) drains its
-  // pipeline: its P and V are f16, and O is multiplied by v_scale between
-  // its last PV and the next walk's first.
-  bool drained = f16CacheValues && walkedLayouts.empty() && isFp8(walk.keyType);
-  SmallVector<bool, 2> layouts(walkedLayouts);
-  if (walk.forEachRange && !llvm::is_contained(layouts, walk.valueKeyMajor))
-    layouts.push_back(walk.valueKeyMajor);
-  if (!drained && !llvm::is_contained(walkedLayouts, walk.valueKeyMajor))
-    walkedLayouts.push_back(walk.valueKeyMajor);
+  // The raw cache walk of f16CacheValues (the program's first): its P and
+  // V are f16, and O is multiplied by v_scale after its last PV (issued
+  // with the next walk's first QK: pendingStep).
+  bool f16Walk = f16CacheValues && walkedLayouts.empty() && isFp8(walk.keyType);
+  ValueLayout layout{walk.valueKeyMajor, f16Walk};
+  SmallVector<ValueLayout, 2> layouts(walkedLayouts);
+  if (walk.forEachRange && !llvm::is_contained(layouts, layout))
+    layouts.push_back(layout);
+  if (!llvm::is_contained(walkedLayouts, layout))
+    walkedLayouts.push_back(layout);
   Value programFactor = foldedFactor;
-  if (drained) {
-    valueType = b.getF16Type();
+  if (f16Walk) {
+    valueType = pvType = b.getF16Type();
+    cacheValueScale = walk.locate(e, walk.lo).vScale;
     // (The factor stays positive and at least the smallest normal, as
     // foldScoreFactor makes it: the keys carry k_scale's sign.)
     Value kScale = reloaded(walk.keyScale);
@@ -1113,17 +1123,10 @@ void WarpAttentionBuilder::walkSpecializedRange(const ProgramRows &rows,
       specializedStep(rows, walk, t, n0, hi, true, true, walk.valueKeyMajor);
       unpinLaneCoordinates();
     });
-    Value walked = e.add(base, tilesOf(lo, hi));
-    writeCounter(e, walked, walkedTiles);
-    if (!drained)
-      return writeCounter(e, e.idx(1 + walk.valueKeyMajor), pendingValues);
-    specializedStep(rows, walk, walked, Value(), Value(), /*scores=*/false,
-                    /*values=*/true, walk.valueKeyMajor);
-    Value vScale = reloaded(walk.locate(e, walk.lo).vScale);
-    if (vScale)
-      scaleOutput(SmallVector<Value>(rowSlots(), vScale));
+    writeCounter(e, e.add(base, tilesOf(lo, hi)), walkedTiles);
+    writeCounter(e, e.idx(layout.code()), pendingValues);
   });
-  valueType = Type();
+  valueType = pvType = Type();
   foldedFactor = programFactor;
 }
 
