@@ -41,7 +41,14 @@
 // CHECK: .visible .entry prefix_e5m2(
 // CHECK: cvt.rn.f16x2.e5m2x2
 // CHECK: st.shared.v4.b32
+// Heads of 256 stage through registers (no producer warpgroup): each
+// thread decodes whole 8-byte chunks and stores them as 16 bytes, which
+// the staging says are aligned (TileStager::Hooks::alignedChunks).
+// CHECK: .visible .entry prefix_e4m3_d256(
+// CHECK: cvt.rn.f16x2.e4m3x2
+// CHECK: st.shared.v4.b32
 // PTXAS-NOT: bytes spill stores
+// PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
 
@@ -52,5 +59,10 @@ func.func @prefix_e4m3(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: 
 
 func.func @prefix_e5m2(%q: memref<?x32x128xf16>, %k: memref<?x8x128xf16>, %v: memref<?x8x128xf16>, %k_cache: memref<?x8x8x16x16xf8E5M2>, %v_cache: memref<?x8x128x16xf8E5M2>, %block_table: memref<?x?xi32>, %query_start: memref<?xi32>, %seq_lens: memref<?xi32>, %scale: f32, %k_scale: memref<1xf32>, %v_scale: memref<1xf32>, %out: memref<?x32x128xf16>) {
   attn.prefix_prefill q(%q : memref<?x32x128xf16>) k(%k : memref<?x8x128xf16>) v(%v : memref<?x8x128xf16>) k_cache(%k_cache : memref<?x8x8x16x16xf8E5M2>) v_cache(%v_cache : memref<?x8x128x16xf8E5M2>) block_table(%block_table : memref<?x?xi32>) query_start(%query_start : memref<?xi32>) seq_lens(%seq_lens : memref<?xi32>) scale(%scale) k_scale(%k_scale : memref<1xf32>) v_scale(%v_scale : memref<1xf32>) out(%out : memref<?x32x128xf16>)
+  return
+}
+
+func.func @prefix_e4m3_d256(%q: memref<?x16x256xbf16>, %k: memref<?x8x256xbf16>, %v: memref<?x8x256xbf16>, %k_cache: memref<?x8x16x16x16xf8E4M3FN>, %v_cache: memref<?x8x256x16xf8E4M3FN>, %block_table: memref<?x?xi32>, %query_start: memref<?xi32>, %seq_lens: memref<?xi32>, %scale: f32, %k_scale: memref<1xf32>, %v_scale: memref<1xf32>, %out: memref<?x16x256xbf16>) {
+  attn.prefix_prefill q(%q : memref<?x16x256xbf16>) k(%k : memref<?x8x256xbf16>) v(%v : memref<?x8x256xbf16>) k_cache(%k_cache : memref<?x8x16x16x16xf8E4M3FN>) v_cache(%v_cache : memref<?x8x256x16xf8E4M3FN>) block_table(%block_table : memref<?x?xi32>) query_start(%query_start : memref<?xi32>) seq_lens(%seq_lens : memref<?xi32>) scale(%scale) k_scale(%k_scale : memref<1xf32>) v_scale(%v_scale : memref<1xf32>) out(%out : memref<?x16x256xbf16>)
   return
 }

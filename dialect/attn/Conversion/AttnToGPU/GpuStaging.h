@@ -97,6 +97,11 @@ public:
     /// select: no branch per chunk, so a thread's loads of a tile are in
     /// flight together instead of one after the other.
     bool selectRows = false;
+    /// Whole chunks are stored saying that they start on a boundary of
+    /// their size (up to 16 bytes): tiles whose rows and offsets are whole
+    /// 16-byte units. Without it LLVM may not see the alignment through a
+    /// tile's index arithmetic and split a chunk into element stores.
+    bool alignedChunks = false;
   };
 
   /// `tid` counts the `threads` threads that share the staging; rows are

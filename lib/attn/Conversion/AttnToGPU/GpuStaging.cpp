@@ -33,9 +33,14 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
   Type dt = cast<MemRefType>(dst.getType()).getElementType();
   bool rawFp8 = isFp8(dt);
   auto vecType = VectorType::get({8}, dt);
+  llvm::MaybeAlign chunkAlign;
+  if (hooks.alignedChunks)
+    chunkAlign = llvm::Align(std::min<int64_t>(
+        16, 8 * static_cast<int64_t>(dt.getIntOrFloatBitWidth()) / 8));
   auto storeChunk = [&](Value vec, Value r, Value x0) {
     if (!transposed)
-      return (void)vector::StoreOp::create(b, vec, dst, tileAt(r, x0));
+      return (void)vector::StoreOp::create(b, vec, dst, tileAt(r, x0),
+                                           /*nontemporal=*/false, chunkAlign);
     for (int64_t i = 0; i < 8; ++i)
       memref::StoreOp::create(b, vector::ExtractOp::create(b, vec, i), dst,
                               tileAt(r, e.add(x0, e.idx(i))));

@@ -208,6 +208,7 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
   // without a branch each.
   hooks.partialCopies = producerStaging;
   hooks.selectRows = true;
+  hooks.alignedChunks = true;
   TileStager(e, tid, threads, shape.headDim, ct, std::move(hooks))
       .stage(
           dst.mem, [&](Value r, Value x0) { return tileAt(dst, r, x0); },
