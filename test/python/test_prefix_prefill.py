@@ -109,6 +109,17 @@ def test_fp8_cache_scale_signs(kv_scales, dtype, kv_dtype):
     check(o, ref, dtype, f"scales {kv_scales} {kv_dtype}")
 
 
+@pytest.mark.parametrize("kv_dtype", ["fp8_e4m3", "fp8_e5m2"])
+def test_fp8_cache_alibi_heads_128(kv_dtype):
+    # Scores that are not linear (ALiBi): sm_90a's producer multiplies the
+    # keys by k_scale as it decodes them, while V still goes into f16 tiles
+    # with v_scale on O.
+    o, ref = run_case(np.random.default_rng(13), d=128, hq=8, hk=2,
+                      kv_dtype=kv_dtype, alibi=True, q_lens=(150, 1, 23),
+                      ctx_lens=(300, 3, 129), kv_scales=(-0.75, 1.25))
+    check(o, ref, "bf16", f"alibi {kv_dtype}")
+
+
 @pytest.mark.parametrize("window", [1, 8, 40])
 def test_sliding_window(window):
     o, ref = run_case(np.random.default_rng(window), dtype="f32", window=window,
