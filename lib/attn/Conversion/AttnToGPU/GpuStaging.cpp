@@ -34,9 +34,10 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
   bool rawFp8 = isFp8(dt);
   auto vecType = VectorType::get({8}, dt);
   llvm::MaybeAlign chunkAlign;
-  if (hooks.alignedChunks)
-    chunkAlign = llvm::Align(std::min<int64_t>(
-        16, 8 * static_cast<int64_t>(dt.getIntOrFloatBitWidth()) / 8));
+  if (hooks.alignedChunks) {
+    int64_t chunkBytes = 8 * dt.getIntOrFloatBitWidth() / 8;
+    chunkAlign = llvm::Align(std::min<int64_t>(16, chunkBytes));
+  }
   auto storeChunk = [&](Value vec, Value r, Value x0) {
     if (!transposed)
       return (void)vector::StoreOp::create(b, vec, dst, tileAt(r, x0),

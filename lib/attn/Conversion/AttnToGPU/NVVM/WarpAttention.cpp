@@ -151,9 +151,10 @@ void WarpAttentionBuilder::foldScoreFactor() {
                 SmallVector<Value> at{
                     e.divU(c, e.idx(chunksPerRow)),
                     e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8))};
-                // (Whole chunks at chunk boundaries: see dequantize.)
-                llvm::MaybeAlign chunk(
-                    std::min<int64_t>(16, ct.getIntOrFloatBitWidth()));
+                // (Whole chunks of 8 at chunk boundaries, up to 16 bytes:
+                // see dequantize.)
+                int64_t chunkBytes = 8 * ct.getIntOrFloatBitWidth() / 8;
+                llvm::MaybeAlign chunk(std::min<int64_t>(16, chunkBytes));
                 Value x = vector::LoadOp::create(b, vecType, qS.mem, at,
                                                  /*nontemporal=*/false, chunk);
                 Value negated;

@@ -1105,12 +1105,13 @@ void WarpAttentionBuilder::walkSpecializedRange(const ProgramRows &rows,
     cacheValueScale = walk.locate(e, walk.lo).vScale;
     // (The factor stays positive and at least the smallest normal, as
     // foldScoreFactor makes it: the keys carry k_scale's sign.)
-    Value kScale = reloaded(walk.keyScale);
-    if (keyScaleOnScores)
+    if (keyScaleOnScores) {
+      Value kScale = reloaded(walk.keyScale);
       foldedFactor =
           e.maxF(e.mulF(foldedFactor,
                         e.maxF(kScale, arith::NegFOp::create(b, kScale))),
                  e.f32(std::numeric_limits<float>::min()));
+    }
   }
   e.ifThen(e.lt(lo, hi), [&] {
     Value base = readCounter(e, walkedTiles);

@@ -341,6 +341,14 @@ void WarpAttentionBuilder::dequantize(const SharedTile &raw,
           /*nontemporal=*/false, llvm::MaybeAlign(16));
       batch.emplace_back(r, x0, bytes);
     }
+    // (16 bytes at a 16-byte boundary, said so: where LLVM cannot see it
+    // through a swizzle, it splits the store into 2-byte ones, each a
+    // 4-way bank conflict.)
+    auto storeHalf = [&](Value eight, Value r, Value x0, int64_t h) {
+      vector::StoreOp::create(b, eight, dst.mem,
+                              tileAt(dst, r, e.add(x0, e.idx(8 * h))),
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+    };
     for (auto [r, x0, bytes] : batch) {
       if (signs) {
         auto words = VectorType::get({4}, b.getI32Type());
@@ -358,10 +366,9 @@ void WarpAttentionBuilder::dequantize(const SharedTile &raw,
           Value words = vector::FromElementsOp::create(
               b, VectorType::get({4}, b.getI32Type()),
               ArrayRef<Value>(pairs).slice(4 * h, 4));
-          vector::StoreOp::create(
-              b, vector::BitCastOp::create(b, VectorType::get({8}, ct), words),
-              dst.mem, tileAt(dst, r, e.add(x0, e.idx(8 * h))),
-              /*nontemporal=*/false, llvm::MaybeAlign(16));
+          storeHalf(
+              vector::BitCastOp::create(b, VectorType::get({8}, ct), words), r,
+              x0, h);
         }
         continue;
       }
@@ -374,14 +381,9 @@ void WarpAttentionBuilder::dequantize(const SharedTile &raw,
             v = e.mulF(v, scale);
           elems.push_back(arith::TruncFOp::create(b, ct, v));
         }
-        // (16 bytes at a 16-byte boundary, said so: where LLVM cannot see
-        // it through a swizzle, it splits the store into 2-byte ones, each
-        // a 4-way bank conflict.)
-        vector::StoreOp::create(
-            b,
+        storeHalf(
             vector::FromElementsOp::create(b, VectorType::get({8}, ct), elems),
-            dst.mem, tileAt(dst, r, e.add(x0, e.idx(8 * h))),
-            /*nontemporal=*/false, llvm::MaybeAlign(16));
+            r, x0, h);
       }
     }
   }
