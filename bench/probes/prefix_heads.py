@@ -9,8 +9,13 @@ directories) run one after the other in one device call compare:
     ATTN_MLIR_BUNDLES=old python bench/probes/prefix_heads.py
     ATTN_MLIR_BUNDLES=new python bench/probes/prefix_heads.py
 
+Arguments select other cases and pin schedules, so that schedules compare
+in one process: `--case 96:32:8:fp8` (D:Hq:Hk:cache, repeatable) and
+`--schedule 32,64,4,8` (block_q, block_n, heads_per_program[, warps ...],
+repeatable; `plan` is attn-plan's choice). The seed runs once a case.
 ATTN_MLIR_DRY_RUN=1 only records the specializations.
 """
+import argparse
 import json
 import math
 import statistics
@@ -25,7 +30,7 @@ ROUNDS = 5
 B, CTX, QL, BS = 8, 2048, 512, 16
 
 
-def case(D, Hq, Hk, cache):
+def case(D, Hq, Hk, cache, schedules=(None,), rounds=ROUNDS):
     x = 16 if cache == "fp8" else 8
     nblk = CTX // BS
     nb = B * nblk + 4
@@ -43,9 +48,13 @@ def case(D, Hq, Hk, cache):
     starts = G.ints(np.arange(B + 1) * QL)
     seq = G.ints(np.full(B, CTX + QL))
     scale = 1 / math.sqrt(D)
-    fns = {"attn_mlir": lambda: ops.prefix_prefill(
-        q, k, v, k_cache, v_cache, table, starts, seq, o, scale=scale,
-        k_scale=kv, v_scale=kv)}
+    fns = {}
+    for sched in schedules:
+        name = "attn_mlir" if sched is None else \
+            "attn_mlir@" + ",".join(map(str, sched))
+        fns[name] = lambda sched=sched: ops.prefix_prefill(
+            q, k, v, k_cache, v_cache, table, starts, seq, o, scale=scale,
+            k_scale=kv, v_scale=kv, schedule=sched)
     if not G.DRY:
         one = G.torch.ones(1, dtype=G.torch.float32, device=G.dev)
         o2 = G.torch.empty_like(o)
@@ -53,16 +62,39 @@ def case(D, Hq, Hk, cache):
             q, k, v, o2, "fp8" if cache == "fp8" else "auto", k_cache,
             v_cache, table, starts, seq, CTX + QL, QL, kv if kv is not None
             else one, kv if kv is not None else one)
-    times = G.rounds(fns, ROUNDS)
+    times = G.rounds(fns, rounds)
     flops = 4 * B * Hq * QL * (CTX + QL / 2) * D
     row = dict(D=D, Hq=Hq, Hk=Hk, cache=cache)
     for name, us in times.items():
         row[name] = flops / statistics.median(us) / 1e6
     if not G.DRY:
-        row["err_vs_seed"] = G.relerr(o, o2)
+        fns["seed"]()
+        for name, fn in fns.items():
+            if name != "seed":
+                o.fill_(float("nan"))
+                fn()
+                row["err_vs_seed" + name[len("attn_mlir"):]] = \
+                    G.relerr(o, o2)
     print(json.dumps(row), flush=True)
 
 
-for D, Hq, Hk in ((256, 16, 8), (96, 32, 8)):
-    for cache in ("bf16", "fp8"):
-        case(D, Hq, Hk, cache)
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--case", action="append", default=[],
+                        help="D:Hq:Hk:cache (cache bf16 or fp8)")
+    parser.add_argument("--schedule", action="append", default=[],
+                        help="block_q,block_n,heads_per_program[,warps...] "
+                        "or plan")
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    args = parser.parse_args()
+    cases = [(int(d), int(hq), int(hk), c) for d, hq, hk, c in
+             (x.split(":") for x in args.case)] or \
+        [(D, Hq, Hk, c) for D, Hq, Hk in ((256, 16, 8), (96, 32, 8))
+         for c in ("bf16", "fp8")]
+    schedules = [None if x == "plan" else tuple(int(v) for v in x.split(","))
+                 for x in args.schedule] or [None]
+    for D, Hq, Hk, cache in cases:
+        case(D, Hq, Hk, cache, schedules, args.rounds)
+
+
+main()

@@ -2,7 +2,7 @@
 // REQUIRES: ptxas
 // RUN: attn-opt %s --attn-plan="target=nvvm chip=sm_90a" --attn-lower-to-nvvm-pipeline="chip=sm_90a format=isa" | %python %S/extract_gpu_binary.py > %t.ptx
 // RUN: FileCheck %s < %t.ptx
-// RUN: not grep -n "st.shared.b16" %t.ptx
+// RUN: FileCheck %s --check-prefix=B16 < %t.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // Prefix prefill over fp8 caches on sm_90a: the producer warpgroup
@@ -43,11 +43,25 @@
 // CHECK: st.shared.v4.b32
 // Heads of 256 stage through registers (no producer warpgroup): each
 // thread decodes whole 8-byte chunks and stores them as 16 bytes, which
-// the staging says are aligned (TileStager::Hooks::alignedChunks).
+// the staging says are aligned (TileStager::Hooks::alignedChunks; its
+// ragged chunks, gathered element by element, keep LLVM's stores).
 // CHECK: .visible .entry prefix_e4m3_d256(
 // CHECK: cvt.rn.f16x2.e4m3x2
 // CHECK: st.shared.v4.b32
+// Heads of 112 (no whole swizzle atoms) decode in registers too, in
+// 128-row programs of four warps over 32-key tiles (3.5 chunks a thread,
+// the last step unrolled under its test), without spilling.
+// CHECK: .visible .entry prefix_e4m3_d112(
+// CHECK: cvt.rn.f16x2.e4m3x2
+// CHECK: st.shared.v4.b32
+// No 2-byte shared store in the producer warpgroup's kernels.
+// B16: .visible .entry prefix_e4m3(
+// B16-NOT: st.shared.b16
+// B16: .visible .entry prefix_e5m2(
+// B16-NOT: st.shared.b16
+// B16: .visible .entry prefix_e4m3_d256(
 // PTXAS-NOT: bytes spill stores
+// PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
@@ -64,5 +78,10 @@ func.func @prefix_e5m2(%q: memref<?x32x128xf16>, %k: memref<?x8x128xf16>, %v: me
 
 func.func @prefix_e4m3_d256(%q: memref<?x16x256xbf16>, %k: memref<?x8x256xbf16>, %v: memref<?x8x256xbf16>, %k_cache: memref<?x8x16x16x16xf8E4M3FN>, %v_cache: memref<?x8x256x16xf8E4M3FN>, %block_table: memref<?x?xi32>, %query_start: memref<?xi32>, %seq_lens: memref<?xi32>, %scale: f32, %k_scale: memref<1xf32>, %v_scale: memref<1xf32>, %out: memref<?x16x256xbf16>) {
   attn.prefix_prefill q(%q : memref<?x16x256xbf16>) k(%k : memref<?x8x256xbf16>) v(%v : memref<?x8x256xbf16>) k_cache(%k_cache : memref<?x8x16x16x16xf8E4M3FN>) v_cache(%v_cache : memref<?x8x256x16xf8E4M3FN>) block_table(%block_table : memref<?x?xi32>) query_start(%query_start : memref<?xi32>) seq_lens(%seq_lens : memref<?xi32>) scale(%scale) k_scale(%k_scale : memref<1xf32>) v_scale(%v_scale : memref<1xf32>) out(%out : memref<?x16x256xbf16>)
+  return
+}
+
+func.func @prefix_e4m3_d112(%q: memref<?x32x112xbf16>, %k: memref<?x8x112xbf16>, %v: memref<?x8x112xbf16>, %k_cache: memref<?x8x7x16x16xf8E4M3FN>, %v_cache: memref<?x8x112x16xf8E4M3FN>, %block_table: memref<?x?xi32>, %query_start: memref<?xi32>, %seq_lens: memref<?xi32>, %scale: f32, %k_scale: memref<1xf32>, %v_scale: memref<1xf32>, %out: memref<?x32x112xbf16>) {
+  attn.prefix_prefill q(%q : memref<?x32x112xbf16>) k(%k : memref<?x8x112xbf16>) v(%v : memref<?x8x112xbf16>) k_cache(%k_cache : memref<?x8x7x16x16xf8E4M3FN>) v_cache(%v_cache : memref<?x8x112x16xf8E4M3FN>) block_table(%block_table : memref<?x?xi32>) query_start(%query_start : memref<?xi32>) seq_lens(%seq_lens : memref<?xi32>) scale(%scale) k_scale(%k_scale : memref<1xf32>) v_scale(%v_scale : memref<1xf32>) out(%out : memref<?x32x112xbf16>)
   return
 }

@@ -345,6 +345,31 @@ func.func @prefix_fp8_cache(
   return
 }
 
+// fp8 caches with heads that are no whole swizzle atoms decode in
+// registers; sm_90a gives them the 128-row programs of 16-bit caches (a
+// head of 96: 1.58x the 64-row ones on H200), 32-key tiles up to heads
+// of 160, 16 beyond (224 spilled at 32). sm_89 keeps 64 rows.
+// ADA-LABEL: func.func @prefix_fp8_d96
+// ADA: schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>
+// HOPPER-LABEL: func.func @prefix_fp8_d96
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 32, heads_per_program = 4, warps = 4>
+// HOPPER-LABEL: func.func @prefix_fp8_d160
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 32, heads_per_program = 4, warps = 8>
+// HOPPER-LABEL: func.func @prefix_fp8_d224
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 16, heads_per_program = 4, warps = 8>
+func.func @prefix_fp8_d96(%q: memref<?x32x96xbf16>, %k: memref<?x8x96xbf16>, %v: memref<?x8x96xbf16>, %kc: memref<?x8x6x16x16xf8E4M3FN>, %vc: memref<?x8x96x16xf8E4M3FN>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x96xbf16>) {
+  attn.prefix_prefill q(%q : memref<?x32x96xbf16>) k(%k : memref<?x8x96xbf16>) v(%v : memref<?x8x96xbf16>) k_cache(%kc : memref<?x8x6x16x16xf8E4M3FN>) v_cache(%vc : memref<?x8x96x16xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) out(%o : memref<?x32x96xbf16>)
+  return
+}
+func.func @prefix_fp8_d160(%q: memref<?x32x160xbf16>, %k: memref<?x8x160xbf16>, %v: memref<?x8x160xbf16>, %kc: memref<?x8x10x16x16xf8E4M3FN>, %vc: memref<?x8x160x16xf8E4M3FN>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x160xbf16>) {
+  attn.prefix_prefill q(%q : memref<?x32x160xbf16>) k(%k : memref<?x8x160xbf16>) v(%v : memref<?x8x160xbf16>) k_cache(%kc : memref<?x8x10x16x16xf8E4M3FN>) v_cache(%vc : memref<?x8x160x16xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) out(%o : memref<?x32x160xbf16>)
+  return
+}
+func.func @prefix_fp8_d224(%q: memref<?x32x224xbf16>, %k: memref<?x8x224xbf16>, %v: memref<?x8x224xbf16>, %kc: memref<?x8x14x16x16xf8E4M3FN>, %vc: memref<?x8x224x16xf8E4M3FN>, %bt: memref<?x?xi32>, %qs: memref<?xi32>, %sl: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x224xbf16>) {
+  attn.prefix_prefill q(%q : memref<?x32x224xbf16>) k(%k : memref<?x8x224xbf16>) v(%v : memref<?x8x224xbf16>) k_cache(%kc : memref<?x8x14x16x16xf8E4M3FN>) v_cache(%vc : memref<?x8x224x16xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) out(%o : memref<?x32x224xbf16>)
+  return
+}
+
 // 16-bit caches like Q: on sm_90a the Hopper pipeline with a producer
 // warpgroup that gathers the pages (vLLM's split-x K cache is no TMA box),
 // so producer_warps without tma; a page of 1 (no 8-key chunks) keeps the

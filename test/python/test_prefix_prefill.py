@@ -95,6 +95,21 @@ def test_mha_fp8_cache(kv_dtype):
     check(o, ref, "bf16", f"MHA {kv_dtype}")
 
 
+@pytest.mark.parametrize("d,hq,hk,dtype,kv_dtype", [
+    (32, 8, 2, "bf16", "fp8_e4m3"), (80, 8, 2, "bf16", "fp8_e4m3"),
+    (96, 8, 2, "bf16", "fp8_e4m3"), (96, 8, 2, "f16", "fp8_e5m2"),
+    (96, 4, 4, "bf16", "fp8_e4m3"), (112, 16, 2, "bf16", "fp8_e4m3"),
+    (160, 8, 2, "bf16", "fp8_e4m3")])
+def test_fp8_cache_heads_between_atoms(d, hq, hk, dtype, kv_dtype):
+    # Heads that are no whole 64-column swizzle atoms decode fp8 caches in
+    # registers; on sm_90a in 128-row programs (attn-plan): several
+    # programs a sequence, ragged ends, scales of both signs.
+    o, ref = run_case(np.random.default_rng(d + hq), dtype=dtype, d=d, hq=hq,
+                      hk=hk, kv_dtype=kv_dtype, q_lens=(150, 1, 23),
+                      ctx_lens=(300, 3, 129), kv_scales=(-0.75, 1.25))
+    check(o, ref, dtype, f"heads of {d} {hq}/{hk} {kv_dtype}")
+
+
 @pytest.mark.parametrize("kv_scales", [(-0.5, 1.5), (0.5, -2.0),
                                        (3e-3, 300.0), (-7.0, -0.25)])
 @pytest.mark.parametrize("dtype,kv_dtype", [("bf16", "fp8_e4m3"),

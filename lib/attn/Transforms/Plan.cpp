@@ -186,8 +186,16 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
       keys = std::min<int64_t>(keys, 32);
     return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, 0);
   }
-  bool prefill =
-      target != "cpu" && !isa<UnifiedOp>(op) && (!converted || warpgroups);
+  // sm_90a prefix prefill over fp8 caches with heads that are no whole
+  // swizzle atoms (80, 96, 112, ...) decodes in registers like sm_80's,
+  // but in the 128-row programs of 16-bit caches: they fit the 255
+  // registers there, and twice the rows a decoded tile ran 1.58x faster
+  // than 64 for a head of 96 on H200 (84 -> 133 TFLOP/s, the seed 98;
+  // bench/results/2026-11-29-h200-prefix-schedules.md).
+  bool decodesForWideTiles = target == "nvvm" && chip == "sm_90a" &&
+                             converted && isa<PrefixPrefillOp>(op);
+  bool prefill = target != "cpu" && !isa<UnifiedOp>(op) &&
+                 (!converted || warpgroups || decodesForWideTiles);
   if (prefill)
     rows = 128;
   int64_t blockQ = std::max<int64_t>(1, rows / pack);
@@ -219,6 +227,10 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     // (32 spilled on sm_80 and sm_89).
     if (headDim > 128 && isa<PrefixPrefillOp>(op))
       keys = 16;
+    // Decoding them (fp8 caches on sm_90a) up to heads of 160 fits 32:
+    // 1.16x over 16 for a head of 160 on H200; 224 spilled 136 bytes.
+    if (decodesForWideTiles && headDim > 128 && headDim <= 160)
+      keys = 32;
     // An additive bias tile next to S: a head of 128 spilled 16 bytes at
     // 4 warps of 32 rows (f16, f32 bias; sm_80/sm_89); 8 warps of 16 fit.
     if (auto flash = dyn_cast<FlashOp>(op);

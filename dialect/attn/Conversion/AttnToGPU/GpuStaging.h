@@ -97,11 +97,19 @@ public:
     /// select: no branch per chunk, so a thread's loads of a tile are in
     /// flight together instead of one after the other.
     bool selectRows = false;
-    /// Whole chunks are stored saying that they start on a boundary of
-    /// their size (up to 16 bytes): tiles whose rows and offsets are whole
-    /// 16-byte units. Without it LLVM may not see the alignment through a
-    /// tile's index arithmetic and split a chunk into element stores.
+    /// Whole fp8 chunks decoded in registers are stored saying that they
+    /// start on a boundary of their size (up to 16 bytes): tiles whose
+    /// rows and offsets are whole 16-byte units. Without it LLVM may not
+    /// see the alignment through a tile's index arithmetic and split a
+    /// chunk into element stores. (Ragged and moved chunks keep LLVM's
+    /// choice: saying it there ran 1.1% slower on H200, prefix prefill
+    /// of heads of 256, bench/results/2026-11-29-h200-prefix-schedules.md.)
     bool alignedChunks = false;
+    /// Tiles whose chunks are no whole number a thread are staged unrolled
+    /// too (row-major), the last chunk of some threads under a test,
+    /// instead of in a loop with a test each: a thread's loads of a tile
+    /// are then in flight together.
+    bool unrollRaggedTail = false;
   };
 
   /// `tid` counts the `threads` threads that share the staging; rows are

@@ -30,6 +30,9 @@ void WarpAttentionBuilder::chooseScoreOperands(const ProgramRows &rows,
   for (const KvWalk &walk : walks)
     qk8 = qk8 && isFp8(walk.keyType) && walk.keyType == walks[0].keyType &&
           walk.keyScale == walks[0].keyScale;
+  decodesWalks = !qk8 && llvm::any_of(walks, [](const KvWalk &walk) {
+    return isFp8(walk.keyType);
+  });
   if (!qk8)
     return;
   kType = walks[0].keyType;

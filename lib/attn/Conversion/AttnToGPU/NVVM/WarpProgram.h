@@ -286,10 +286,11 @@ private:
     ColumnPairs, // a pair of chunk columns per thread (V^T of a paged walk)
   };
   /// Stages `numRows` rows of `rowElems` elements (a multiple of 8) into
-  /// `dst`, 16 bytes per thread and step.
+  /// `dst`, 16 bytes per thread and step. `unrollTail`: a ragged last
+  /// step is unrolled too (TileStager::Hooks::unrollRaggedTail).
   void stage(const SharedTile &dst, int64_t numRows, int64_t rowElems,
              llvm::function_ref<StagedRow(Value)> source,
-             ChunkOrder order = ChunkOrder::RowMajor);
+             ChunkOrder order = ChunkOrder::RowMajor, bool unrollTail = false);
   /// The chunks of a [rows, cols chunks] tile this thread stages in
   /// `order` (null where the shape does not divide: row-major).
   std::function<std::pair<Value, Value>(int64_t)>
@@ -684,6 +685,9 @@ private:
   /// dot products instead of the staged elements.
   bool qk8 = false;
   Value dotScale;
+  /// A walk's fp8 keys and values are decoded in registers while staging
+  /// (not qk8): the program's K/V stagings unroll their ragged tails.
+  bool decodesWalks = false;
   /// The raw-staged fp8 walk decodes pairs into f16 tiles without its
   /// scales, which dotScale and accumulatorScale apply (foldCacheScales).
   bool foldsCacheScales = false;
