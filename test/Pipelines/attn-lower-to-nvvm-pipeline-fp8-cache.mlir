@@ -3,6 +3,7 @@
 // RUN: attn-opt %s --attn-plan="target=nvvm chip=sm_90a" --attn-lower-to-nvvm-pipeline="chip=sm_90a format=isa" | %python %S/extract_gpu_binary.py > %t.ptx
 // RUN: FileCheck %s < %t.ptx
 // RUN: FileCheck %s --check-prefix=B16 < %t.ptx
+// RUN: FileCheck %s --check-prefix=RAW < %t.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // Prefix prefill over fp8 caches on sm_90a: the producer warpgroup
@@ -54,6 +55,17 @@
 // CHECK: .visible .entry prefix_e4m3_d112(
 // CHECK: cvt.rn.f16x2.e4m3x2
 // CHECK: st.shared.v4.b32
+// The producer copies raw K in 8-byte runs of a key from a split-x cache
+// of x = 8, and in 16-byte ones, one a key's run, from vLLM's x = 16
+// (prefix_e5m2's cache): on an H200 477 against 465 TFLOP/s
+// (bench/results/2026-11-29-h200-prefix-schedules.md).
+// RAW: .visible .entry prefix_e4m3(
+// RAW-NOT: cp.async.cg.shared.global
+// RAW: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 8,
+// RAW-NOT: cp.async.cg.shared.global
+// RAW: .visible .entry prefix_e5m2(
+// RAW: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16,
+// RAW: .visible .entry prefix_e4m3_d256(
 // No 2-byte shared store in the producer warpgroup's kernels.
 // B16: .visible .entry prefix_e4m3(
 // B16-NOT: st.shared.b16

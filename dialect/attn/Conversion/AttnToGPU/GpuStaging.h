@@ -73,7 +73,7 @@ public:
   using TileIndex = std::function<SmallVector<Value>(Value r, Value x0)>;
   struct Hooks {
     /// Copies a whole chunk from global to shared memory asynchronously;
-    /// `count` (null: 8) elements are read, the rest zero-filled. Null:
+    /// `count` (null: all) elements are read, the rest zero-filled. Null:
     /// the chunk is loaded and stored through registers.
     std::function<void(Value dst, ValueRange dstAt, Value src, ValueRange srcAt,
                        Value count)>
@@ -105,6 +105,11 @@ public:
     /// choice: saying it there ran 1.1% slower on H200, prefix prefill
     /// of heads of 256, bench/results/2026-11-29-h200-prefix-schedules.md.)
     bool alignedChunks = false;
+    /// Elements of a chunk of a raw fp8 tile: 8, or 16 where the source
+    /// rows hold whole runs of 16 (x0 a multiple of 16, as StagedRow::chunks
+    /// says of 8; vLLM's fp8 split-x K cache, x = 16) and the tile keeps
+    /// them together: one 16-byte copy each instead of two of 8.
+    int64_t rawChunkElems = 8;
     /// Tiles whose chunks are no whole number a thread are staged unrolled
     /// too (row-major), the last chunk of some threads under a test,
     /// instead of in a loop with a test each: a thread's loads of a tile

@@ -26,13 +26,15 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
                        llvm::function_ref<StagedRow(Value)> source,
                        bool transposed) {
   ImplicitLocOpBuilder &b = e.builder();
-  // Chunks of 8 elements (16 bytes, or 8 of raw fp8), spread over the
-  // block's threads.
-  int64_t chunksPerRow = rowElems / 8, total = numRows * chunksPerRow;
-  int64_t iters = (total + threads - 1) / threads;
+  // Chunks of 8 elements (16 bytes, or 8 of raw fp8; raw fp8 may take
+  // 16), spread over the block's threads.
   Type dt = cast<MemRefType>(dst.getType()).getElementType();
   bool rawFp8 = isFp8(dt);
-  auto vecType = VectorType::get({8}, dt);
+  int64_t chunk = rawFp8 ? hooks.rawChunkElems : 8;
+  assert(rowElems % chunk == 0 && "rows of whole chunks");
+  int64_t chunksPerRow = rowElems / chunk, total = numRows * chunksPerRow;
+  int64_t iters = (total + threads - 1) / threads;
+  auto vecType = VectorType::get({chunk}, dt);
   llvm::MaybeAlign chunkAlign;
   if (hooks.alignedChunks) {
     int64_t chunkBytes = 8 * dt.getIntOrFloatBitWidth() / 8;
@@ -43,7 +45,7 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
     if (!transposed)
       return (void)vector::StoreOp::create(b, vec, dst, tileAt(r, x0),
                                            /*nontemporal=*/false, align);
-    for (int64_t i = 0; i < 8; ++i)
+    for (int64_t i = 0; i < chunk; ++i)
       memref::StoreOp::create(b, vector::ExtractOp::create(b, vec, i), dst,
                               tileAt(r, e.add(x0, e.idx(i))));
   };
@@ -63,7 +65,7 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
       std::tie(k.r, k.x0) = hooks.place(*it);
     } else {
       k.r = e.divU(c, e.idx(chunksPerRow));
-      k.x0 = e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(8));
+      k.x0 = e.mul(e.remU(c, e.idx(chunksPerRow)), e.idx(chunk));
     }
     k.src = source(k.r);
     int64_t length = k.src.length ? k.src.length : headDim;
@@ -73,7 +75,7 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
     Type srcElem = srcType.getElementType();
     // fp8 and i8 chunks are widened in registers.
     bool fp8 = isFp8(srcElem) || srcElem.isSignlessInteger(8);
-    if (k.src.chunks && (k.src.limit || length % 8 == 0) &&
+    if (k.src.chunks && (k.src.limit || length % chunk == 0) &&
         ((!k.src.scale && srcElem == dt) || fp8)) {
       SmallVector<int64_t> strides;
       int64_t offset;
@@ -83,7 +85,7 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
       k.widen = unit && fp8 && !k.vector;
     }
     if (k.vector || k.widen) {
-      k.whole = e.andI(k.src.valid, e.le(e.add(k.x0, e.idx(8)), k.limit));
+      k.whole = e.andI(k.src.valid, e.le(e.add(k.x0, e.idx(chunk)), k.limit));
       k.at = k.src.at(k.x0);
     }
     return k;
@@ -98,7 +100,7 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
     // value in the compute type. 0 outside the row.
     Type loaded = rawFp8 ? dt : b.getF32Type();
     SmallVector<Value> elems;
-    for (int64_t j = 0; j < 8; ++j) {
+    for (int64_t j = 0; j < chunk; ++j) {
       Value x = e.add(k.x0, e.idx(j));
       Value ok = e.andI(k.src.valid, e.lt(x, k.limit));
       Value v = e.ifElse(
@@ -181,14 +183,14 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
       // Rows of whole chunks: a chunk is either all there or all zero. A
       // copy of 0 source bytes zero-fills, so no branch splits the walk's
       // basic block (the source index is in range either way).
-      Value n = e.select(k.whole, e.idx(8), e.idx(0));
+      Value n = e.select(k.whole, e.idx(chunk), e.idx(0));
       hooks.copyChunk(dst, tileAt(k.r, k.x0), k.src.mem, k.at, n);
       return;
     }
     if (hooks.partialCopies) {
       // (The elements of a chunk are adjacent from k.at, which is in range
       // even for a chunk past the limit: no bytes are read there.)
-      Value n = e.max(e.min(e.sub(k.limit, k.x0), e.idx(8)), e.idx(0));
+      Value n = e.max(e.min(e.sub(k.limit, k.x0), e.idx(chunk)), e.idx(0));
       n = e.select(k.src.valid, n, e.idx(0));
       hooks.copyChunk(dst, tileAt(k.r, k.x0), k.src.mem, k.at, n);
       return;

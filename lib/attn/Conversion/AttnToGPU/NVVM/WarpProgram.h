@@ -287,14 +287,17 @@ private:
   };
   /// Stages `numRows` rows of `rowElems` elements (a multiple of 8) into
   /// `dst`, 16 bytes per thread and step. `unrollTail`: a ragged last
-  /// step is unrolled too (TileStager::Hooks::unrollRaggedTail).
+  /// step is unrolled too (TileStager::Hooks::unrollRaggedTail);
+  /// `rawChunk`: TileStager::Hooks::rawChunkElems.
   void stage(const SharedTile &dst, int64_t numRows, int64_t rowElems,
              llvm::function_ref<StagedRow(Value)> source,
-             ChunkOrder order = ChunkOrder::RowMajor, bool unrollTail = false);
-  /// The chunks of a [rows, cols chunks] tile this thread stages in
-  /// `order` (null where the shape does not divide: row-major).
+             ChunkOrder order = ChunkOrder::RowMajor, bool unrollTail = false,
+             int64_t rawChunk = 8);
+  /// The chunks of `chunk` elements of a [rows, cols chunks] tile this
+  /// thread stages in `order` (null where the shape does not divide:
+  /// row-major).
   std::function<std::pair<Value, Value>(int64_t)>
-  placement(ChunkOrder order, int64_t rows, int64_t cols);
+  placement(ChunkOrder order, int64_t rows, int64_t cols, int64_t chunk);
   Value commitGroup();
   /// Waits until at most `pending` of this thread's copy groups are in
   /// flight, then synchronizes the computing threads.

@@ -594,6 +594,11 @@ void WarpAttentionBuilder::produceConverted(const KvWalk &walk, Value lo,
   if (keyScaleOnScores && kScale)
     keySigns = e.select(e.cmpF(arith::CmpFPredicate::OLT, kScale, e.f32(0.0)),
                         e.i32(static_cast<int32_t>(0x80808080)), e.i32(0));
+  // vLLM's fp8 split-x K cache (x = 16) holds runs of 16 dims a key, which
+  // the raw tile's 16-byte units keep: one copy each, a thread a key.
+  auto kCacheType = cast<MemRefType>(any.k.getType());
+  bool wholeRuns = walk.splitKeys && kCacheType.getRank() == 5 &&
+                   kCacheType.getShape().back() % 16 == 0;
   auto copyRaw = [&](Value n0, Value slot) {
     Value nValid = e.min(bn, e.sub(hi, n0));
     KvBuffers raw = rawBuffers(slot);
@@ -601,7 +606,8 @@ void WarpAttentionBuilder::produceConverted(const KvWalk &walk, Value lo,
     stage(
         raw.k, g.bn, g.dPad,
         [&](Value r) { return tile.key(r, /*isK=*/true, /*scaled=*/false); },
-        ChunkOrder::RowPairs);
+        wholeRuns ? ChunkOrder::Rows : ChunkOrder::RowPairs,
+        /*unrollTail=*/false, /*rawChunk=*/wholeRuns ? 16 : 8);
     stage(
         raw.vt, g.dPad, g.bn,
         [&](Value d) { return tile.valueColumn(d, g.bn); },

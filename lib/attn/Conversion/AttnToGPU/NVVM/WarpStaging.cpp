@@ -176,21 +176,25 @@ Value WarpAttentionBuilder::tileAddress(const SharedTile &t, int64_t bytes) {
 void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
                                  int64_t rowElems,
                                  llvm::function_ref<StagedRow(Value)> source,
-                                 ChunkOrder order, bool unrollTail) {
+                                 ChunkOrder order, bool unrollTail,
+                                 int64_t rawChunk) {
   TileStager::Hooks hooks;
-  hooks.place = placement(order, numRows, rowElems / 8);
-  // Whole chunks: 16 bytes (8 of raw fp8) with cp.async, which bypasses L1
-  // only for 16-byte copies. A chunk of 8 f32 is two copies of 16 bytes.
-  hooks.copyChunk = [&](Value dstMem, ValueRange dstAt, Value src,
-                        ValueRange srcAt, Value count) {
+  int64_t chunk = isFp8(cast<MemRefType>(dst.mem.getType()).getElementType())
+                      ? rawChunk
+                      : 8;
+  hooks.rawChunkElems = rawChunk;
+  hooks.place = placement(order, numRows, rowElems / chunk, chunk);
+  // Whole chunks: 16 bytes (8 or 16 of raw fp8) with cp.async, which
+  // bypasses L1 only for 16-byte copies. A chunk of 8 f32 is two copies of
+  // 16 bytes.
+  hooks.copyChunk = [&, chunk](Value dstMem, ValueRange dstAt, Value src,
+                               ValueRange srcAt, Value count) {
     Type dt = cast<MemRefType>(dstMem.getType()).getElementType();
-    UnitAttr bypassL1 = isa<Float8E4M3FNType, Float8E5M2Type>(dt)
-                            ? UnitAttr()
-                            : b.getUnitAttr();
+    UnitAttr bypassL1 = isFp8(dt) && chunk < 16 ? UnitAttr() : b.getUnitAttr();
     auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
     if (!dt.isF32())
       return (void)nvgpu::DeviceAsyncCopyOp::create(
-          b, tokenType, dstMem, dstAt, src, srcAt, b.getIndexAttr(8), count,
+          b, tokenType, dstMem, dstAt, src, srcAt, b.getIndexAttr(chunk), count,
           bypassL1);
     // (count is 8 or 0: whole chunks or none.)
     Value half = count ? e.divU(count, e.idx(2)) : Value();
@@ -431,7 +435,8 @@ WarpAttentionBuilder::kvBuffers(Value stage, bool splitKeys) {
 }
 
 std::function<std::pair<Value, Value>(int64_t)>
-WarpAttentionBuilder::placement(ChunkOrder order, int64_t rows, int64_t cols) {
+WarpAttentionBuilder::placement(ChunkOrder order, int64_t rows, int64_t cols,
+                                int64_t chunk) {
   // (Captured by value: the staging outlives this frame's locals.)
   LoopEmitter *em = &e;
   int64_t n = threads;
@@ -452,8 +457,9 @@ WarpAttentionBuilder::placement(ChunkOrder order, int64_t rows, int64_t cols) {
       return {};
     return [=](int64_t it) {
       Value q = em->add(t, em->idx(it * n));
-      return std::make_pair(em->remU(q, em->idx(rows)),
-                            em->mul(em->divU(q, em->idx(rows)), em->idx(8)));
+      return std::make_pair(
+          em->remU(q, em->idx(rows)),
+          em->mul(em->divU(q, em->idx(rows)), em->idx(chunk)));
     };
   case ChunkOrder::RowPairs: {
     // Thread t stages chunks 2j + t % 2 of its rows: each 8 lanes read 4
@@ -465,7 +471,7 @@ WarpAttentionBuilder::placement(ChunkOrder order, int64_t rows, int64_t cols) {
       int64_t q = pairs * it;
       Value r = em->add(em->divU(t, em->idx(2)), em->idx(q % rows));
       Value c = em->add(em->remU(t, em->idx(2)), em->idx(2 * (q / rows)));
-      return std::make_pair(r, em->mul(c, em->idx(8)));
+      return std::make_pair(r, em->mul(c, em->idx(chunk)));
     };
   }
   case ChunkOrder::ColumnPairs: {
@@ -487,7 +493,7 @@ WarpAttentionBuilder::placement(ChunkOrder order, int64_t rows, int64_t cols) {
           em->add(em->divU(within, em->idx(2)), em->idx(perPair / 2 * it));
       Value c = em->add(em->mul(em->divU(t, em->idx(perPair)), em->idx(2)),
                         em->remU(t, em->idx(2)));
-      return std::make_pair(r, em->mul(c, em->idx(8)));
+      return std::make_pair(r, em->mul(c, em->idx(chunk)));
     };
   }
   }
