@@ -57,14 +57,17 @@
 // CHECK: st.shared.v4.b32
 // The producer copies raw K in 8-byte runs of a key from a split-x cache
 // of x = 8, and in 16-byte ones, one a key's run, from vLLM's x = 16
-// (prefix_e5m2's cache): on an H200 477 against 465 TFLOP/s
+// (prefix_e5m2's cache): on an H200 477 against 465 TFLOP/s. Raw V^T
+// goes in runs of 16 keys of a page (the cache walk starting at a
+// multiple of 16) with either
 // (bench/results/2026-11-29-h200-prefix-schedules.md).
 // RAW: .visible .entry prefix_e4m3(
-// RAW-NOT: cp.async.cg.shared.global
-// RAW: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 8,
-// RAW-NOT: cp.async.cg.shared.global
+// RAW-DAG: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 8,
+// RAW-DAG: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16,
 // RAW: .visible .entry prefix_e5m2(
+// RAW-NOT: cp.async.ca.shared.global
 // RAW: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16,
+// RAW-NOT: cp.async.ca.shared.global
 // RAW: .visible .entry prefix_e4m3_d256(
 // No 2-byte shared store in the producer warpgroup's kernels.
 // B16: .visible .entry prefix_e4m3(

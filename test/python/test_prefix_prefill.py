@@ -110,6 +110,17 @@ def test_fp8_cache_heads_between_atoms(d, hq, hk, dtype, kv_dtype):
     check(o, ref, dtype, f"heads of {d} {hq}/{hk} {kv_dtype}")
 
 
+@pytest.mark.parametrize("window", [8, 24, 40, 200])
+def test_fp8_cache_sliding_window(window):
+    # sm_90a's producer copies V^T in runs of 16 keys of a page, its cache
+    # walk starting at a multiple of 16 below the window's first key (the
+    # keys in between masked).
+    o, ref = run_case(np.random.default_rng(window), d=128, hq=8, hk=2,
+                      kv_dtype="fp8_e4m3", window=window, q_lens=(150, 1, 23),
+                      ctx_lens=(300, 3, 129), kv_scales=(-0.75, 1.25))
+    check(o, ref, "bf16", f"fp8 cache window {window}")
+
+
 @pytest.mark.parametrize("kv_scales", [(-0.5, 1.5), (0.5, -2.0),
                                        (3e-3, 300.0), (-7.0, -0.25)])
 @pytest.mark.parametrize("dtype,kv_dtype", [("bf16", "fp8_e4m3"),

@@ -124,6 +124,10 @@ struct KvWalk {
   /// ranges start at multiples of 8. GPU programs then stage V transposed
   /// with 16-byte copies.
   bool valueKeyMajor = false;
+  /// Keys of one run of a key-major V (its pages' size; 0: not said). A
+  /// program may round the walk's start down further (the keys before it
+  /// are masked) so that its tiles start on whole runs.
+  int64_t valueRun = 0;
   /// Keys are located through a block table (each staged row reads it).
   bool paged = false;
   /// K is vLLM's split-x cache ([.., D / x, page, x]): x dims of a key are

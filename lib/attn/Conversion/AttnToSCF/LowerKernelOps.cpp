@@ -249,6 +249,7 @@ void emitPrefixPrefill(LoopEmitter &e, ProgramTarget &target,
           cache.lo = e.mul(e.divU(lo, e.idx(8)), e.idx(8));
           cache.hi = e.min(hi, ctx);
           cache.valueKeyMajor = blockSize % 8 == 0;
+          cache.valueRun = blockSize;
           cache.paged = true;
           cache.splitKeys = true;
           cache.keyType =

@@ -1054,10 +1054,16 @@ void WarpProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
                                     const AttentionOutput &o, Value q,
                                     const ProgramRows &rows,
                                     ArrayRef<KvWalk> walks) {
+  // (Keys before a walk's start are masked: starting earlier only adds
+  // masked keys.)
+  SmallVector<KvWalk> aligned(walks);
+  for (KvWalk &walk : aligned)
+    if (shape.producerWarps && chip.wgmma && copiesValueRuns16(walk))
+      walk.lo = e.mul(e.divU(walk.lo, e.idx(16)), e.idx(16));
   WarpAttentionBuilder(e, shape, f, o, q, entry, shared, computeType, threads,
                        chip, exactF32, maps,
                        persistent ? &*persistent : nullptr, rawFp8Keys)
-      .emit(rows, walks);
+      .emit(rows, aligned);
 }
 
 namespace {

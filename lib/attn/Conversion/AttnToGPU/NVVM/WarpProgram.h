@@ -36,6 +36,15 @@
 
 namespace mlir::attn::warp {
 
+/// The gathering producer copies the raw fp8 V^T tiles of `walk` in runs
+/// of 16 keys of one page (16 bytes), which needs tiles starting at
+/// multiples of 16: WarpProgramTarget::emitProgram rounds such a walk's
+/// start down to one.
+inline bool copiesValueRuns16(const KvWalk &walk) {
+  return isFp8(walk.keyType) && walk.valueKeyMajor && walk.valueRun > 0 &&
+         walk.valueRun % 16 == 0;
+}
+
 constexpr int64_t kLanes = 32;
 /// The producer warpgroup of warp-specialized programs.
 constexpr int64_t kProducerWarps = 4;

@@ -611,7 +611,8 @@ void WarpAttentionBuilder::produceConverted(const KvWalk &walk, Value lo,
     stage(
         raw.vt, g.dPad, g.bn,
         [&](Value d) { return tile.valueColumn(d, g.bn); },
-        ChunkOrder::ColumnPairs);
+        ChunkOrder::ColumnPairs, /*unrollTail=*/false,
+        /*rawChunk=*/copiesValueRuns16(walk) ? 16 : 8);
   };
   Value loopTid = tid;
   tid = pinned(tid);
