@@ -1,7 +1,8 @@
 //===- GpuStaging.h - global rows into shared-memory tiles ------*- C++ -*-===//
 //
 // Every GPU program stages its Q, K and V tiles the same way: the block's
-// threads each take chunks of 8 elements of a row; a chunk whose source is
+// threads each take chunks of 8 elements of a row (raw fp8 tiles may take
+// 16, Hooks::rawChunkElems); a chunk whose source is
 // 8 adjacent elements of the tile's type is moved whole (16 bytes; 32 of f32),
 // an fp8 chunk is loaded as 8 bytes and decoded in registers, and anything else
 // (strided or ragged rows, scales) is gathered element by element, zero

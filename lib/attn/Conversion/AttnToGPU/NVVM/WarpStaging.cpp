@@ -475,12 +475,12 @@ WarpAttentionBuilder::placement(ChunkOrder order, int64_t rows, int64_t cols,
     };
   }
   case ChunkOrder::ColumnPairs: {
-    // V^T of a key-major walk ([D, keys], chunks of 8 keys of one page):
-    // thread t keeps the pair of chunk columns 2 (t / k) + {0, 1}, k = the
-    // threads per pair, so it looks its page up once; its neighbour takes
-    // the other chunk of its row, so that each 8 threads (a phase of a
-    // 16-byte access) read 128 contiguous bytes of the cache (4 dims of 16
-    // keys) and write 4 rows of a 32-byte swizzled k step.
+    // V^T of a key-major walk ([D, keys], chunks of 8 or 16 keys of one
+    // page): thread t keeps the pair of chunk columns 2 (t / k) + {0, 1},
+    // k = the threads per pair, so it looks its pages up once; its
+    // neighbour takes the other chunk of its row, so that each 8 threads
+    // (a phase of a 16-byte access) read 128 contiguous bytes of the cache
+    // (4 dims of 16 keys) and write 4 rows of a 32-byte swizzled k step.
     int64_t colPairs = cols / 2;
     if (cols % 2 || n % colPairs)
       return {};
