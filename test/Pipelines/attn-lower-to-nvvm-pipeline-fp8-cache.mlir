@@ -69,6 +69,13 @@
 // RAW: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16,
 // RAW-NOT: cp.async.ca.shared.global
 // RAW: .visible .entry prefix_e4m3_d256(
+// Decode over fp8 NHD pages (unified) copies each key's raw bytes in
+// 16-byte runs too (on an H200 2175 -> 2434 GB/s, B=64 ctx 4096,
+// bench/results/2026-11-29-h200-fp8-decode-raw-runs-16.log).
+// CHECK: .visible .entry unified_e4m3(
+// CHECK-NOT: cp.async.ca.shared.global
+// CHECK: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16,
+// CHECK-NOT: cp.async.ca.shared.global
 // No 2-byte shared store in the producer warpgroup's kernels.
 // B16: .visible .entry prefix_e4m3(
 // B16-NOT: st.shared.b16
@@ -76,6 +83,7 @@
 // B16-NOT: st.shared.b16
 // B16: .visible .entry prefix_e4m3_d256(
 // PTXAS-NOT: bytes spill stores
+// PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
@@ -98,5 +106,10 @@ func.func @prefix_e4m3_d256(%q: memref<?x16x256xbf16>, %k: memref<?x8x256xbf16>,
 
 func.func @prefix_e4m3_d112(%q: memref<?x32x112xbf16>, %k: memref<?x8x112xbf16>, %v: memref<?x8x112xbf16>, %k_cache: memref<?x8x7x16x16xf8E4M3FN>, %v_cache: memref<?x8x112x16xf8E4M3FN>, %block_table: memref<?x?xi32>, %query_start: memref<?xi32>, %seq_lens: memref<?xi32>, %scale: f32, %k_scale: memref<1xf32>, %v_scale: memref<1xf32>, %out: memref<?x32x112xbf16>) {
   attn.prefix_prefill q(%q : memref<?x32x112xbf16>) k(%k : memref<?x8x112xbf16>) v(%v : memref<?x8x112xbf16>) k_cache(%k_cache : memref<?x8x7x16x16xf8E4M3FN>) v_cache(%v_cache : memref<?x8x112x16xf8E4M3FN>) block_table(%block_table : memref<?x?xi32>) query_start(%query_start : memref<?xi32>) seq_lens(%seq_lens : memref<?xi32>) scale(%scale) k_scale(%k_scale : memref<1xf32>) v_scale(%v_scale : memref<1xf32>) out(%out : memref<?x32x112xbf16>)
+  return
+}
+
+func.func @unified_e4m3(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x128xbf16>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%ks : memref<1xf32>) v_descale(%vs : memref<1xf32>) out(%o : memref<?x32x128xbf16>)
   return
 }

@@ -188,13 +188,19 @@ void WarpAttentionBuilder::walkRawFp8(const ProgramRows &rows,
   auto rawKeys = [&](Value slot) {
     return rawKeysDirect ? rawKeySlot(slot) : raw.k;
   };
+  // (NHD pages: a key's dims are adjacent, so whole 16-byte runs of them
+  // go in one copy each on sm_90a, whose raw rows are 16-byte aligned.)
+  int64_t rawChunk = chip.wgmma && shape.headDim % 16 == 0 ? 16 : 8;
   auto copyRaw = [&](Value n0, Value slot) {
     KvTileRows tile(e, walk, n0, validAt(n0), shape.headDim);
-    stage(rawKeys(slot), g.bn, g.dPad,
-          [&](Value r) { return tile.key(r, /*isK=*/true, /*scaled=*/false); });
-    stage(raw.v, g.bn, g.dPad, [&](Value r) {
-      return tile.key(r, /*isK=*/false, /*scaled=*/false);
-    });
+    stage(
+        rawKeys(slot), g.bn, g.dPad,
+        [&](Value r) { return tile.key(r, /*isK=*/true, /*scaled=*/false); },
+        ChunkOrder::RowMajor, /*unrollTail=*/false, rawChunk);
+    stage(
+        raw.v, g.bn, g.dPad,
+        [&](Value r) { return tile.key(r, /*isK=*/false, /*scaled=*/false); },
+        ChunkOrder::RowMajor, /*unrollTail=*/false, rawChunk);
   };
   gpu::BarrierOp::create(b); // the previous range may still read the tiles
   e.ifThen(e.lt(lo, hi), [&] { copyRaw(lo, e.idx(0)); });
