@@ -3,8 +3,9 @@
 // RUN: attn-opt %s --split-input-file --attn-plan="target=nvvm chip=sm_80" --convert-attn-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=AMPERE
 
 // Decode-shaped sm_90a programs (mma.sync, one K/V buffer) over fp8 pages
-// stage through a raw buffer: tile t + 1's bytes are copied by 8-byte
-// cp.async (nothing waits on them) into fp8 rows while tile t computes.
+// stage through a raw buffer: tile t + 1's bytes are copied by 16-byte
+// cp.async (a key's whole runs; nothing waits on them) into fp8 rows
+// while tile t computes.
 // Under 16-bit queries the tiles are f16 (every fp8 value is one), the
 // cache scales apply to the dot products and the output, a bf16 Q is
 // staged times a power of two from its largest magnitude (a max over the
@@ -22,8 +23,8 @@
 // CHECK: arith.bitcast %{{.*}} : f32 to i32
 // CHECK: arith.truncf %{{.*}} : f32 to f16
 // CHECK: vector.store %{{.*}} : memref<64x136xf16, #gpu.address_space<workgroup>>, vector<8xf16>
-// CHECK: nvgpu.device_async_copy %arg1{{.*}}, 8, %{{.*}} : memref<?x16x8x128xf8E4M3FN> to memref<64x144xf8E4M3FN, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.device_async_copy %arg2{{.*}}, 8, %{{.*}} : memref<?x16x8x128xf8E4M3FN> to memref<64x128xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %arg1{{.*}}, 16, %{{.*}} {bypassL1} : memref<?x16x8x128xf8E4M3FN> to memref<64x144xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %arg2{{.*}}, 16, %{{.*}} {bypassL1} : memref<?x16x8x128xf8E4M3FN> to memref<64x128xf8E4M3FN, #gpu.address_space<workgroup>>
 // CHECK: scf.for
 // CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
 // CHECK-NOT: memref<64x144xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>

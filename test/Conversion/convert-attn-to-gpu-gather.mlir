@@ -107,8 +107,10 @@ func.func @prefix_layouts(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %
 
 // -----
 
-// fp8 caches: the producer copies their bytes (8-byte cp.async, no
-// registers held) into a raw ring of two slots past the K/V ring, one tile
+// fp8 caches: the producer copies their bytes (16-byte cp.async of a
+// key's 16 dims of the x = 16 K cache and a dim's 16 keys of a V page,
+// the cache walk starting at a multiple of 16; no registers held) into
+// a raw ring of two slots past the K/V ring, one tile
 // ahead, then, once every producer thread's copies landed (its own
 // barrier, id 5), reads them back 16 bytes at a time, converts them by
 // pairs, applies the scales and writes K and V^T in the layouts the
@@ -118,10 +120,10 @@ func.func @prefix_layouts(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %
 // CHECK: gpu.launch_func @attn_kernels::@prefix_fp8 {{.*}} dynamic_shared_memory_size %c230400_i32
 // CHECK: gpu.func @prefix_fp8
 // CHECK: nvvm.setmaxregister  decrease 56
-// CHECK: nvgpu.device_async_copy %arg6{{.*}}, 8, %{{.*}} : memref<?x8x8x16x16xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %arg6{{.*}}, 16, %{{.*}} {bypassL1} : memref<?x8x8x16x16xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
 // CHECK: scf.for
 // CHECK: nvvm.barrier id = %c5_i32{{.*}} number_of_threads = %c128_i32
-// CHECK: nvgpu.device_async_copy %arg7{{.*}}, 8, %{{.*}} : memref<?x8x128x16xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %arg7{{.*}}, 16, %{{.*}} {bypassL1} : memref<?x8x128x16xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
 // CHECK: nvvm.barrier id = %c5_i32{{.*}} number_of_threads = %c128_i32
 // CHECK: vector.load {{.*}} : memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
