@@ -133,6 +133,9 @@ public:
   void stage(Value dst, const TileIndex &at, int64_t numRows, int64_t rowElems,
              llvm::function_ref<StagedRow(Value)> source,
              bool transposed = false);
+  /// Elements of the chunks stage() takes in tiles of `tileType`: 8, or
+  /// Hooks::rawChunkElems for raw fp8 tiles (for Hooks::place).
+  static int64_t chunkElems(Type tileType, int64_t rawChunkElems);
 
 private:
   LoopEmitter &e;

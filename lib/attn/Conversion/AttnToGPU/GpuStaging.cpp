@@ -21,6 +21,10 @@ Value toCompute(ImplicitLocOpBuilder &b, Type ct, Value v) {
 }
 } // namespace
 
+int64_t TileStager::chunkElems(Type tileType, int64_t rawChunkElems) {
+  return isFp8(tileType) ? rawChunkElems : 8;
+}
+
 void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
                        int64_t rowElems,
                        llvm::function_ref<StagedRow(Value)> source,
@@ -30,7 +34,7 @@ void TileStager::stage(Value dst, const TileIndex &tileAt, int64_t numRows,
   // 16), spread over the block's threads.
   Type dt = cast<MemRefType>(dst.getType()).getElementType();
   bool rawFp8 = isFp8(dt);
-  int64_t chunk = rawFp8 ? hooks.rawChunkElems : 8;
+  int64_t chunk = chunkElems(dt, hooks.rawChunkElems);
   assert(rowElems % chunk == 0 && "rows of whole chunks");
   int64_t chunksPerRow = rowElems / chunk, total = numRows * chunksPerRow;
   int64_t iters = (total + threads - 1) / threads;

@@ -174,8 +174,8 @@ void WarpAttentionBuilder::walkRawFp8(const ProgramRows &rows,
                                       const KvWalk &walk, Value lo, Value hi,
                                       Value active, Value kScale,
                                       Value vScale) {
-  // fp8 pages of decode-shaped programs: their bytes are copied (8-byte
-  // cp.async, nothing waits) into a raw buffer while the previous tile
+  // fp8 pages of decode-shaped programs: their bytes are copied (cp.async,
+  // nothing waits) into a raw buffer while the previous tile
   // computes; each tile is then dequantized from shared memory (16-byte
   // reads, pair cvt) into the K and V tiles, or only V where QK reads K
   // raw (rawKeysDirect). (Decoding straight from global loads waited on

@@ -179,9 +179,8 @@ void WarpAttentionBuilder::stage(const SharedTile &dst, int64_t numRows,
                                  ChunkOrder order, bool unrollTail,
                                  int64_t rawChunk) {
   TileStager::Hooks hooks;
-  int64_t chunk = isFp8(cast<MemRefType>(dst.mem.getType()).getElementType())
-                      ? rawChunk
-                      : 8;
+  int64_t chunk = TileStager::chunkElems(
+      cast<MemRefType>(dst.mem.getType()).getElementType(), rawChunk);
   hooks.rawChunkElems = rawChunk;
   hooks.place = placement(order, numRows, rowElems / chunk, chunk);
   // Whole chunks: 16 bytes (8 or 16 of raw fp8) with cp.async, which
