@@ -16,6 +16,7 @@ raises the errors.
 
 import contextvars
 import functools
+import inspect
 import operator
 import os
 
@@ -300,10 +301,16 @@ class _Plan:
     attn_mlir's own buffers are no caller's memory, so the full path's
     first check of those stands."""
 
-    def __init__(self, captured, args, kwargs):
+    def __init__(self, captured, args, kwargs, positional_names=()):
         from . import _gpu
         sources = list(args) + list(kwargs.values())
         spans = [_span(x) for x in sources]
+        # Each argument's parameter name (None where unknown): an operand
+        # named like one of the arguments holding its memory comes from
+        # that one (one tensor given for both k_descale and v_descale).
+        self.names = (list(positional_names[:len(args)]) +
+                      [None] * max(0, len(args) - len(positional_names)) +
+                      list(kwargs))
         self.pointers = []   # ("arg", position, offset) | ("const", ptr)
         self.keep = []       # owners of constant pointers
         self.steps = []      # per op call: (device, name, launches)
@@ -367,12 +374,26 @@ class _Plan:
         a, b = self.pointers[o], self.pointers[i]
         return a[0] == b[0] == "arg" and a[1] != b[1]
 
+    def _one(self, value, candidates):
+        """The argument among `candidates` (positions) an operand comes
+        from: the only one, or the only one of its name (one tensor given
+        for two parameters: a later call may give two)."""
+        if len(candidates) > 1:
+            named = [j for j in candidates if self.names[j] == value.name]
+            if len(named) == 1:
+                return named
+        return candidates
+
     def _source(self, value, sources, spans):
-        for j, x in enumerate(sources):
-            if x is value or x is value.owner:
-                return ("arg", j, 0)
-        inside = [j for j, span in enumerate(spans) if span and
-                  span[0] <= value.ptr < span[0] + max(span[1], 1)]
+        same = self._one(value, [j for j, x in enumerate(sources)
+                                 if x is value or x is value.owner])
+        if len(same) > 1:
+            raise _NotReplayable(value.name)
+        if same:
+            return ("arg", same[0], 0)
+        inside = self._one(value, [
+            j for j, span in enumerate(spans) if span and
+            span[0] <= value.ptr < span[0] + max(span[1], 1)])
         if len(inside) > 1:
             # Arguments that share memory (k and v views of one cache): the
             # signature does not say how they will lie next time.
@@ -432,6 +453,10 @@ def replayable(op, buckets=None):
     max_seqlen_k, which only feeds the split-KV planner): the signature
     keeps the result, so a serving loop's growing value still replays."""
     def wrap(fn):
+        positional = tuple(
+            p.name for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
         @functools.wraps(fn)
         def call(*args, **kwargs):
             global _TENSOR, _DATA_PTR, _ops, _compiling
@@ -480,7 +505,7 @@ def replayable(op, buckets=None):
             on_gpu = _CPU_AS_GPU or all(t.is_cuda for t in tensors)
             if seen and result is None and on_gpu:
                 try:
-                    plan = _Plan(seen, args, kwargs)
+                    plan = _Plan(seen, args, kwargs, positional)
                 except Exception:   # anything unforeseen: the full path
                     plan = None
             if len(_PLANS) >= _MAX_PLANS:

@@ -414,6 +414,31 @@ def test_one_tensor_in_two_places_replays_only_so(gpu):
     assert ptrs and set(ptrs) == {vc.data_ptr()}
 
 
+def test_one_scale_tensor_for_both_caches_replays(gpu):
+    """One descale tensor given as k_descale and v_descale (a single KV
+    scale) replays: the scale views lie inside both arguments, and each
+    operand's name says which one it comes from. (Such calls once took the
+    full path every time: 163 us of host time a call on an H200,
+    bench/results/2026-11-29-h200-decode-key-split.md.) Two tensors are
+    another match, replayed each from its own parameter."""
+    q, kc, vc, table, cu, used, out = decode(0)
+    k8, v8 = (c.to(torch.float8_e4m3fn) for c in (kc, vc))
+    d, d2 = torch.full((1,), 0.5), torch.full((1,), 0.25)
+    for _ in range(2):
+        ops.unified(q, k8, v8, table, cu, used, out, scale=0.125,
+                    k_descale=d, v_descale=d)
+    assert [kind for kind, _ in gpu] == ["full", "replay"]
+    ops.unified(q, k8, v8, table, cu, used, out, scale=0.125, k_descale=d,
+                v_descale=d2)
+    assert gpu[-1][0] == "full"
+    ops.unified(q, k8, v8, table, cu, used, out, scale=0.125, k_descale=d2,
+                v_descale=d)
+    assert gpu[-1][0] == "replay"
+    ptrs = {v[0]: v[1] for v in gpu[-1][1] if isinstance(v, tuple)}
+    assert ptrs["k_descale"] == d2.data_ptr()
+    assert ptrs["v_descale"] == d.data_ptr()
+
+
 def test_tensors_inside_tuples_are_not_replayed():
     """A plan takes pointers from top-level arguments only."""
     t = torch.zeros(3)
