@@ -297,7 +297,8 @@ class _Call:
                           ("quantize_to", "q8"),
                           ("short_sequences", "short"),
                           ("long_queries", "long"),
-                          ("prefill_rows", "prefill")):
+                          ("prefill_rows", "prefill"),
+                          ("decode_rows", "decode")):
             if word in attrs or word in operands:
                 m = re.search(r"num_segments = (\d+)", attrs)
                 parts.append(tag + (m.group(1) if m and tag == "split"
@@ -609,6 +610,20 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
            mm_prefix_range is None and rswa_prefix_lens is None and
            chunk_lookback is None and isinstance(causal, (bool, np.bool_)) and
            (alibi_slopes is None or alibi_form != "sqrt"))
+    # The decode-rows hint: a sequence's queries times the query heads of a
+    # KV head average at most DECODE_ROWS (decode, speculative decode), over
+    # fp8 caches (16-bit queries, heads of whole 16-dim steps up to 128). On
+    # sm_90a the plan then gives the programs one 16-row slab whose four
+    # warps split each KV tile's keys (Plan.cpp, kDecodeRowsHint). Set only
+    # where the plan can take it.
+    c.attr("attn.decode_rows", schedule is None and sequences > 0 and
+           kc is not None and vc is not None and kv_heads > 0 and
+           qv.shape[1] // kv_heads <= DECODE_ROWS and
+           qv.shape[0] * (qv.shape[1] // kv_heads) <=
+           DECODE_ROWS * sequences and
+           qv.dtype in ("bf16", "f16") and kc.dtype in FP8 and
+           vc.dtype in FP8 and qv.shape[-1] <= 128 and
+           qv.shape[-1] % 16 == 0)
     c.attr("schedule", _schedule_attr(schedule))
     c.check_aliasing()
     operands = {ssa[1:]: value for ssa, _, kind, value in c.params
@@ -635,6 +650,12 @@ LONG_QUERY_TOKENS = 16
 # (H200: prefill rows 1.06-1.36x; the mixed batch above, 65 a sequence, 22%
 # slower there: bench/results/2026-11-28-h200-unified-prefill-gather.md).
 PREFILL_ROW_TOKENS = 128
+# ops.unified's decode-rows hint: M-tile rows (query tokens times the query
+# heads of a KV head) per sequence, on average, up to which sm_90a runs
+# fp8-cache programs of one 16-row slab, four warps splitting the keys (H200:
+# 1.27-1.31x for decode of 1 and 4 tokens, B=64 ctx 4096 GQA 32/8:
+# bench/results/2026-11-29-h200-decode-key-split.md).
+DECODE_ROWS = 16
 
 
 def _check_token_scales(kc, qv, k_scales, v_scales, k_descale, v_descale):

@@ -98,8 +98,9 @@ def _arrays(cfg, tokens, batch, context):
 
 def specializations(cfg):
     """The MLIR text of every kernel `cfg`'s layers can call: the one-pass
-    kernel (decode batches), its forms for batches whose queries average
-    more than ops.LONG_QUERY_TOKENS (mixed batches) and at least
+    kernel (decode batches; over fp8 caches their decode-rows form), its
+    forms for batches whose queries average more than
+    ops.LONG_QUERY_TOKENS (mixed batches) and at least
     ops.PREFILL_ROW_TOKENS (prefills) a sequence, where those planning
     hints apply, and, with split_kv, the split-KV kernel and merge that
     attn_mlir.vllm's plan picks for decode over long contexts (one decode

@@ -73,3 +73,36 @@ func.func @decode_fp8_f32(%q: memref<?x32x128xf32>, %kc: memref<?x16x8x128xf8E4M
   attn.unified q(%q : memref<?x32x128xf32>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%ks : memref<1xf32>) v_descale(%vs : memref<1xf32>) out(%o : memref<?x32x128xf32>)
   return
 }
+
+// -----
+
+// Decode rows (attn.decode_rows): one 16-row slab whose four warps each
+// compute a quarter of every 64-key tile (16 keys: two S tiles from
+// eight raw K reads, one k step of PV), the raw ring two tiles ahead (three K slots, two V), so
+// the wait leaves one tile's group in flight. The launch reserves Q
+// ([16, 136] f16), the K and V tiles and the ring: 84224 bytes. After the
+// walk warps 1-3 leave m, l and O (68 words a lane) in shared memory and
+// warp 0 merges them into its own and stores the rows.
+// CHECK-LABEL: func.func @decode_fp8_key_split
+// CHECK: gpu.launch_func @attn_kernels::@decode_fp8_key_split {{.*}} threads in (%c128, {{.*}} dynamic_shared_memory_size %c84224_i32
+// CHECK: gpu.func @decode_fp8_key_split
+// CHECK: vector.store %{{.*}} : memref<16x136xf16, #gpu.address_space<workgroup>>, vector<8xf16>
+// CHECK: nvgpu.device_async_copy %arg1{{.*}}, 16, %{{.*}} {bypassL1} : memref<?x16x8x128xf8E4M3FN> to memref<64x144xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_create_group
+// CHECK: nvgpu.device_async_copy %arg1{{.*}}, 16, %{{.*}} {bypassL1} : memref<?x16x8x128xf8E4M3FN> to memref<64x144xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_create_group
+// CHECK: scf.for
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
+// CHECK-COUNT-8: nvgpu.ldmatrix {{.*}} {numTiles = 2 : i32, transpose = false} : memref<64x72xf16, #gpu.address_space<workgroup>>
+// CHECK-NOT: nvgpu.ldmatrix {{.*}} memref<64x72xf16
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true} : memref<64x136xf16
+// CHECK: gpu.barrier
+// CHECK: memref.store {{.*}} : memref<204x32xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK: memref.load {{.*}} : memref<204x32xf32, #gpu.address_space<workgroup>>
+// CHECK: arith.maximumf
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+func.func @decode_fp8_key_split(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x128xbf16>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%ks : memref<1xf32>) v_descale(%vs : memref<1xf32>) out(%o : memref<?x32x128xbf16>) {attn.decode_rows}
+  return
+}

@@ -76,6 +76,26 @@
 // CHECK-NOT: cp.async.ca.shared.global
 // CHECK: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16,
 // CHECK-NOT: cp.async.ca.shared.global
+// Decode rows (attn.decode_rows): four warps split each tile's keys, the
+// raw ring two tiles ahead (the loop's wait leaves one group in flight),
+// and warp 0 merges the others' state (f32 words through shared memory)
+// before it stores the rows; so with f16 queries, heads of 80 (K decoded,
+// not read raw), softcap, window and sinks, and in split-KV segments.
+// CHECK: .visible .entry unified_e4m3_decode(
+// CHECK: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16,
+// CHECK: cp.async.wait_group 1;
+// CHECK: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// CHECK: bar.sync 0;
+// CHECK: st.shared.b32
+// CHECK: bar.sync 0;
+// CHECK: ld.shared.b32
+// CHECK: ex2.approx.ftz.f32
+// CHECK: .visible .entry unified_e5m2_decode_d80(
+// CHECK: cp.async.wait_group 1;
+// CHECK: ex2.approx.ftz.f32
+// CHECK: .visible .entry unified_e4m3_decode_split(
+// CHECK: cp.async.wait_group 1;
+// CHECK: ex2.approx.ftz.f32
 // No 2-byte shared store in the producer warpgroup's kernels.
 // B16: .visible .entry prefix_e4m3(
 // B16-NOT: st.shared.b16
@@ -83,6 +103,9 @@
 // B16-NOT: st.shared.b16
 // B16: .visible .entry prefix_e4m3_d256(
 // PTXAS-NOT: bytes spill stores
+// PTXAS: 0 bytes spill stores, 0 bytes spill loads
+// PTXAS: 0 bytes spill stores, 0 bytes spill loads
+// PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
@@ -111,5 +134,20 @@ func.func @prefix_e4m3_d112(%q: memref<?x32x112xbf16>, %k: memref<?x8x112xbf16>,
 
 func.func @unified_e4m3(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x128xbf16>) {
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%ks : memref<1xf32>) v_descale(%vs : memref<1xf32>) out(%o : memref<?x32x128xbf16>)
+  return
+}
+
+func.func @unified_e4m3_decode(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x128xbf16>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%ks : memref<1xf32>) v_descale(%vs : memref<1xf32>) out(%o : memref<?x32x128xbf16>) {attn.decode_rows}
+  return
+}
+
+func.func @unified_e5m2_decode_d80(%q: memref<?x64x80xf16>, %kc: memref<?x16x8x80xf8E5M2>, %vc: memref<?x16x8x80xf8E5M2>, %bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, %s: f32, %cap: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %sinks: memref<64xf32>, %o: memref<?x64x80xf16>) {
+  attn.unified q(%q : memref<?x64x80xf16>) k_cache(%kc : memref<?x16x8x80xf8E5M2>) v_cache(%vc : memref<?x16x8x80xf8E5M2>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) softcap(%cap) k_descale(%ks : memref<1xf32>) v_descale(%vs : memref<1xf32>) sinks(%sinks : memref<64xf32>) out(%o : memref<?x64x80xf16>) {sliding_window = 31 : i64, attn.decode_rows}
+  return
+}
+
+func.func @unified_e4m3_decode_split(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x?x128xf32>, %m: memref<?x32x?xf32>, %l: memref<?x32x?xf32>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%ks : memref<1xf32>) v_descale(%vs : memref<1xf32>) out(%o : memref<?x32x?x128xf32>) segment_max(%m : memref<?x32x?xf32>) segment_sum(%l : memref<?x32x?xf32>) {attn.decode_rows}
   return
 }

@@ -445,3 +445,40 @@ func.func @unified_fp8_cache(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%kd : memref<1xf32>) v_descale(%vd : memref<1xf32>) out(%o : memref<?x32x128xbf16>)
   return
 }
+
+// The decode-rows hint (decode, speculative decode): on sm_90a, unified
+// programs over fp8 caches (16-bit queries, heads up to 128) take one
+// 16-row slab (16 / pack query tokens) and four warps that split each
+// 64-key tile's keys (warps beyond the slabs). Caches like Q, fp8
+// queries, heads of 256 and other chips keep the schedule they would have
+// anyway.
+// NVVM-LABEL: func.func @unified_decode_rows
+// NVVM-COUNT-2: schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>}
+// NVVM: schedule = #attn.schedule<block_q = 16, block_n = 16, heads_per_program = 4>}
+// NVVM: schedule = #attn.schedule<block_q = 8, block_n = 32, heads_per_program = 8>}
+// HOPPER-LABEL: func.func @unified_decode_rows
+// HOPPER: {attn.decode_rows, schedule = #attn.schedule<block_q = 4, block_n = 64, heads_per_program = 4, warps = 4>}
+// HOPPER: {attn.decode_rows, schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4, stages = 2>}
+// HOPPER: {attn.decode_rows, schedule = #attn.schedule<block_q = 16, block_n = 16, heads_per_program = 4>}
+// HOPPER: {attn.decode_rows, schedule = #attn.schedule<block_q = 2, block_n = 64, heads_per_program = 8, warps = 4>}
+// ADA-LABEL: func.func @unified_decode_rows
+// ADA: {attn.decode_rows, schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>}
+func.func @unified_decode_rows(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>,
+    %kc8: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>,
+    %s: f32, %sc: memref<1xf32>, %o: memref<?x32x128xbf16>,
+    %q256: memref<?x32x256xbf16>, %kc256: memref<?x16x8x256xf8E5M2>, %o256: memref<?x32x256xbf16>,
+    %q80: memref<?x64x80xf16>, %kc80: memref<?x16x8x80xf8E4M3FN>, %o80: memref<?x64x80xf16>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc8 : memref<?x16x8x128xf8E4M3FN>) v_cache(%kc8 : memref<?x16x8x128xf8E4M3FN>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
+      scale(%s) k_descale(%sc : memref<1xf32>) v_descale(%sc : memref<1xf32>) out(%o : memref<?x32x128xbf16>) {attn.decode_rows}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%kc : memref<?x16x8x128xbf16>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
+      scale(%s) out(%o : memref<?x32x128xbf16>) {attn.decode_rows}
+  attn.unified q(%q256 : memref<?x32x256xbf16>) k_cache(%kc256 : memref<?x16x8x256xf8E5M2>) v_cache(%kc256 : memref<?x16x8x256xf8E5M2>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
+      scale(%s) k_descale(%sc : memref<1xf32>) v_descale(%sc : memref<1xf32>) out(%o256 : memref<?x32x256xbf16>) {attn.decode_rows}
+  attn.unified q(%q80 : memref<?x64x80xf16>) k_cache(%kc80 : memref<?x16x8x80xf8E4M3FN>) v_cache(%kc80 : memref<?x16x8x80xf8E4M3FN>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
+      scale(%s) k_descale(%sc : memref<1xf32>) v_descale(%sc : memref<1xf32>) out(%o80 : memref<?x64x80xf16>) {attn.decode_rows}
+  return
+}

@@ -198,22 +198,29 @@ def test_pinned_kv_stages(stages, block_n, split):
           f"stages {stages} x {block_n}")
 
 
+def specialization(seed, q_lens, k_extra, *, hq=8, d=128, dtype="bf16",
+                   fp8=None, **kw):
+    """The one kernel text ops.unified specializes (and launches nothing)
+    for a batch of `q_lens` queries over contexts k_extra(n) long."""
+    rng = np.random.default_rng(seed)
+    q, kc, vc, cu, su, table = make(
+        rng, hq=hq, hk=2, d=d, block_size=16, dtype=dtype, fp8=fp8,
+        q_lens=q_lens, k_lens=[k_extra(n) for n in q_lens])
+    scales = dict(k_descale=1.0, v_descale=1.0) if fp8 else {}
+    with ops.collect_specializations() as texts:
+        ops.unified(q, kc, vc, table, cu, su, np.zeros_like(q), scale=0.1,
+                    **scales, **kw)
+    assert len(texts) == 1
+    return texts[0]
+
+
 def test_long_queries_hint():
     """Calls whose queries average more than 16 a sequence carry the
     planning hint attn.long_queries (sm_90a: three K/V stages), unless a
     schedule is pinned or the caches or Q are not the same 16-bit type, or
     the head is not 64 or 128 (the plan ignores the hint there)."""
-    def attrs(q_lens, d=64, dtype="bf16", fp8=None, **kw):
-        rng = np.random.default_rng(3)
-        q, kc, vc, cu, su, table = make(
-            rng, hq=8, hk=2, d=d, block_size=16, dtype=dtype, fp8=fp8,
-            q_lens=q_lens, k_lens=[max(n, 20) for n in q_lens])
-        scales = dict(k_descale=1.0, v_descale=1.0) if fp8 else {}
-        with ops.collect_specializations() as texts:
-            ops.unified(q, kc, vc, table, cu, su, np.zeros_like(q), scale=0.1,
-                        **scales, **kw)
-        assert len(texts) == 1
-        return texts[0]
+    def attrs(q_lens, d=64, **kw):
+        return specialization(3, q_lens, lambda n: max(n, 20), d=d, **kw)
     assert "attn.long_queries" in attrs([17])
     assert "attn.long_queries" in attrs([1, 40], d=128, dtype="f16")
     assert "attn.long_queries" not in attrs([16])
@@ -230,17 +237,8 @@ def test_prefill_rows_hint():
     64 or 128 and caches of Q's 16-bit type, carry attn.prefill_rows (sm_90a:
     the gathering producer warpgroup), unless a schedule is pinned or a
     feature the plan keeps off that pipeline is there."""
-    def attrs(q_lens, d=128, dtype="bf16", fp8=None, **kw):
-        rng = np.random.default_rng(4)
-        q, kc, vc, cu, su, table = make(
-            rng, hq=8, hk=2, d=d, block_size=16, dtype=dtype, fp8=fp8,
-            q_lens=q_lens, k_lens=[n + 5 for n in q_lens])
-        scales = dict(k_descale=1.0, v_descale=1.0) if fp8 else {}
-        with ops.collect_specializations() as texts:
-            ops.unified(q, kc, vc, table, cu, su, np.zeros_like(q), scale=0.1,
-                        **scales, **kw)
-        assert len(texts) == 1
-        return texts[0]
+    def attrs(q_lens, **kw):
+        return specialization(4, q_lens, lambda n: n + 5, **kw)
     hint = "attn.prefill_rows"
     assert hint in attrs([128])
     assert hint in attrs([1, 255], dtype="f16")
@@ -291,6 +289,85 @@ def test_prefill_rows_same_result(features):
     ops.unified(q, kc, vc, table, cu, su, o, scale=0.09, **kw)
     check(o, reference(q, kc, vc, cu, su, table, 0.09, **ref_kw), "bf16",
           "prefill rows")
+
+
+def test_decode_rows_hint():
+    """Calls whose queries times the query heads of a KV head average at
+    most 16 rows a sequence, over fp8 caches and 16-bit queries with heads
+    of whole 16-dim steps up to 128, carry attn.decode_rows (sm_90a: one
+    16-row slab, four warps splitting the keys), unless a schedule is
+    pinned."""
+    def attrs(q_lens, fp8="f8E4M3FN", **kw):
+        return specialization(5, q_lens, lambda n: n + 40, fp8=fp8, **kw)
+    hint = "attn.decode_rows"
+    assert hint in attrs([1, 1, 1])
+    assert hint in attrs([4, 4], fp8="f8E5M2", dtype="f16", d=80)
+    assert hint in attrs([1, 7])  # 16 rows a sequence on average (GQA 4)
+    assert hint not in attrs([1, 8])
+    assert hint in attrs([2, 2], hq=16)  # GQA 8
+    assert hint not in attrs([1], hq=64)  # GQA 32: rows beyond one slab
+    assert hint not in attrs([1, 1], fp8=None)
+    assert hint not in attrs([1, 1], d=256)
+    assert hint not in attrs([1, 1], d=72)
+    assert hint not in attrs([1, 1], dtype="f32")
+    assert hint not in attrs([1, 1], schedule=(16, 64, 4))
+
+
+@pytest.mark.parametrize("case", [
+    "plain", "spec4", "window_softcap_sinks", "alibi", "split", "gqa8", "mha",
+    "e5m2_f16_d80", "token_scales"])
+def test_decode_rows_same_result(case):
+    """Decode rows over fp8 caches (the decode-rows hint: sm_90a programs of
+    one 16-row slab whose four warps split each KV tile's keys and merge
+    after the walk) match the float64 reference: contexts shorter than a
+    warp's 16 keys, ending inside a page and a tile, longer than the raw
+    ring; speculative decode's 4 causal tokens; the features a warp's
+    state carries (window, softcap, a sink counted once, ALiBi on the
+    register staging); split-KV segments; GQA 8, MHA; e5m2 under f16
+    queries, heads of 80; per-token scales."""
+    rng = np.random.default_rng(70 + len(case))
+    hq, hk, d, dtype, fp8 = 8, 2, 128, "bf16", "f8E4M3FN"
+    if case == "gqa8":
+        hq = 16
+    if case == "mha":
+        hq = hk = 4
+    if case == "e5m2_f16_d80":
+        d, dtype, fp8 = 80, "f16", "f8E5M2"
+    q_lens = [4, 4, 4, 4] if case == "spec4" else [1, 1, 1, 1, 1]
+    k_lens = [300, 7, 77, 1000, 64][:len(q_lens)]
+    q, kc, vc, cu, su, table = make(rng, hq=hq, hk=hk, d=d, block_size=16,
+                                    dtype=dtype, fp8=fp8, q_lens=q_lens,
+                                    k_lens=k_lens)
+    kw, rkw = dict(k_descale=0.5, v_descale=2.0), dict(k_scale=0.5,
+                                                      v_scale=2.0)
+    if case == "window_softcap_sinks":
+        kw.update(sliding_window=50, softcap=4.0)
+        rkw.update(window=50, softcap=4.0)
+        kw["sinks"] = rkw["sinks"] = rng.standard_normal(hq).astype(
+            np.float32)
+    if case == "alibi":
+        kw["alibi_slopes"] = rkw["slopes"] = (
+            2.0 ** -np.arange(1, hq + 1)).astype(np.float32)
+    if case == "token_scales":
+        kc, ks = token_scaled_caches(rng, kc.shape, 3)
+        vc, vs = token_scaled_caches(rng, kc.shape, 3)
+        kw = dict(k_scale_cache=ks, v_scale_cache=vs)
+        rkw = dict(k_token_scales=ks, v_token_scales=vs)
+    o = np.full(q.shape, np.nan, DTYPES[dtype])
+    with ops.collect_specializations() as texts:
+        ops.unified(q, kc, vc, table, cu, su, o, scale=0.09, **kw)
+    assert "attn.decode_rows" in texts[0]
+    if case == "split":
+        part = np.full(q.shape[:2] + (3, d), np.nan, np.float32)
+        mx = np.full(q.shape[:2] + (3,), np.nan, np.float32)
+        sm = mx.copy()
+        ops.unified(q, kc, vc, table, cu, su, part, scale=0.09,
+                    segment_max=mx, segment_sum=sm, **kw)
+        ops.merge_states(part, o, segment_max=mx, segment_sum=sm)
+    else:
+        ops.unified(q, kc, vc, table, cu, su, o, scale=0.09, **kw)
+    check(o, reference(q, kc, vc, cu, su, table, 0.09, **rkw), dtype,
+          f"decode rows {case}")
 
 
 @pytest.mark.parametrize("dtype,d", [("bf16", 128), ("f16", 64)])

@@ -39,7 +39,12 @@ def Attn_ScheduleAttr : AttrDef<Attn_Dialect, "Schedule"> {
     `block_q` query tokens times `heads_per_program` query heads (of one KV
     head) form a program's M tile; `block_n` keys form a KV tile. `warps`
     (GPU targets) splits the M tile into that many row slabs, one per warp
-    or wave; 0 lets the target give each warp one 16-row MMA tile.
+    or wave; 0 lets the target give each warp one 16-row MMA tile. On NVVM
+    mma.sync programs of 16-bit or fp8 tiles, more warps than 16-row slabs
+    (a multiple of them, each taking whole 16-key steps) split every KV
+    tile's keys instead: each warp of a slab keeps its own softmax state
+    over its keys, merged after the walk (decode rows: one slab, four
+    warps); elsewhere extra warps pad the M tile.
 
     The KV pipeline (NVVM sm_90a): `tma` loads K/V tiles with the bulk tensor
     copy engine into an mbarrier ring; `producer_warps` (0 or 4) adds a

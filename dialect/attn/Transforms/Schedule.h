@@ -39,6 +39,15 @@ inline constexpr llvm::StringLiteral kLongQueriesHint = "attn.long_queries";
 /// changes nothing.
 inline constexpr llvm::StringLiteral kPrefillRowsHint = "attn.prefill_rows";
 
+/// A discardable unit attribute of attn.unified: the calls the op stands
+/// for are decode rows (the Python ops set it when a sequence's queries
+/// times the packed query heads average at most 16 rows). A planning hint
+/// only: on sm_90a the plan then gives unified programs over fp8 caches
+/// one 16-row slab computed by four warps, each over its quarter of every
+/// KV tile's keys (ScheduleAttr::warps beyond the slabs); elsewhere it
+/// changes nothing.
+inline constexpr llvm::StringLiteral kDecodeRowsHint = "attn.decode_rows";
+
 /// The op's own schedule, or the CPU default when it has none.
 ScheduleAttr scheduleOrDefault(Operation *op);
 

@@ -418,6 +418,21 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
                              /*pingpong=*/true, /*persistent=*/false,
                              /*stages=*/0);
   }
+  // sm_90a unified programs of decode rows (kDecodeRowsHint) over fp8
+  // caches: one 16-row slab (16 / pack query tokens) and four warps that
+  // split each 64-key tile's keys (WarpKeySplit.cpp), instead of four
+  // slabs of which a decode token fills one: that slab's warp issued
+  // every MMA of the program on one SM sub-partition. On H200 (B=64 ctx
+  // 4096 GQA 32/8 D=128 e4m3, bench/results/2026-11-29-h200-decode-key-
+  // split.md) 2241-2405 -> 3055-3085 GB/s, and 2304-2323 -> 3027-3044 with
+  // 4 query tokens a sequence; two warps on 32-key tiles 2740, 128-key
+  // tiles 2266-2438. 16-bit caches keep their warpgroup programs (4182
+  // GB/s there against 3954 for three stages split four ways).
+  if (isa<UnifiedOp>(op) && target == "nvvm" && chip == "sm_90a" && converted &&
+      op->hasAttr(kDecodeRowsHint) && pack <= 16 && headDim <= 128 &&
+      headDim % 16 == 0 && !isFp8(elementType(op->getOperand(0))))
+    return ScheduleAttr::get(op->getContext(), 16 / pack, 64, pack,
+                             /*warps=*/4);
   // sm_90a unified programs over caches stored like Q (heads of 64 or
   // 128, 64-key tiles): two K/V stages, so that tile j + 1 loads while
   // tile j computes, which also makes the 64-row program one warpgroup on

@@ -51,6 +51,10 @@ protected:
   virtual Value isRowLeader() = 0;
   /// `x` combined (max or sum) over the lanes that share its row.
   virtual Value reduceRow(Value x, bool isMax) = 0;
+  /// Whether this thread's warp stores the rows it holds (null: every
+  /// warp does). Warps that share rows, each over its own keys, store
+  /// them once, after merging (finishWalks).
+  virtual Value storesRows() { return Value(); }
   /// Computes KV tiles of keys [lo, hi) of `walk`.
   virtual void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
                          Value hi) = 0;

@@ -114,6 +114,8 @@ void AttentionProgram::epilogue(const ProgramRows &programRows) {
     Value row = slotRow(slot);
     Value tok = math.tokenOf(row);
     Value valid = e.lt(tok, rows.numTokens);
+    if (Value stores = storesRows())
+      valid = e.andI(valid, stores);
     // The row's log-sum-exp (natural log; -inf for an empty row), stored
     // after the outputs so that the accumulators are dead by then (before
     // them, f32 D=64 on sm_90a spilled).

@@ -358,6 +358,8 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
   Acc zero = {e.f32(0.0), e.f32(0.0), e.f32(0.0), e.f32(0.0)};
   SmallVector<Acc> s(g.mFrags * nTiles, zero); // [m * nTiles + j]
   Value lane8 = e.remU(lane, e.idx(8));
+  // (A warp of several splitting the keys reads its own.)
+  Value keyRow = g.keyWarps > 1 ? e.add(warpKey0, lane8) : lane8;
   // Q fragments are read one k step at a time when S and O already fill
   // the registers (two fragments of a wide S).
   // (3xTF32 operands take twice the registers: one k step at a time.)
@@ -377,7 +379,7 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
         qa[1].push_back(queryFragment(m, kk + 1));
     }
     for (int64_t j = 0; j < nTiles; ++j) {
-      Value row = e.add(e.idx(8 * j), lane8);
+      Value row = e.add(e.idx(8 * j), keyRow);
       Value laneCol = pair ? e.mul(e.divU(lane, e.idx(8)), e.idx(g.chunk))
                            : e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)),
                                    e.idx(g.chunk));
@@ -665,7 +667,7 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
   // [bn, D] tile, or plainly from a transposed [D, bn] one.
   if (g.wgmma)
     return storeWarpgroupOutput(issueWarpgroupPV(probs, vTransposed, 0));
-  int64_t dTiles = g.dTiles(), kSteps = g.bn / 16;
+  int64_t dTiles = g.dTiles(), kSteps = g.warpKeys() / 16;
   rescaleOutput(probs);
   SmallVector<Acc> acc(g.mFrags * dTiles); // [m * dTiles + dj]
   for (int64_t m = 0; m < g.mFrags; ++m)
@@ -683,6 +685,8 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
                               pv(2 * kk + 1, 1)};
   };
   Value lane8 = e.remU(lane, e.idx(8));
+  // The warp's own keys (Geometry::keyWarps).
+  Value key0 = g.keyWarps > 1 ? warpKey0 : e.idx(0);
   if (ct.isF32()) {
     // (above)
   } else if (vTransposed) {
@@ -700,9 +704,9 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
           pair ? e.mul(e.divU(lane, e.idx(8)), e.idx(8))
                : e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)), e.idx(8));
       for (int64_t dj = 0; dj < dTiles; ++dj) {
-        SmallVector<Value> vb =
-            ldmatrix(cur.vt.mem, e.add(e.idx(8 * dj), lane8),
-                     e.add(e.idx(kk * 16), laneCol), pair ? 4 : 2, false);
+        SmallVector<Value> vb = ldmatrix(
+            cur.vt.mem, e.add(e.idx(8 * dj), lane8),
+            e.add(e.add(key0, e.idx(kk * 16)), laneCol), pair ? 4 : 2, false);
         for (int64_t m = 0; m < g.mFrags; ++m) {
           Acc &c = acc[m * dTiles + dj];
           c = mma(a0[m], {vb[0], vb[1]}, c);
@@ -719,7 +723,7 @@ void WarpAttentionBuilder::accumulate(const Probabilities &probs,
       SmallVector<SmallVector<Value>> a;
       for (int64_t m = 0; m < g.mFrags; ++m)
         a.push_back(pOperand(m, kk));
-      Value row = e.add(e.idx(kk * 16), vRowInTile);
+      Value row = e.add(e.add(key0, e.idx(kk * 16)), vRowInTile);
       for (int64_t dp = 0; dp < g.dPad / 16; ++dp) {
         Value col = e.add(e.idx(dp * 16), vColInTile);
         SmallVector<Value> vb =
@@ -745,7 +749,7 @@ void WarpAttentionBuilder::visitOutputs(
   int64_t m = slot / 2, h = slot % 2;
   for (int64_t dj = 0; dj < g.dTiles(); ++dj) {
     for (int64_t i = 2 * h; i < 2 * h + 2; ++i) {
-      Value d = colOf(dj, i);
+      Value d = dimOf(dj, i);
       Value v = e.load(oAcc, {accIndex(m, dj, i)});
       store(d, v, 8 * dj + 8 > shape.headDim);
     }
@@ -761,7 +765,7 @@ bool WarpAttentionBuilder::visitOutputPairs(
     return false;
   int64_t m = slot / 2, h = slot % 2;
   for (int64_t dj = 0; dj < shape.headDim / 8; ++dj)
-    store(colOf(dj, 2 * h), e.load(oAcc, {accIndex(m, dj, 2 * h)}),
+    store(dimOf(dj, 2 * h), e.load(oAcc, {accIndex(m, dj, 2 * h)}),
           e.load(oAcc, {accIndex(m, dj, 2 * h + 1)}));
   return true;
 }
@@ -846,16 +850,15 @@ KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
   // of K and V^T at one byte an element (WarpSpecialized.cpp).
   if (shape.producerWarps && !shape.tma && gathersFp8Caches(op))
     bytes = saturatingAdd(bytes, saturatingMul(4, g.bn * g.dPad));
-  // Decode-shaped fp8 programs: a raw K (rows padded) and V (walkRawFp8),
-  // and a second raw K where QK may read K raw (rawKeysFit).
+  // Decode-shaped fp8 programs: their raw K (rows padded) and V ring
+  // (walkRawFp8).
   bool rawFp8Keys = rawStagedFp8Keys(op, shape, ct, chip);
   if (rawFp8Keys)
-    bytes =
-        saturatingAdd(bytes, saturatingMul(g.bn, (rawKeysFit(g) ? 2 : 1) *
-                                                         (g.dPad + kRawKeyPad) +
-                                                     g.dPad));
+    bytes = saturatingAdd(bytes, rawRingBytes(g));
   if (fp8Wgmma)
     bytes = saturatingAdd(bytes, g.stages * g.dPad * g.bn);
+  if (int64_t merge = keySplitScratchBytes(g))
+    bytes = std::max(bytes, saturatingAdd(g.mRows * g.stride * ctBytes, merge));
   if (g.wgmma)
     bytes = saturatingAdd(bytes, kAlignSlack);
   // (Persistence carries the producer's ring from program to program.)

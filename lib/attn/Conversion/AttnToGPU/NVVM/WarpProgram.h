@@ -67,14 +67,20 @@ struct Geometry {
   /// wgmma.mma_async, Q and K/V staged in 128-byte swizzled atoms (no
   /// padding) that the MMAs read through descriptors.
   bool wgmma = false;
+  /// Warps that share each row slab, each computing its own keys of every
+  /// KV tile (warpKeys of them) with its own softmax state, merged after
+  /// the walk: schedules of more warps than 16-row slabs (decode-shaped
+  /// programs, whose few rows would leave the other warps idle).
+  int64_t keyWarps = 1;
   int64_t warpRows() const { return 16 * mFrags; }
+  int64_t warpKeys() const { return bn / keyWarps; }
   /// Elements of one MMA k step: two ldmatrix columns (k16, or tf32's k8).
   int64_t kElems() const { return 2 * chunk; }
   /// Elements of the V buffer: a [bn, D] tile or a transposed [D, bn] one.
   int64_t vElems() const { return std::max(bn * stride, dPad * vtStride); }
   int64_t kvElems() const { return bn * stride + vElems(); }
-  int64_t nTiles() const { return bn / 8; }   // 8-key S tiles
-  int64_t dTiles() const { return dPad / 8; } // 8-dim O tiles
+  int64_t nTiles() const { return warpKeys() / 8; } // a warp's 8-key S tiles
+  int64_t dTiles() const { return dPad / 8; }       // 8-dim O tiles
   /// Whether S and O of a warp about fill the registers (two fragments of a
   /// wide S over a wide O): Q is then read from shared memory one k step at
   /// a time, and O is rescaled on every tile.
@@ -122,6 +128,32 @@ inline Geometry fp8WgmmaGeometry(Geometry g, int64_t ctBytes) {
 /// 40-108 bytes with the raw operands in flight).
 inline bool rawKeysFit(const Geometry &g) {
   return g.dPad % 32 == 0 && g.dPad <= 128;
+}
+
+/// Shared-memory bytes past the query tile that warps splitting the keys
+/// merge through (WarpKeySplit.cpp; 0 without them).
+int64_t keySplitScratchBytes(const Geometry &g);
+
+/// Tiles whose raw bytes a raw-staged decode program (walkRawFp8) keeps in
+/// flight while it computes one: two where warps split the keys (on H200,
+/// 3055-3085 GB/s for fp8-cache decode against 2375-2402 at one, 2935-3080
+/// at three: bench/results/2026-11-29-h200-decode-key-split.md), one
+/// otherwise (a slab's warp computing alone ran no faster at two or three).
+inline int64_t rawTilesAhead(const Geometry &g) {
+  return g.keyWarps > 1 ? 2 : 1;
+}
+
+/// Raw K slots of such a program: one more than the tiles in flight where
+/// QK reads K raw (the computed tile's K stays), as many otherwise.
+inline int64_t rawKeySlots(const Geometry &g) {
+  return rawTilesAhead(g) + (rawKeysFit(g) ? 1 : 0);
+}
+
+/// Shared-memory bytes of such a program's raw ring: K rows padded by
+/// kRawKeyPad, V rows of dPad.
+inline int64_t rawRingBytes(const Geometry &g) {
+  return g.bn *
+         (rawKeySlots(g) * (g.dPad + kRawKeyPad) + rawTilesAhead(g) * g.dPad);
 }
 
 /// How a [rows, cols] tile of the compute type lies in shared memory.
@@ -226,7 +258,14 @@ private:
   }
   void stageQuery(const ProgramRows &rows) override;
   Value slotRow(int64_t slot) override { return rowOf(slot / 2, slot % 2); }
-  Value isRowLeader() override { return e.eq(quadCol, e.idx(0)); }
+  Value isRowLeader() override {
+    Value leader = e.eq(quadCol, e.idx(0));
+    return g.keyWarps > 1 ? e.andI(leader, storesRows()) : leader;
+  }
+  Value storesRows() override {
+    return g.keyWarps > 1 ? e.eq(e.remU(warp, e.idx(g.keyWarps)), e.idx(0))
+                          : Value();
+  }
   Value reduceRow(Value x, bool isMax) override { return quadReduce(x, isMax); }
   void walkRange(const ProgramRows &rows, const KvWalk &walk, Value lo,
                  Value hi) override;
@@ -439,13 +478,13 @@ private:
   /// ring the consumers read.
   void produceConverted(const KvWalk &walk, Value lo, Value hi, Value base);
   /// Raw fp8 K [bn, D] and V^T [D, bn] of raw ring slot `slot`, in core
-  /// matrices of 16-byte chunks (the caches' runs stay contiguous); with
-  /// `rowMajor`, K and V [bn, D] as plain rows instead (vLLM's [blocks,
-  /// page, Hk, D] caches, whose key rows are contiguous).
-  KvBuffers rawBuffers(Value slot, bool rowMajor = false);
-  /// Raw K slot `slot` (0 or 1) of rawBuffers' row-major layout: slot 0 is
-  /// its K, slot 1 follows its V.
-  SharedTile rawKeySlot(Value slot);
+  /// matrices of 16-byte chunks (the caches' runs stay contiguous).
+  KvBuffers rawBuffers(Value slot);
+  /// Raw K slot `keySlot` and V slot `valueSlot` of a raw-staged decode
+  /// program's ring (rawKeySlots K slots, rawTilesAhead V slots): K and V
+  /// [bn, D] as plain rows (vLLM's [blocks, page, Hk, D] caches, whose key
+  /// rows are contiguous).
+  KvBuffers rawRing(Value keySlot, Value valueSlot);
   /// Dequantizes raw tile `raw` ([rows, cols] fp8) into `dst`, `scale` (or
   /// null) applied; the threads share the work, 16 bytes at a time, going
   /// down the columns (core-matrix raw tiles) or along the rows (plain).
@@ -459,9 +498,9 @@ private:
   /// (rawFp8Reserved: its fp8 pages; its scales are then `kScale`,
   /// `vScale`, left null where foldsCacheScales applies them instead).
   bool stagesRawFp8(const KvWalk &walk, Value &kScale, Value &vScale);
-  /// The single-buffered walk of such programs: tile t + 1's bytes are
-  /// copied into the raw buffer while tile t computes, and each tile is
-  /// dequantized from shared memory before it does.
+  /// The walk of such programs: the bytes of tiles t + 1 .. t +
+  /// rawTilesAhead are copied into the raw ring while tile t computes, and
+  /// each tile is dequantized from shared memory before it does.
   void walkRawFp8(const ProgramRows &rows, const KvWalk &walk, Value lo,
                   Value hi, Value active, Value kScale, Value vScale);
   /// 8 fp8 values (vector<8 x fp8>) as 8 exact f32 values.
@@ -570,6 +609,10 @@ private:
   }
   /// Issues the last PV of a ranged walk (see walkSpecializedRange).
   void finishWalks(const ProgramRows &rows, ArrayRef<KvWalk> walks) override;
+  /// Warps that split the keys (Geometry::keyWarps): the first of each
+  /// row slab takes the others' softmax state and output through shared
+  /// memory and merges them into its own.
+  void mergeKeyWarps();
   /// consumeStep with the masked and mask-free copies chosen per tile
   /// (keys [n0, min(n0 + bn, hi)) when `scores`).
   void specializedStep(const ProgramRows &rows, const KvWalk &walk, Value t,
@@ -671,8 +714,14 @@ private:
   Value rowOf(int64_t m, int64_t half) {
     return e.add(e.add(warpRow0, quadRow), e.idx(16 * m + 8 * half));
   }
+  /// Key (column of the KV tile) of element i of this thread's S tile j.
   Value colOf(int64_t j, int64_t i) {
-    return e.add(e.mul(quadCol, e.idx(2)), e.idx(8 * j + i % 2));
+    Value col = e.add(e.mul(quadCol, e.idx(2)), e.idx(8 * j + i % 2));
+    return g.keyWarps > 1 ? e.add(warpKey0, col) : col;
+  }
+  /// Column of element i of this thread's O tile dj.
+  Value dimOf(int64_t dj, int64_t i) {
+    return e.add(e.mul(quadCol, e.idx(2)), e.idx(8 * dj + i % 2));
   }
   /// Element i of S tile j of fragment m among nTiles tiles per fragment.
   int64_t pIndex(int64_t m, int64_t j, int64_t i, int64_t nTiles) const {
@@ -728,11 +777,14 @@ private:
   Value qScaleAtEntry, kScaleAtEntry, vScaleAtEntry;
 
   Value tid, lane, warp, quadRow, quadCol, warpRow0;
+  /// The warp's first key in each KV tile (Geometry::keyWarps).
+  Value warpKey0;
   /// wgmma: bytes from the dynamic shared memory to the 1024-byte aligned
   /// start of the tiles, and that start's shared address.
   Value alignPad, tilesAddress;
-  std::tuple<Value, Value, Value, Value> unpinned; // coordinates outside tiles
-  std::tuple<Value, Value> unpinnedStaging;        // tid, tilesAddress
+  std::tuple<Value, Value, Value, Value, Value>
+      unpinned;                             // coordinates outside tiles
+  std::tuple<Value, Value> unpinnedStaging; // tid, tilesAddress
   SharedTile qS;
   KvBuffers cur; // the buffer of the tile being computed
   SmallVector<SmallVector<SmallVector<Value>>> qFrags; // [m][kStep]

@@ -60,6 +60,8 @@ SmallVector<Value> WarpAttentionBuilder::rawKeyOperands(int64_t j, int64_t kk) {
   // one key (row lane / 4); each pair of bytes converts (exactly) to the
   // f16x2 of one B register.
   Value row = e.add(e.idx(8 * j), e.remU(lane, e.idx(8)));
+  if (g.keyWarps > 1)
+    row = e.add(warpKey0, row);
   Value col = e.add(e.idx(8 * kk),
                     e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)), e.idx(8)));
   SmallVector<Value> regs = ldmatrix(rawKeyPairs, row, col, 2, false);
@@ -175,52 +177,62 @@ void WarpAttentionBuilder::walkRawFp8(const ProgramRows &rows,
                                       Value active, Value kScale,
                                       Value vScale) {
   // fp8 pages of decode-shaped programs: their bytes are copied (cp.async,
-  // nothing waits) into a raw buffer while the previous tile
-  // computes; each tile is then dequantized from shared memory (16-byte
-  // reads, pair cvt) into the K and V tiles, or only V where QK reads K
-  // raw (rawKeysDirect). (Decoding straight from global loads waited on
-  // every load: the tile's compute stalled behind its staging.)
+  // nothing waits) into a raw ring rawTilesAhead tiles ahead of the tile
+  // that computes; each tile is then dequantized from shared memory
+  // (16-byte reads, pair cvt) into the K and V tiles, or only V where QK
+  // reads K raw (rawKeysDirect). (Decoding straight from global loads
+  // waited on every load: the tile's compute stalled behind its staging.
+  // One tile ahead, a program's 16 KB in flight left the fp8 decode at
+  // half the bandwidth.)
   Value bn = e.idx(g.bn);
+  int64_t ahead = rawTilesAhead(g);
   auto validAt = [&](Value n0) { return e.min(bn, e.sub(hi, n0)); };
-  KvBuffers raw = rawBuffers(e.idx(0), /*rowMajor=*/true);
-  // K read raw by QK stays in its slot while the next tile's bytes land in
-  // the other (rawKeySlot); decoded K needs one.
-  auto rawKeys = [&](Value slot) {
-    return rawKeysDirect ? rawKeySlot(slot) : raw.k;
+  // Tile t's K slot is t mod rawKeySlots: where QK reads K raw, it stays
+  // while the bytes of the next `ahead` tiles land in the other slots.
+  // Its V slot (t mod `ahead`) is free once V is decoded, as is K's
+  // otherwise.
+  auto ring = [&](Value t) {
+    return rawRing(e.remU(t, e.idx(rawKeySlots(g))), e.remU(t, e.idx(ahead)));
   };
   // (NHD pages: a key's dims are adjacent, so whole 16-byte runs of them
   // go in one copy each on sm_90a, whose raw rows are 16-byte aligned.)
   int64_t rawChunk = chip.wgmma && shape.headDim % 16 == 0 ? 16 : 8;
-  auto copyRaw = [&](Value n0, Value slot) {
-    KvTileRows tile(e, walk, n0, validAt(n0), shape.headDim);
-    stage(
-        rawKeys(slot), g.bn, g.dPad,
-        [&](Value r) { return tile.key(r, /*isK=*/true, /*scaled=*/false); },
-        ChunkOrder::RowMajor, /*unrollTail=*/false, rawChunk);
-    stage(
-        raw.v, g.bn, g.dPad,
-        [&](Value r) { return tile.key(r, /*isK=*/false, /*scaled=*/false); },
-        ChunkOrder::RowMajor, /*unrollTail=*/false, rawChunk);
+  auto copyRaw = [&](Value t) {
+    Value n0 = e.add(lo, e.mul(t, bn));
+    e.ifThen(e.lt(n0, hi), [&] {
+      KvBuffers raw = ring(t);
+      KvTileRows tile(e, walk, n0, validAt(n0), shape.headDim);
+      stage(
+          raw.k, g.bn, g.dPad,
+          [&](Value r) { return tile.key(r, /*isK=*/true, /*scaled=*/false); },
+          ChunkOrder::RowMajor, /*unrollTail=*/false, rawChunk);
+      stage(
+          raw.v, g.bn, g.dPad,
+          [&](Value r) { return tile.key(r, /*isK=*/false, /*scaled=*/false); },
+          ChunkOrder::RowMajor, /*unrollTail=*/false, rawChunk);
+    });
+    // (Always a group, possibly empty: the waits below count tiles.)
+    return commitGroup();
   };
   gpu::BarrierOp::create(b); // the previous range may still read the tiles
-  e.ifThen(e.lt(lo, hi), [&] { copyRaw(lo, e.idx(0)); });
-  commitGroup();
+  Value token;
+  for (int64_t t = 0; t < ahead; ++t)
+    token = copyRaw(e.idx(t));
   e.forLoop(lo, hi, bn, [&](Value n0) {
     pinLaneCoordinates();
-    Value slot = e.remU(e.divU(e.sub(n0, lo), bn), e.idx(2));
-    // Tile t's bytes have landed, and every warp is done with tile t - 1
-    // (and with its raw K).
-    waitGroups(commitGroup(), 0);
+    Value t = e.divU(e.sub(n0, lo), bn);
+    KvBuffers raw = ring(t);
+    // Tile t's bytes have landed (one group a tile: those of tiles t + 1
+    // .. t + ahead - 1 may still be in flight), and every warp is done
+    // with tile t - 1. (The wait counts groups; any token will do.)
+    waitGroups(token, ahead - 1);
     if (rawKeysDirect)
-      rawKeyPairs =
-          view(rawKeySlot(slot).offset, g.bn, (g.dPad + kRawKeyPad) / 2);
+      rawKeyPairs = view(raw.k.offset, g.bn, (g.dPad + kRawKeyPad) / 2);
     else
       dequantize(raw.k, cur.k, g.bn, g.dPad, kScale);
     dequantize(raw.v, cur.v, g.bn, g.dPad, vScale);
     gpu::BarrierOp::create(b); // the tiles are whole; raw V free
-    Value next = e.add(n0, bn);
-    e.ifThen(e.lt(next, hi), [&] { copyRaw(next, e.sub(e.idx(1), slot)); });
-    commitGroup();
+    copyRaw(e.add(t, e.idx(ahead)));
     computeTile(rows, walk, active, n0, validAt(n0));
     unpinLaneCoordinates();
   });

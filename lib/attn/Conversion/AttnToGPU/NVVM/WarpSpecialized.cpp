@@ -1140,6 +1140,8 @@ void WarpAttentionBuilder::walkSpecializedRange(const ProgramRows &rows,
 
 void WarpAttentionBuilder::finishWalks(const ProgramRows &rows,
                                        ArrayRef<KvWalk> walks) {
+  if (g.keyWarps > 1)
+    return mergeKeyWarps();
   if (!ws || !ranged || !consumersOnly)
     return;
   Value tiles = readCounter(e, walkedTiles);

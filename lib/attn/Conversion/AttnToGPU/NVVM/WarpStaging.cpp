@@ -25,11 +25,19 @@ Geometry geometryOf(const TileShape &s, bool wgmma, int64_t elemBytes) {
   g.chunk = 16 / elemBytes;
   int64_t rows16 = llvm::alignTo(s.rows(), 16);
   g.warps = s.warps > 0 ? s.warps : rows16 / 16;
-  g.mFrags = std::max<int64_t>(1, (rows16 / 16 + g.warps - 1) / g.warps);
-  g.mRows = g.warps * 16 * g.mFrags;
   g.dPad = llvm::alignTo(s.headDim, 16);
   g.stride = g.dPad + g.chunk;
   g.bn = llvm::alignTo(s.blockN, 16);
+  // More warps than 16-row slabs split the keys of each tile (whole k
+  // steps of PV each) on the mma.sync programs of 16-bit and fp8 tiles;
+  // elsewhere the extra warps pad the M tile.
+  int64_t slabs = rows16 / 16;
+  if (g.warps > slabs && g.warps % slabs == 0 && elemBytes == 2 &&
+      !s.producerWarps && !s.tma && g.bn % (16 * (g.warps / slabs)) == 0)
+    g.keyWarps = g.warps / slabs;
+  int64_t rowWarps = g.warps / g.keyWarps;
+  g.mFrags = std::max<int64_t>(1, (slabs + rowWarps - 1) / rowWarps);
+  g.mRows = rowWarps * 16 * g.mFrags;
   g.vtStride = g.bn + g.chunk;
   // Prefill tiles (128 rows) double-buffer K and V: one barrier per KV tile
   // instead of four. Smaller (decode) programs keep one buffer unless the
@@ -44,8 +52,8 @@ Geometry geometryOf(const TileShape &s, bool wgmma, int64_t elemBytes) {
   // their keys are rows, V never transposed), so there bn only has to be
   // whole k steps of PV: 80 keys for heads of 256, as FlashAttention-3.
   int64_t keyUnit = s.tma && s.producerWarps ? 16 : wgmma::kAtomCols;
-  g.wgmma = wgmma && elemBytes == 2 && g.warps % 4 == 0 && g.mFrags == 1 &&
-            g.stages >= 2 && g.dPad % wgmma::kAtomCols == 0 &&
+  g.wgmma = wgmma && elemBytes == 2 && g.keyWarps == 1 && g.warps % 4 == 0 &&
+            g.mFrags == 1 && g.stages >= 2 && g.dPad % wgmma::kAtomCols == 0 &&
             g.bn % keyUnit == 0 && g.dPad <= 256 && g.bn <= 256;
   if (g.wgmma) {
     g.stride = g.dPad;
@@ -60,7 +68,8 @@ void WarpAttentionBuilder::setUpThreads() {
   warp = e.divU(tid, e.idx(kLanes));
   quadRow = e.divU(lane, e.idx(4));
   quadCol = e.remU(lane, e.idx(4));
-  warpRow0 = e.mul(warp, e.idx(g.warpRows()));
+  warpRow0 = e.mul(e.divU(warp, e.idx(g.keyWarps)), e.idx(g.warpRows()));
+  warpKey0 = e.mul(e.remU(warp, e.idx(g.keyWarps)), e.idx(g.warpKeys()));
 }
 
 Value WarpAttentionBuilder::pinned(Value index) {
@@ -76,11 +85,13 @@ Value WarpAttentionBuilder::pinned(Value index) {
 }
 
 void WarpAttentionBuilder::pinLaneCoordinates(bool staging) {
-  unpinned = {lane, quadRow, quadCol, warpRow0};
+  unpinned = {lane, quadRow, quadCol, warpRow0, warpKey0};
   lane = pinned(lane);
   quadRow = e.divU(lane, e.idx(4));
   quadCol = e.remU(lane, e.idx(4));
   warpRow0 = pinned(warpRow0);
+  if (g.keyWarps > 1)
+    warpKey0 = pinned(warpKey0);
   unpinnedStaging = {tid, tilesAddress};
   if (staging) {
     tid = pinned(tid);
@@ -90,7 +101,7 @@ void WarpAttentionBuilder::pinLaneCoordinates(bool staging) {
 }
 
 void WarpAttentionBuilder::unpinLaneCoordinates() {
-  std::tie(lane, quadRow, quadCol, warpRow0) = unpinned;
+  std::tie(lane, quadRow, quadCol, warpRow0, warpKey0) = unpinned;
   std::tie(tid, tilesAddress) = unpinnedStaging;
 }
 
@@ -269,8 +280,7 @@ SmallVector<Value> WarpAttentionBuilder::decodeFp8(Value raw) {
   return decoded;
 }
 
-WarpAttentionBuilder::KvBuffers
-WarpAttentionBuilder::rawBuffers(Value slot, bool rowMajor) {
+WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawBuffers(Value slot) {
   // After the K/V ring: two slots of raw K and V^T, bn * dPad bytes each
   // (offsets in compute-type elements, as every tile's). Chunks of 16
   // bytes in core matrices: raw K keeps the fp8 split-x cache's runs of 16
@@ -287,36 +297,35 @@ WarpAttentionBuilder::rawBuffers(Value slot, bool rowMajor) {
     t.mem = view(offset, cols / 16 * rows, 16, walkKeyType);
     return t;
   };
-  if (rowMajor) {
-    // K's rows padded by kRawKeyPad bytes: QK may read them raw with
-    // ldmatrix (rawKeyOperands), eight rows of 16 bytes at a time, which a
-    // stride of whole 128-byte lines would put in the same banks.
-    auto rowsOf = [&](Value offset, int64_t stride) {
-      SharedTile t;
-      t.offset = offset;
-      t.rows = g.bn;
-      t.mem = view(offset, g.bn, stride, walkKeyType);
-      return t;
-    };
-    int64_t kElems =
-        g.bn * (g.dPad + kRawKeyPad) / (ct.getIntOrFloatBitWidth() / 8);
-    return {rowsOf(base, g.dPad + kRawKeyPad),
-            rowsOf(e.add(base, e.idx(kElems)), g.dPad), SharedTile()};
-  }
   SharedTile k = raw(base, g.bn, g.dPad);
   SharedTile vt = raw(e.add(base, e.idx(rawElems)), g.dPad, g.bn);
   return {k, SharedTile(), vt};
 }
 
-SharedTile WarpAttentionBuilder::rawKeySlot(Value slot) {
-  KvBuffers raw = rawBuffers(e.idx(0), /*rowMajor=*/true);
+WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawRing(Value keySlot,
+                                                              Value valueSlot) {
+  // K's rows padded by kRawKeyPad bytes: QK may read them raw with
+  // ldmatrix (rawKeyOperands), eight rows of 16 bytes at a time, which a
+  // stride of whole 128-byte lines would put in the same banks.
+  // Slot s of both is K then V, at s (K + V); the extra K slot (where QK
+  // reads K raw) follows the last V.
   int64_t elemBytes = ct.getIntOrFloatBitWidth() / 8;
-  // Slot 1 after raw V: (bn rows of dPad + pad bytes) + (bn rows of dPad).
-  int64_t step = g.bn * (2 * g.dPad + kRawKeyPad) / elemBytes;
-  SharedTile t = raw.k;
-  t.offset = e.add(raw.k.offset, e.mul(slot, e.idx(step)));
-  t.mem = view(t.offset, g.bn, g.dPad + kRawKeyPad, walkKeyType);
-  return t;
+  int64_t kElems = g.bn * (g.dPad + kRawKeyPad) / elemBytes;
+  int64_t slotElems = kElems + g.bn * g.dPad / elemBytes;
+  Value base = e.idx(g.mRows * g.stride + g.stages * g.kvElems());
+  auto rowsOf = [&](Value offset, int64_t stride) {
+    SharedTile t;
+    t.offset = offset;
+    t.rows = g.bn;
+    t.mem = view(offset, g.bn, stride, walkKeyType);
+    return t;
+  };
+  return {rowsOf(e.add(base, e.mul(keySlot, e.idx(slotElems))),
+                 g.dPad + kRawKeyPad),
+          rowsOf(e.add(e.add(base, e.idx(kElems)),
+                       e.mul(valueSlot, e.idx(slotElems))),
+                 g.dPad),
+          SharedTile()};
 }
 
 void WarpAttentionBuilder::dequantize(const SharedTile &raw,
