@@ -322,26 +322,36 @@ def fp8_row(D, S_, causal):
     emit(row)
 
 
-def unified_call(q, kc, vc, bt, cu, su, o, scale, segments, ws):
+def unified_call(q, kc, vc, bt, cu, su, o, scale, segments, ws, **scales):
     if not segments:
-        return lambda: ops.unified(q, kc, vc, bt, cu, su, o, scale=scale)
+        return lambda: ops.unified(q, kc, vc, bt, cu, su, o, scale=scale,
+                                   **scales)
     part, smax, ssum = ws
 
     def run():
         # The count is the workspace's dim 2, read at run time (one kernel
         # for every count, as the drop-in runs it).
         ops.unified(q, kc, vc, bt, cu, su, part, scale=scale,
-                    segment_max=smax, segment_sum=ssum)
+                    segment_max=smax, segment_sum=ssum, **scales)
         ops.merge_states(part, o, segment_max=smax, segment_sum=ssum)
     return run
 
 
 def decode():
+    """Issue 20's decode rows (GQA 32/8 D=128 pages of 16), over bf16
+    caches and over fp8 e4m3 caches with per-tensor descales (GB/s counted
+    at the cache's width)."""
     D, Hq, Hk, bs = 128, 32, 8, 16
-    for B, ctx in ((1, 32768), (8, 8192), (64, 2048), (256, 2048)):
+    shapes = ((1, 32768), (8, 8192), (64, 2048), (256, 2048))
+    for cache, (B, ctx) in [(c, s) for c in ("bf16", "fp8") for s in shapes]:
         nblk = ctx // bs
         nb = B * nblk + 8
-        kc, vc = randn(nb, bs, Hk, D), randn(nb, bs, Hk, D)
+        kc, vc = randn(nb, bs, Hk, D, dtype=cache), \
+            randn(nb, bs, Hk, D, dtype=cache)
+        fp8 = cache == "fp8"
+        descale = np.full(1, 0.5, np.float32) if DRY else \
+            torch.full((1,), 0.5, dtype=torch.float32, device=dev)
+        scales = dict(k_descale=descale, v_descale=descale) if fp8 else {}
         perm = np.random.default_rng(1).permutation(nb - 8)[: B * nblk].reshape(B, nblk)
         bt = ints(perm)
         q, o = randn(B, Hq, D), randn(B, Hq, D)
@@ -355,16 +365,20 @@ def decode():
         if segments:
             ws = (randn(B, Hq, segments, D, dtype="f32"),
                   randn(B, Hq, segments, dtype="f32"), randn(B, Hq, segments, dtype="f32"))
-        ours = unified_call(q, kc, vc, bt, cu, su, o, scale, segments, ws)
-        nbytes = B * ctx * Hk * D * 2 * 2 + 2 * B * Hq * D * 2 + B * nblk * 4
-        row = dict(kind="decode", B=B, ctx=ctx, segments=segments)
+        ours = unified_call(q, kc, vc, bt, cu, su, o, scale, segments, ws,
+                            **scales)
+        width = 1 if fp8 else 2
+        nbytes = B * ctx * Hk * D * width * 2 + 2 * B * Hq * D * 2 + \
+            B * nblk * 4
+        row = dict(kind="decode", B=B, ctx=ctx, segments=segments,
+                   cache=cache)
         row["attn_mlir"] = nbytes / timed(ours) / 1e6
         # The drop-in (attn_mlir.vllm.unified_attention): its own plan and
         # workspace, vLLM's arguments.
         o3 = randn(B, Hq, D)
         drop = lambda: vllm.unified_attention(
             q, kc, vc, o3, cu, 1, su, ctx, scale, True, (-1, -1), bt, 0.0,
-            None, None, None)
+            None, scales.get("k_descale"), scales.get("v_descale"))
         row["drop_in"] = nbytes / timed(drop) / 1e6
         if DRY:
             continue
@@ -372,7 +386,7 @@ def decode():
         o2 = torch.empty_like(o)
         seed = lambda: S.unified.unified_attention(
             q, kc, vc, o2, cu, 1, su, ctx, scale, True, (-1, -1), bt, 0.0,
-            None, one, one)
+            None, descale if fp8 else one, descale if fp8 else one)
         row["seed"] = nbytes / timed(seed) / 1e6
         row["err_vs_seed"] = relerr(o, o2)
         row["attn_mlir_graph"] = nbytes / timed_graph(ours) / 1e6
@@ -544,7 +558,8 @@ def table():
             ours, seed = r["attn_mlir"], r["seed"]
             fa2, cud = r.get("sdpa_flash_bf16"), r.get("sdpa_cudnn_bf16")
         elif k == "decode":
-            name = f"decode B={r['B']} ctx={r['ctx']} (GB/s)"
+            fp8 = " fp8 cache" if r.get("cache") == "fp8" else ""
+            name = f"decode B={r['B']} ctx={r['ctx']}{fp8} (GB/s)"
             ours, seed, fa2, cud = r["attn_mlir"], r["seed"], None, None
         elif k == "serving":
             name = (f"decode B={r['B']} ctx={r['ctx']} {r['case']}, drop-in "
