@@ -2,7 +2,9 @@
 """Paged decode bandwidth against the split-KV segment count, for the
 segment planner (attn_mlir.vllm.plan_segments).
 
-GQA 32/8, D = 128, pages of 16, bf16 cache, one query per sequence. For
+GQA 32/8, D = 128, pages of 16, bf16 cache (SWEEP_CACHE=fp8: e4m3 with
+per-tensor descales, bytes counted at fp8 width; SWEEP_BATCHES=1,8: the
+batch sizes), one query per sequence. For
 each batch size B and context length, every segment count S (0: no split;
 else ops.unified's split form, one kernel for every count, then
 ops.merge_states) is captured in a CUDA graph and timed
@@ -26,7 +28,12 @@ from attn_mlir import ops, vllm  # noqa: E402
 
 DRY = bool(os.environ.get("ATTN_MLIR_DRY_RUN"))
 HQ, HK, D, PAGE = 32, 8, 128, 16
-BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+BATCHES = tuple(int(b) for b in os.environ.get(
+    "SWEEP_BATCHES", "1,2,4,8,16,32,64,128,256").split(","))
+FP8 = os.environ.get("SWEEP_CACHE", "bf16") == "fp8"
+# SWEEP_SCHEDULE=16,64,4,0,0,0,0,0,3: a pinned schedule for every call.
+SCHEDULE = tuple(int(x) for x in os.environ["SWEEP_SCHEDULE"].split(",")) \
+    if os.environ.get("SWEEP_SCHEDULE") else None
 CONTEXTS = (2048, 8192, 32768)
 SEGMENTS = (0, 2, 4, 8, 16, 32, 64)
 MAX_TOKENS = 1 << 21   # cached keys per case: 8.6 GB of K and V
@@ -40,6 +47,11 @@ def main():
         def randn(*shape, dtype=bf16):
             return np.zeros(shape, dtype)
 
+        def cache(*shape):
+            return np.zeros(shape, ml_dtypes.float8_e4m3fn if FP8 else bf16)
+
+        descale = np.ones(1, np.float32)
+
         def ints(a):
             return np.asarray(a, np.int32)
         f32 = np.float32
@@ -49,6 +61,12 @@ def main():
 
         def randn(*shape, dtype=torch.bfloat16):
             return torch.randn(*shape, device="cuda", dtype=dtype)
+
+        def cache(*shape):
+            x = randn(*shape)
+            return x.to(torch.float8_e4m3fn) if FP8 else x
+
+        descale = torch.full((1,), 0.5, dtype=torch.float32, device="cuda")
 
         def ints(a):
             return torch.as_tensor(np.asarray(a, np.int32), device="cuda")
@@ -78,20 +96,23 @@ def main():
             if b * ctx > MAX_TOKENS or (DRY and (b, ctx) != (2, 2048)):
                 continue
             pages = ctx // PAGE
-            kc, vc = randn(b * pages, PAGE, HK, D), randn(b * pages, PAGE, HK, D)
+            kc, vc = cache(b * pages, PAGE, HK, D), cache(b * pages, PAGE, HK, D)
+            scales = dict(k_descale=descale, v_descale=descale) if FP8 else {}
+            scales["schedule"] = SCHEDULE
             perm = np.random.default_rng(0).permutation(b * pages)
             table = ints(perm.reshape(b, pages))
             q, o = randn(b, HQ, D), randn(b, HQ, D)
             cu, used = ints(np.arange(b + 1)), ints(np.full(b, ctx))
-            nbytes = b * ctx * HK * D * 2 * 2
-            row = {"B": b, "ctx": ctx, "gbps": {}}
+            nbytes = b * ctx * HK * D * 2 * (1 if FP8 else 2)
+            row = {"B": b, "ctx": ctx, "cache": "fp8" if FP8 else "bf16",
+                   "schedule": SCHEDULE, "gbps": {}}
             for s in SEGMENTS:
                 if s and pages < s:
                     continue
                 if s == 0:
                     def fn():
                         ops.unified(q, kc, vc, table, cu, used, o,
-                                    scale=D ** -0.5)
+                                    scale=D ** -0.5, **scales)
                 else:
                     part = randn(b, HQ, s, D, dtype=f32)
                     smax = randn(b, HQ, s, dtype=f32)
@@ -100,7 +121,7 @@ def main():
                     def fn(part=part, smax=smax, ssum=ssum):
                         ops.unified(q, kc, vc, table, cu, used, part,
                                     scale=D ** -0.5, segment_max=smax,
-                                    segment_sum=ssum)
+                                    segment_sum=ssum, **scales)
                         ops.merge_states(part, o, segment_max=smax,
                                          segment_sum=ssum)
                 ms = graph_time(fn)

@@ -3,8 +3,10 @@ pages of 16, under the plan's schedule and pinned ones. Issue 20's rows:
 B=64 ctx=4096 over e4m3 caches with per-tensor descales (the default),
 bf16 caches (PROBE_CACHE=bf16), and query tokens per sequence
 (PROBE_QTOKENS=4: speculative decode, causal). PROBE_B, PROBE_CTX: the
-batch; PROBE_SCHEDULES: ';'-separated schedules, 'plan' for the plan's
-(default: the plan and warps splitting 64-key tiles). Prints GB/s counted
+batch; PROBE_SEGMENTS=S: the split-KV form with S segments (the count
+read at run time) and attn.merge_states; PROBE_SCHEDULES: ';'-separated
+schedules, 'plan' for the plan's (default: the plan and warps splitting
+64-key tiles). Prints GB/s counted
 at the cache's width per schedule, and the plan's error against a float64
 reference on 4 sequences. ATTN_MLIR_DRY_RUN=1 only records the
 specializations.
@@ -22,6 +24,7 @@ env = os.environ.get
 D, HQ, HK, BS = 128, 32, 8, 16
 B, CTX = int(env("PROBE_B", 64)), int(env("PROBE_CTX", 4096))
 QT = int(env("PROBE_QTOKENS", 1))
+SEG = int(env("PROBE_SEGMENTS", 0))
 FP8 = env("PROBE_CACHE", "fp8") == "fp8"
 SCHEDULES = [None if s.strip() == "plan" else
              tuple(int(x) for x in s.split(","))
@@ -42,6 +45,15 @@ if env("ATTN_MLIR_DRY_RUN"):
     extra = dict(k_descale=np.ones(1, np.float32),
                  v_descale=np.ones(1, np.float32)) if FP8 else {}
     for s in SCHEDULES:
+        if SEG:
+            part = np.empty(q.shape[:2] + (SEG, D), np.float32)
+            mx = np.empty(q.shape[:2] + (SEG,), np.float32)
+            ops.unified(q, kc, kc, table, cu, su, part, scale=scale,
+                        causal=causal, schedule=s, segment_max=mx,
+                        segment_sum=mx.copy(), **extra)
+            ops.merge_states(part, np.empty_like(q), segment_max=mx,
+                             segment_sum=mx.copy())
+            continue
         ops.unified(q, kc, kc, table, cu, su, np.empty_like(q), scale=scale,
                     causal=causal, schedule=s, **extra)
     sys.exit(0)
@@ -59,15 +71,26 @@ nbytes = B * CTX * HK * D * 2 * width + 2 * B * QT * HQ * D * 2 + B * nblk * 4
 ref = None
 # (On the device once: converting them in each call timed the copies.)
 table, cu, su = t(table), t(cu), t(su)
+if SEG:
+    part = torch.empty(q.shape[:2] + (SEG, D), dtype=torch.float32,
+                       device=dev)
+    mx, sm = (torch.empty(q.shape[:2] + (SEG,), dtype=torch.float32,
+                          device=dev) for _ in range(2))
 for s in SCHEDULES:
-    fn = lambda: ops.unified(q, kc, vc, table, cu, su, o,  # noqa: E731
-                             scale=scale, causal=causal, schedule=s, **extra)
+    def fn(s=s):
+        if not SEG:
+            return ops.unified(q, kc, vc, table, cu, su, o, scale=scale,
+                               causal=causal, schedule=s, **extra)
+        ops.unified(q, kc, vc, table, cu, su, part, scale=scale,
+                    causal=causal, schedule=s, segment_max=mx,
+                    segment_sum=sm, **extra)
+        ops.merge_states(part, o, segment_max=mx, segment_sum=sm)
     fn()
     torch.cuda.synchronize()
     if ref is None:
         # The plan's output against a float64 reference on 4 sequences.
         worst = 0.0
-        for b in range(4):
+        for b in range(min(4, B)):
             pages = table[b].long()
             kb, vb = ((c[pages].reshape(CTX, HK, D).double() *
                        (0.5 if FP8 else 1.0))
