@@ -234,6 +234,16 @@ func.func @tma_four_consumer_warpgroups(%q: memref<?x4x64xbf16>, %cq: memref<?xi
 
 // -----
 
+// More warps than 16-row slabs split each tile's keys, which only
+// attn.unified programs (decode rows) do: flash rejects the schedule.
+func.func @flash_key_split_warps(%q: memref<?x4x64xbf16>, %cq: memref<?xi32>, %s: f32, %o: memref<?x4x64xbf16>) {
+  // expected-error @+1 {{gives a row slab several warps (more warps than 16-row slabs), which split the keys of each tile only in attn.unified programs (decode rows)}}
+  attn.flash q(%q : memref<?x4x64xbf16>) k(%q : memref<?x4x64xbf16>) v(%q : memref<?x4x64xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%cq : memref<?xi32>) scale(%s) out(%o : memref<?x4x64xbf16>) {schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 1, warps = 4>}
+  return
+}
+
+// -----
+
 // Programs over two layout rows (block_q twice the query block) need the
 // sm_90a pipeline that walks the rows' union (two consumer warpgroups
 // beside a TMA producer); other schedules, and chips, reject them.

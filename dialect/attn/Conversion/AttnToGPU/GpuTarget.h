@@ -168,6 +168,13 @@ public:
                                    Type ct) const {
     return false;
   }
+  /// Whether the programs of `op` (tile shape `shape`) give a row slab's
+  /// several warps each their own keys of every KV tile (a schedule of
+  /// more warps than 16-row slabs); false by default.
+  virtual bool splitsKeys(Operation *op, const TileShape &shape,
+                          Type ct) const {
+    return false;
+  }
   /// The program builder of one kernel: `entry` is its entry block (where
   /// per-thread state is allocated), `shared` its dynamic shared memory
   /// (memref<?xi8, workgroup>, null when the launch needs none), `maps` the

@@ -251,6 +251,12 @@ struct ConvertAttnToGPUPass
                   "two consumer warpgroups in pingpong beside a TMA producer "
                   "have (heads_per_program = 1, warps = 8, query and key "
                   "blocks of 64, block_n = 128, f16/bf16 K and V by TMA)";
+      if (!isa<UnifiedOp>(op) && gpuTarget.splitsKeys(op, shape, computeType))
+        return op->emitOpError("convert-attn-to-gpu: the schedule ")
+               << s
+               << " gives a row slab several warps (more warps than 16-row "
+                  "slabs), which split the keys of each tile only in "
+                  "attn.unified programs (decode rows)";
       if (launch.threads > 1024 ||
           launch.sharedBytes > gpuTarget.maxSharedBytes())
         return op->emitOpError("convert-attn-to-gpu: the schedule ")

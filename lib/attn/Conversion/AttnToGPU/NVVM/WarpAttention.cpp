@@ -1137,6 +1137,11 @@ public:
                            Type ct) const override {
     return warpWalksLayoutRowPairs(op, shape, ct, chip);
   }
+  bool splitsKeys(Operation *op, const TileShape &shape,
+                  Type ct) const override {
+    return geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8)
+               .keyWarps > 1;
+  }
   std::unique_ptr<ProgramTarget>
   programs(Block *entry, Value shared, Type ct, const KernelLaunch &launch,
            ArrayRef<TensorMapArg> maps) const override {
