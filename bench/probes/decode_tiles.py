@@ -3,11 +3,11 @@ pages of 16, under the plan's schedule and pinned ones. Issue 20's rows:
 B=64 ctx=4096 over e4m3 caches with per-tensor descales (the default),
 bf16 caches (PROBE_CACHE=bf16), and query tokens per sequence
 (PROBE_QTOKENS=4: speculative decode, causal). PROBE_B, PROBE_CTX: the
-batch; PROBE_SEGMENTS=S: the split-KV form with S segments (the count
-read at run time) and attn.merge_states; PROBE_SCHEDULES: ';'-separated
-schedules, 'plan' for the plan's (default: the plan and warps splitting
-64-key tiles). Prints GB/s counted
-at the cache's width per schedule, and the plan's error against a float64
+batch; PROBE_HQ, PROBE_HK: the heads; PROBE_SEGMENTS=S: the split-KV form
+with S segments (the count read at run time) and attn.merge_states;
+PROBE_SCHEDULES: ';'-separated schedules, 'plan' for the plan's (default:
+the plan and warps splitting 64-key tiles). Prints GB/s counted at the
+cache's width per schedule, and the plan's error against a float64
 reference on 4 sequences. ATTN_MLIR_DRY_RUN=1 only records the
 specializations.
 """
@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 from attn_mlir import ops  # noqa: E402
 
 env = os.environ.get
-D, HQ, HK, BS = 128, 32, 8, 16
+D, BS = 128, 16
+HQ, HK = int(env("PROBE_HQ", 32)), int(env("PROBE_HK", 8))
 B, CTX = int(env("PROBE_B", 64)), int(env("PROBE_CTX", 4096))
 QT = int(env("PROBE_QTOKENS", 1))
 SEG = int(env("PROBE_SEGMENTS", 0))
