@@ -62,7 +62,9 @@ def prefix(D, cache=None, hq=32, hk=8, page=16, t="bf16", views=False):
 
 
 def unified(D, cache=None, hq=32, hk=8, page=16, segments=0, q8=False,
-            t="bf16", lse=False):
+            t="bf16", lse=False, decode_rows=False):
+    """`decode_rows`: the planning hint of decode rows (sm_90a over fp8
+    caches: warps splitting the keys)."""
     cache = cache or t
     q = memref("?", hq, D, t=cache if q8 else t)
     kc = memref("?", page, hk, D, t=cache)
@@ -81,14 +83,18 @@ def unified(D, cache=None, hq=32, hk=8, page=16, segments=0, q8=False,
         outs = f"%o: {o}, %m: {stat}, %l: {stat}"
         use = (f"out(%o : {o}) segment_max(%m : {stat}) "
                f"segment_sum(%l : {stat})")
-        if segments != "?":
-            use += f" {{num_segments = {segments} : i64}}"
     else:
         o = memref("?", hq, D, t=t)
         outs, use = f"%o: {o}", f"out(%o : {o})"
         if lse:
             outs += f", %lse: memref<?x{hq}xf32>"
             use += f" lse(%lse : memref<?x{hq}xf32>)"
+    attrs = [f"num_segments = {segments} : i64"] if segments not in (
+        0, "?") else []
+    if decode_rows:
+        attrs.append("attn.decode_rows")
+    if attrs:
+        use += " {" + ", ".join(attrs) + "}"
     return (f"func.func @kernel(%q: {q}, %kc: {kc}, %vc: {kc}, "
             f"%bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, "
             f"%s: f32{args}, {outs}) {{\n"
@@ -263,6 +269,13 @@ def cases():
     yield "flash D=64 fp8 e5m2", flash(64, t="f8E5M2")
     yield "unified D=128 split-KV", unified(128, segments=16)
     yield "unified D=128 split-KV runtime count", unified(128, segments="?")
+    # Decode rows over fp8 caches (sm_90a: four warps splitting the keys).
+    yield "unified D=128 fp8 cache decode rows", unified(
+        128, "f8E4M3FN", decode_rows=True)
+    yield "unified D=80 f16 e5m2 cache decode rows GQA 8", unified(
+        80, "f8E5M2", hq=16, hk=2, t="f16", decode_rows=True)
+    yield "unified D=64 fp8 cache decode rows split-KV runtime count", unified(
+        64, "f8E4M3FN", segments="?", decode_rows=True)
     yield "unified D=64 fp8 cache split-KV runtime count", unified(
         64, cache="f8E4M3FN", segments="?")
     for kind in ("spec", "spec-q8", "mm", "rswa", "int8", "fp8-token",

@@ -357,6 +357,12 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
   int64_t nTiles = g.nTiles(), kSteps = qkSteps();
   Acc zero = {e.f32(0.0), e.f32(0.0), e.f32(0.0), e.f32(0.0)};
   SmallVector<Acc> s(g.mFrags * nTiles, zero); // [m * nTiles + j]
+  // Warps splitting the keys hold few S tiles (two), each a chain of
+  // dependent MMAs over the head: the odd k steps go to a second chain,
+  // added at the end (H200 fp8 decode: 3091 -> 3126-3138 GB/s,
+  // bench/results/2026-11-29-h200-decode-key-split.md).
+  bool twoChains = g.keyWarps > 1;
+  SmallVector<Acc> odd(twoChains ? s.size() : 0, zero);
   Value lane8 = e.remU(lane, e.idx(8));
   // (A warp of several splitting the keys reads its own.)
   Value keyRow = g.keyWarps > 1 ? e.add(warpKey0, lane8) : lane8;
@@ -390,15 +396,20 @@ WarpAttentionBuilder::scores(const ProgramRows &rows, Value n0, Value nValid,
                          pair ? 4 : 2, false);
       for (int64_t m = 0; m < g.mFrags; ++m) {
         Acc &acc = s[m * nTiles + j];
-        auto product = [&](ArrayRef<Value> a, ArrayRef<Value> bRegs) {
-          return qk8 ? mmaFp8(a, bRegs, acc) : mma(a, bRegs, acc);
+        Acc &acc2 = twoChains ? odd[m * nTiles + j] : acc;
+        auto product = [&](ArrayRef<Value> a, ArrayRef<Value> bRegs,
+                           const Acc &c) {
+          return qk8 ? mmaFp8(a, bRegs, c) : mma(a, bRegs, c);
         };
-        acc = product(qa[0][m], {kb[0], kb[1]});
+        acc = product(qa[0][m], {kb[0], kb[1]}, acc);
         if (pair)
-          acc = product(qa[1][m], {kb[2], kb[3]});
+          acc2 = product(qa[1][m], {kb[2], kb[3]}, acc2);
       }
     }
   }
+  for (auto [acc, acc2] : llvm::zip(s, odd))
+    for (int64_t i = 0; i < 4; ++i)
+      acc[i] = e.addF(acc[i], acc2[i]);
 
   return softmax(rows, n0, nValid, masked, s, 0);
 }
