@@ -26,17 +26,16 @@ namespace mlir::attn::warp {
 int64_t keySplitScratchBytes(const Geometry &g) {
   if (g.keyWarps <= 1)
     return 0;
-  int64_t slots = 2 * g.mFrags, accs = g.mFrags * g.dTiles() * 4;
   int64_t rowWarps = g.warps / g.keyWarps;
-  return rowWarps * (g.keyWarps - 1) * (2 * slots + accs) * kLanes * 4;
+  return rowWarps * (g.keyWarps - 1) * g.mergeWords() * kLanes * 4;
 }
 
 void WarpAttentionBuilder::mergeKeyWarps() {
   // The other warps' m, l and O go through shared memory past the query
   // tile (every warp is done with the K/V tiles after the barrier), f32
   // words lane-minor: a warp's stores and loads touch 32 banks once.
-  int64_t slots = rowSlots(), accs = accumulatorElems();
-  int64_t words = 2 * slots + accs, others = g.keyWarps - 1;
+  int64_t slots = g.rowSlots(), accs = g.accumulatorElems();
+  int64_t words = g.mergeWords(), others = g.keyWarps - 1;
   int64_t rowWarps = g.warps / g.keyWarps;
   Type f32 = b.getF32Type();
   Value scratch =

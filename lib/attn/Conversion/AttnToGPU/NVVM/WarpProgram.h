@@ -74,6 +74,12 @@ struct Geometry {
   int64_t keyWarps = 1;
   int64_t warpRows() const { return 16 * mFrags; }
   int64_t warpKeys() const { return bn / keyWarps; }
+  /// Rows a thread keeps softmax state for, and its f32 O accumulators.
+  int64_t rowSlots() const { return 2 * mFrags; }
+  int64_t accumulatorElems() const { return mFrags * dTiles() * 4; }
+  /// f32 words a lane hands over when warps that split the keys merge:
+  /// m and l of each row slot, then O (WarpKeySplit.cpp).
+  int64_t mergeWords() const { return 2 * rowSlots() + accumulatorElems(); }
   /// Elements of one MMA k step: two ldmatrix columns (k16, or tf32's k8).
   int64_t kElems() const { return 2 * chunk; }
   /// Elements of the V buffer: a [bn, D] tile or a transposed [D, bn] one.
@@ -252,10 +258,8 @@ private:
   // AttentionProgram's hooks: slot 2 m + h is row quadRow + 8 h of M
   // fragment m (stateIndex).
   void setUp(const ProgramRows &rows, ArrayRef<KvWalk> walks) override;
-  int64_t rowSlots() const override { return 2 * g.mFrags; }
-  int64_t accumulatorElems() const override {
-    return g.mFrags * g.dTiles() * 4;
-  }
+  int64_t rowSlots() const override { return g.rowSlots(); }
+  int64_t accumulatorElems() const override { return g.accumulatorElems(); }
   void stageQuery(const ProgramRows &rows) override;
   Value slotRow(int64_t slot) override { return rowOf(slot / 2, slot % 2); }
   Value isRowLeader() override {
