@@ -326,14 +326,15 @@ def unified_call(q, kc, vc, bt, cu, su, o, scale, segments, ws, **scales):
     if not segments:
         return lambda: ops.unified(q, kc, vc, bt, cu, su, o, scale=scale,
                                    **scales)
-    part, smax, ssum = ws
+    part, smax, ssum, counters = ws
 
     def run():
         # The count is the workspace's dim 2, read at run time (one kernel
-        # for every count, as the drop-in runs it).
+        # for every count, as the drop-in runs it), and the segments are
+        # merged in the same launch (merged_out).
         ops.unified(q, kc, vc, bt, cu, su, part, scale=scale,
-                    segment_max=smax, segment_sum=ssum, **scales)
-        ops.merge_states(part, o, segment_max=smax, segment_sum=ssum)
+                    segment_max=smax, segment_sum=ssum, merged_out=o,
+                    merge_counters=counters, **scales)
     return run
 
 
@@ -364,7 +365,9 @@ def decode():
         ws = None
         if segments:
             ws = (randn(B, Hq, segments, D, dtype="f32"),
-                  randn(B, Hq, segments, dtype="f32"), randn(B, Hq, segments, dtype="f32"))
+                  randn(B, Hq, segments, dtype="f32"),
+                  randn(B, Hq, segments, dtype="f32"),
+                  ints(np.zeros((B, Hq))))
         ours = unified_call(q, kc, vc, bt, cu, su, o, scale, segments, ws,
                             **scales)
         width = 1 if fp8 else 2

@@ -6,10 +6,10 @@ GQA 32/8, D = 128, pages of 16, bf16 cache (SWEEP_CACHE=fp8: e4m3 with
 per-tensor descales, bytes counted at fp8 width; SWEEP_BATCHES=1,8: the
 batch sizes), one query per sequence. For
 each batch size B and context length, every segment count S (0: no split;
-else ops.unified's split form, one kernel for every count, then
-ops.merge_states) is captured in a CUDA graph and timed
-(triton.testing.do_bench, median, L2 flushed between calls). Prints one
-JSON line per (B, ctx): GB/s per S (cache bytes read / time), the best S,
+else ops.unified's split form, one kernel for every count, merging its
+own segments; SWEEP_MERGE=separate: then ops.merge_states) is captured in
+a CUDA graph and timed (triton.testing.do_bench, median, L2 flushed
+between calls). Prints one JSON line per (B, ctx): GB/s per S (cache bytes read / time), the best S,
 and what plan_segments picks.
 
     python3 bench/sweep_decode_segments.py
@@ -31,12 +31,38 @@ HQ, HK, D, PAGE = 32, 8, 128, 16
 BATCHES = tuple(int(b) for b in os.environ.get(
     "SWEEP_BATCHES", "1,2,4,8,16,32,64,128,256").split(","))
 FP8 = os.environ.get("SWEEP_CACHE", "bf16") == "fp8"
+# SWEEP_MERGE=separate: attn.merge_states after the split kernel (default:
+# the split kernel merges its own segments, merged_out, as the drop-in does).
+SEPARATE_MERGE = os.environ.get("SWEEP_MERGE", "fused") == "separate"
 # SWEEP_SCHEDULE=16,64,4,0,0,0,0,0,3: a pinned schedule for every call.
 SCHEDULE = tuple(int(x) for x in os.environ["SWEEP_SCHEDULE"].split(",")) \
     if os.environ.get("SWEEP_SCHEDULE") else None
 CONTEXTS = (2048, 8192, 32768)
 SEGMENTS = (0, 2, 4, 8, 16, 32, 64)
 MAX_TOKENS = 1 << 21   # cached keys per case: 8.6 GB of K and V
+
+
+def graph_time(fn):
+    """fn() captured in a CUDA graph (after a warm-up on a side stream),
+    its replay's median time in ms (do_bench, L2 flushed between calls);
+    under ATTN_MLIR_DRY_RUN one call and NaN."""
+    if DRY:
+        fn()
+        return float("nan")
+    import torch
+    import triton
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    return triton.testing.do_bench(graph.replay, warmup=10, rep=60,
+                                   return_mode="median")
 
 
 def main():
@@ -57,7 +83,6 @@ def main():
         f32 = np.float32
     else:
         import torch
-        import triton
 
         def randn(*shape, dtype=torch.bfloat16):
             return torch.randn(*shape, device="cuda", dtype=dtype)
@@ -74,23 +99,6 @@ def main():
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         print(f"{torch.cuda.get_device_name(0)}, {sms} SMs", flush=True)
 
-    def graph_time(fn):
-        if DRY:
-            fn()
-            return float("nan")
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            fn()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            fn()
-        graph.replay()
-        torch.cuda.synchronize()
-        return triton.testing.do_bench(graph.replay, warmup=10, rep=60,
-                                       return_mode="median")
-
     for ctx in CONTEXTS:
         for b in BATCHES:
             if b * ctx > MAX_TOKENS or (DRY and (b, ctx) != (2, 2048)):
@@ -105,7 +113,9 @@ def main():
             cu, used = ints(np.arange(b + 1)), ints(np.full(b, ctx))
             nbytes = b * ctx * HK * D * 2 * (1 if FP8 else 2)
             row = {"B": b, "ctx": ctx, "cache": "fp8" if FP8 else "bf16",
-                   "schedule": SCHEDULE, "gbps": {}}
+                   "schedule": SCHEDULE,
+                   "merge": "separate" if SEPARATE_MERGE else "fused",
+                   "gbps": {}}
             for s in SEGMENTS:
                 if s and pages < s:
                     continue
@@ -113,7 +123,7 @@ def main():
                     def fn():
                         ops.unified(q, kc, vc, table, cu, used, o,
                                     scale=D ** -0.5, **scales)
-                else:
+                elif SEPARATE_MERGE:
                     part = randn(b, HQ, s, D, dtype=f32)
                     smax = randn(b, HQ, s, dtype=f32)
                     ssum = randn(b, HQ, s, dtype=f32)
@@ -124,6 +134,18 @@ def main():
                                     segment_sum=ssum, **scales)
                         ops.merge_states(part, o, segment_max=smax,
                                          segment_sum=ssum)
+                else:
+                    part = randn(b, HQ, s, D, dtype=f32)
+                    smax = randn(b, HQ, s, dtype=f32)
+                    ssum = randn(b, HQ, s, dtype=f32)
+                    counters = ints(np.zeros((b, HQ)))
+
+                    def fn(part=part, smax=smax, ssum=ssum,
+                           counters=counters):
+                        ops.unified(q, kc, vc, table, cu, used, part,
+                                    scale=D ** -0.5, segment_max=smax,
+                                    segment_sum=ssum, merged_out=o,
+                                    merge_counters=counters, **scales)
                 ms = graph_time(fn)
                 row["gbps"][s] = round(nbytes / ms / 1e6, 1)
             if not DRY:

@@ -293,6 +293,7 @@ class _Call:
         if self.op == "unified" and "segment_max" in operands:
             operands.add("split")  # split-KV: split<S>, or split (run time)
         for word, tag in (("causal", "causal"), ("split", "split"),
+                          ("merged_out", "merged"),
                           ("sliding_window", "window"), ("dropout", "dropout"),
                           ("quantize_to", "q8"),
                           ("short_sequences", "short"),
@@ -495,7 +496,7 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
              mm_prefix_range=None, mm_prefix_clamp_window=False,
              rswa_prefix_lens=None, rswa_window=None, causal=True,
              chunk_lookback=None, k_scale_cache=None, v_scale_cache=None,
-             lse=None, schedule=None):
+             lse=None, schedule=None, merged_out=None, merge_counters=None):
     if num_segments is not None:
         num_segments = check_int(num_segments, "num_segments", "num_segments")
     c = _Call("unified")
@@ -562,12 +563,16 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
         raise ValueError("lse: not valid in the split-KV form (num_segments); "
                          "segment_max/segment_sum hold the statistics")
     _lse_operand(c, lse, qv)
+    fused = _merge_operands(c, merged_out, merge_counters, qv, split)
     if not split:
         _out_scale(ov, out_scale)
+    elif fused:
+        _out_scale(fused, out_scale)
     elif out_scale is not None or sinks is not None:
         name = "out_scale" if out_scale is not None else "sinks"
         raise ValueError(f"{name}: not valid in the split-KV form "
-                         f"(num_segments); attn.merge_states applies it")
+                         f"(num_segments) without merged_out; the merge "
+                         f"applies it")
     if k_descale is not None:
         _product_range([("scale", scale)] + ([("q_descale", qs)] if q_descale
                                              is not None else [])
@@ -704,6 +709,33 @@ def _lse_operand(c, lse, qv):
         raise ValueError(f"lse: expected float32 {want} (one value per query "
                          f"row and head), got {lv.dtype} "
                          f"{list(lv.shape)}")
+
+
+def _merge_operands(c, merged_out, merge_counters, qv, split):
+    """unified()'s fused merge: merged_out ([tokens, q_heads, head_dim], as
+    the one-pass form's out) and merge_counters ([tokens, q_heads] int32,
+    zeros; every completed call leaves them zero). Returns merged_out's
+    View, or None."""
+    if merged_out is None and merge_counters is None:
+        return None
+    if merged_out is None or merge_counters is None:
+        missing = "merged_out" if merged_out is None else "merge_counters"
+        raise ValueError(f"{missing}: the fused merge takes both merged_out "
+                         f"and merge_counters")
+    if not split:
+        raise ValueError("merged_out: only valid in the split-KV form "
+                         "(segment_max/segment_sum), whose segments it merges")
+    mo = c.mem("merged_out", merged_out, (1, 2), output=True)
+    mc = c.mem("merge_counters", merge_counters, (1,), output=True)
+    if qv is not None and tuple(mo.shape) != tuple(qv.shape):
+        raise ValueError(f"merged_out: expected shape {tuple(qv.shape)} (q's), "
+                         f"got {tuple(mo.shape)}")
+    want = tuple(qv.shape[:2]) if qv is not None else None
+    if mc.dtype != "i32" or mc.ndim != 2 or (want and tuple(mc.shape) != want):
+        raise ValueError(f"merge_counters: expected int32 "
+                         f"{list(want) if want else '[tokens, q_heads]'} "
+                         f"(zeros), got {mc.dtype} {list(mc.shape)}")
+    return mo
 
 
 def _causal_operand(c, causal):
@@ -922,7 +954,7 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
             mm_prefix_range=None, mm_prefix_clamp_window=False,
             rswa_prefix_lens=None, rswa_window=None, causal=True,
             chunk_lookback=None, k_scale_cache=None, v_scale_cache=None,
-            lse=None, schedule=None):
+            lse=None, schedule=None, merged_out=None, merge_counters=None):
     """qq_bias: tree bias [rows, cols]; mm_prefix_range: bidirectional
     (start, end) ranges [batch, R, 2] i32; rswa_prefix_lens ([batch] i32) with
     rswa_window: R-SWA (docs/semantics.md 2 and 3.2). causal: True, False
@@ -931,7 +963,10 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     k_scale_cache/v_scale_cache [num_blocks, block_size, kv_heads] f32:
     per-token-head scales of i8 or fp8 caches (vLLM's kv_quant_mode 2, 3).
     lse: [tokens, q_heads] f32, receives each row's log-sum-exp (not in the
-    split-KV form; see flash)."""
+    split-KV form; see flash). In the split-KV form, merged_out ([tokens,
+    q_heads, head_dim]) with merge_counters ([tokens, q_heads] int32 zeros,
+    left zero) also merges the segments in the same launch, as merge_states
+    would (sinks and out_scale apply there)."""
     t = _torch_route(q)
     if t:
         return t.unified(
@@ -940,7 +975,8 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
             alibi_form, sinks, out_scale, sliding_window, num_segments,
             segment_max, segment_sum, qq_bias, mm_prefix_range,
             mm_prefix_clamp_window, rswa_prefix_lens, rswa_window, causal,
-            chunk_lookback, k_scale_cache, v_scale_cache, lse, schedule)
+            chunk_lookback, k_scale_cache, v_scale_cache, lse, schedule,
+            merged_out, merge_counters)
     _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out,
              scale=scale, softcap=softcap, q_descale=q_descale, k_descale=k_descale,
              v_descale=v_descale, alibi_slopes=alibi_slopes, alibi_form=alibi_form,
@@ -952,7 +988,8 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
              rswa_prefix_lens=rswa_prefix_lens, rswa_window=rswa_window,
              causal=causal, chunk_lookback=chunk_lookback,
              k_scale_cache=k_scale_cache, v_scale_cache=v_scale_cache, lse=lse,
-             schedule=schedule)
+             schedule=schedule, merged_out=merged_out,
+             merge_counters=merge_counters)
 
 
 @_replay.replayable("flash")

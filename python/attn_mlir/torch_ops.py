@@ -109,7 +109,8 @@ SCHEMAS = {
         "int? rswa_window=None, bool causal=True, Tensor? causal_flags=None, "
         "int? chunk_lookback=None, Tensor? k_scale_cache=None, "
         "Tensor? v_scale_cache=None, Tensor(d!)? lse=None, "
-        "int[]? schedule=None) -> ()"),
+        "int[]? schedule=None, Tensor(e!)? merged_out=None, "
+        "Tensor(f!)? merge_counters=None) -> ()"),
     "prefix_prefill": (
         "prefix_prefill(Tensor q, Tensor k, Tensor v, Tensor k_cache, "
         "Tensor v_cache, Tensor block_table, Tensor query_start, "
@@ -572,7 +573,7 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out,
             mm_prefix_range=None, mm_prefix_clamp_window=False,
             rswa_prefix_lens=None, rswa_window=None, causal=True,
             chunk_lookback=None, k_scale_cache=None, v_scale_cache=None,
-            lse=None, schedule=None):
+            lse=None, schedule=None, merged_out=None, merge_counters=None):
     try:
         _tensors(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k,
                  out)
@@ -624,6 +625,10 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out,
             _optional(kw, "lse", lse)
         if schedule is not None:
             kw["schedule"] = _schedule(schedule)
+        if merged_out is not None:
+            _optional(kw, "merged_out", merged_out)
+        if merge_counters is not None:
+            _optional(kw, "merge_counters", merge_counters)
         if num_segments is not None:
             num_segments = _int(num_segments)
         if segment_max is not None:
@@ -646,7 +651,8 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out,
                 rswa_prefix_lens=rswa_prefix_lens, rswa_window=rswa_window,
                 causal=causal, chunk_lookback=chunk_lookback,
                 k_scale_cache=k_scale_cache, v_scale_cache=v_scale_cache,
-                lse=lse, schedule=schedule)
+                lse=lse, schedule=schedule, merged_out=merged_out,
+                merge_counters=merge_counters)
         return None
     _UNIFIED(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out,
              split_scale, num_segments, segment_max, segment_sum, **kw)

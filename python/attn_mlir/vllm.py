@@ -164,6 +164,27 @@ def _workspace(device, shapes):
     return out
 
 
+# The fused merge's arrival counters per device: int32 zeros, grown as
+# needed; every completed kernel leaves the entries it used zero again, so
+# one buffer serves every call (and a CUDA graph's replays).
+_MERGE_COUNTERS = {}
+
+
+def _merge_counters(device, tokens, heads):
+    """[tokens, heads] int32 zeros on `device` (None: the host, a fresh
+    array)."""
+    if device is None:
+        return np.zeros((tokens, heads), np.int32)
+    import torch
+    need = max(tokens * heads, 1)
+    buf = _MERGE_COUNTERS.get(device)
+    if buf is None or buf.numel() < need or checking_metadata():
+        buf = torch.zeros(need, dtype=torch.int32, device=device)
+        if not checking_metadata():
+            _MERGE_COUNTERS[device] = buf
+    return buf[:tokens * heads].view(tokens, heads)
+
+
 def _ints(x, name, length=None):
     """A 1-D or 2-D integer array as a contiguous int32 numpy array."""
     if x is None:
@@ -436,6 +457,11 @@ def max_seqlen_k_bucket(max_seqlen_k):
     return min(max_seqlen_k // SEGMENT_MIN_KEYS, MAX_SEGMENTS)
 
 
+# Split-KV calls merge their segments in the split kernel itself
+# (attn.unified's merged_out) rather than in a second launch of
+# merge_states; False restores the two launches (benchmarks compare both).
+FUSED_MERGE = True
+
 # plan_segments' constants, from bench/sweep_decode_segments.py on an H100
 # (bench/results/2026-11-27-h100-decode-segment-sweep.log: within 2.9% of
 # the best count on all 25 shapes, 0.1% on average).
@@ -644,6 +670,15 @@ def _unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
         partial, seg_max, seg_sum = (np.zeros(s, np.float32) for s in shapes)
     # The segment count is the buffers' dim 2, read by the kernel at run
     # time: one kernel (one specialization) serves every count.
+    if FUSED_MERGE:
+        # The last segment program of each tile merges it (one launch).
+        # Rows of no sequence (padding past cu_seqlens_q[-1]) are left
+        # unspecified, as in the one-pass form.
+        ops._unified(qv, kc, vc, table, cu, seqused, partial,
+                     segment_max=seg_max, segment_sum=seg_sum, merged_out=ov,
+                     merge_counters=_merge_counters(dev, tokens, hq),
+                     sinks=sink_vals, out_scale=output_scale, **common)
+        return
     ops._unified(qv, kc, vc, table, cu, seqused, partial,
                  segment_max=seg_max, segment_sum=seg_sum, **common)
     # Only rows that belong to a sequence are written, as in the one-pass

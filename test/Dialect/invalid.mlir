@@ -372,7 +372,7 @@ func.func @unified_split_kv_without_segment_outputs(%q: memref<?x32x128xbf16>, %
 // -----
 
 func.func @unified_split_kv_with_out_scale(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %os: memref<1xf32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %s: f32) {
-  // expected-error @+1 {{operand 'out_scale' is not valid in the split-KV form; the fp8 output belongs to attn.merge_states}}
+  // expected-error @+1 {{operand 'out_scale' is not valid in the split-KV form without 'merged_out'; the fp8 output belongs to the merge}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out_scale(%os : memref<1xf32>) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) {num_segments = 4 : i64}
   return
 }
@@ -380,8 +380,64 @@ func.func @unified_split_kv_with_out_scale(%q: memref<?x32x128xbf16>, %kc: memre
 // -----
 
 func.func @unified_split_kv_with_sinks(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %sk: memref<32xf32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %s: f32) {
-  // expected-error @+1 {{operand 'sinks' is not valid in the split-KV form; sinks are applied once, by attn.merge_states}}
+  // expected-error @+1 {{operand 'sinks' is not valid in the split-KV form without 'merged_out'; sinks are applied once, by the merge}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) sinks(%sk : memref<32xf32>) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) {num_segments = 4 : i64}
+  return
+}
+
+// -----
+
+func.func @unified_merged_out_without_split_kv(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x128xbf16>, %mo: memref<?x32x128xbf16>, %c: memref<?x32xi32>, %s: f32) {
+  // expected-error @+1 {{operand 'merged_out' is only valid in the split-KV form ('segment_max'), whose segments it merges}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) merged_out(%mo : memref<?x32x128xbf16>) merge_counters(%c : memref<?x32xi32>)
+  return
+}
+
+// -----
+
+func.func @unified_merged_out_without_merge_counters(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %mo: memref<?x32x128xbf16>, %s: f32) {
+  // expected-error @+1 {{operand 'merged_out' requires operand 'merge_counters' (the arrival counters of the fused merge)}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) merged_out(%mo : memref<?x32x128xbf16>)
+  return
+}
+
+// -----
+
+func.func @unified_merge_counters_without_merged_out(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %c: memref<?x32xi32>, %s: f32) {
+  // expected-error @+1 {{operand 'merge_counters' is only valid with operand 'merged_out'}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) merge_counters(%c : memref<?x32xi32>)
+  return
+}
+
+// -----
+
+func.func @unified_merged_out_shape_mismatch(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %mo: memref<?x32x64xbf16>, %c: memref<?x32xi32>, %s: f32) {
+  // expected-error @+1 {{operand 'merged_out' dimension 2 (head_dim = 64) must match dimension 2 of 'q' (head_dim = 128)}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) merged_out(%mo : memref<?x32x64xbf16>) merge_counters(%c : memref<?x32xi32>)
+  return
+}
+
+// -----
+
+func.func @unified_merged_out_fp8_without_out_scale(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %mo: memref<?x32x128xf8E4M3FN>, %c: memref<?x32xi32>, %s: f32) {
+  // expected-error @+1 {{operand 'merged_out' is fp8 and requires operand 'out_scale'}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) merged_out(%mo : memref<?x32x128xf8E4M3FN>) merge_counters(%c : memref<?x32xi32>)
+  return
+}
+
+// -----
+
+func.func @unified_merge_counters_not_i32(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %mo: memref<?x32x128xbf16>, %c: memref<?x32xi64>, %s: f32) {
+  // expected-error @+1 {{operand 'merge_counters' must have element type i32, got 'i64'}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) merged_out(%mo : memref<?x32x128xbf16>) merge_counters(%c : memref<?x32xi64>)
+  return
+}
+
+// -----
+
+func.func @unified_merge_counters_heads_mismatch(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %mo: memref<?x32x128xbf16>, %c: memref<?x8xi32>, %s: f32) {
+  // expected-error @+1 {{operand 'merge_counters' dimension 1 (q_heads = 8) must match dimension 1 of 'q' (q_heads = 32)}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) merged_out(%mo : memref<?x32x128xbf16>) merge_counters(%c : memref<?x8xi32>)
   return
 }
 
@@ -736,7 +792,7 @@ func.func @prefix_prefill_required_operand_doubled(%q: memref<?x32x128xbf16>, %k
 
 func.func @unified_required_operand_empty(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
   // expected-error @+1 {{operand 'scale' requires exactly 1 value, but 'operandSegmentSizes' gives it 0}}
-  "attn.unified"(%q, %kc, %vc, %bt, %cu, %su, %s, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0>}> : (memref<?x32x128xbf16>, memref<?x16x8x128xbf16>, memref<?x16x8x128xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?xi32>, f32, memref<?x32x128xbf16>) -> ()
+  "attn.unified"(%q, %kc, %vc, %bt, %cu, %su, %s, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0>}> : (memref<?x32x128xbf16>, memref<?x16x8x128xbf16>, memref<?x16x8x128xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?xi32>, f32, memref<?x32x128xbf16>) -> ()
   return
 }
 

@@ -49,7 +49,8 @@ GROUPS = {
                "softcap? q_descale? k_descale? v_descale? alibi_slopes? "
                "sinks? qq_bias? mm_prefix_range? rswa_prefix_lens? "
                "k_scale_cache? v_scale_cache? causal_flags? "
-               "out_scale? out segment_max? segment_sum? lse?",
+               "out_scale? out segment_max? segment_sum? lse? merged_out? "
+               "merge_counters?",
     "flash": "q k v cu_seqlens_q cu_seqlens_k scale bias? dropout_p? "
              "philox_seed? philox_offset? q_scale? k_scale? v_scale? "
              "p_scale? out_scale? out lse?",

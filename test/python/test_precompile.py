@@ -21,12 +21,12 @@ def test_specializations_of_a_config():
     got = names(precompile.specializations(cfg))
     # One pass, its forms for mixed and prefill batches (the long-queries
     # and prefill-rows hints), one split-KV kernel for every segment count
-    # the plan picks (2-16: the count is read at run time), one merge.
+    # the plan picks (2-16: the count is read at run time) that merges its
+    # segments itself.
     assert got == ["attn_unified_bf16_d64_h8_gqa4",
                    "attn_unified_bf16_d64_h8_gqa4_long",
                    "attn_unified_bf16_d64_h8_gqa4_long_prefill",
-                   "attn_unified_bf16_d64_h8_gqa4_split",
-                   "attn_merge_states_bf16_d64_h8"]
+                   "attn_unified_bf16_d64_h8_gqa4_split_merged"]
     # Heads of 96 take neither hint.
     d96 = AttentionConfig(num_q_heads=32, num_kv_heads=8, head_dim=96,
                           split_kv=False)
@@ -58,7 +58,8 @@ def test_serving_never_compiles_after_precompile(monkeypatch, tmp_path):
     _toolchain._loaded.clear()
     cfg = AttentionConfig(num_q_heads=4, num_kv_heads=2, head_dim=32,
                           dtype="float32", block_size=16)
-    assert precompile.precompile([cfg], chip="cpu") == 3
+    # One pass and split-KV (merging its own segments); f32 takes no hint.
+    assert precompile.precompile([cfg], chip="cpu") == 2
     _toolchain._loaded.clear()  # a new process: only the disk cache
 
     def no_build(*a):

@@ -42,6 +42,9 @@ def gpu(monkeypatch):
     from attn_mlir import vllm
     monkeypatch.setattr(ops, "device_of", device_of)
     monkeypatch.setattr(vllm, "device_of", device_of)
+    # The drop-in's fused-merge counters on the stand-in GPU.
+    monkeypatch.setitem(vllm._MERGE_COUNTERS, fake,
+                        torch.zeros(1 << 16, dtype=torch.int32))
     monkeypatch.setattr(_abi, "device_of", device_of)
     monkeypatch.setattr(_replay, "_CPU_AS_GPU", True)
     monkeypatch.setattr(ops, "_TORCH_OPERANDS", {})
@@ -305,18 +308,20 @@ def _decode_keywords(seed, batch=3, max_seqlen_k=5000):
 def test_vllm_keyword_calls_replay(gpu):
     """Today's vLLM passes every argument by keyword: such calls replay
     too (they once never did: the first positional argument was looked for
-    and none was there), both op calls of their split form."""
+    and none was there), as does the op call of their split form (which
+    merges its segments in the same launch)."""
     from attn_mlir import vllm
     vllm.unified_attention(**_decode_keywords(0))
     second = _decode_keywords(1)
     vllm.unified_attention(**second)
-    assert [kind for kind, _ in gpu] == ["full", "full", "replay", "replay"]
+    assert [kind for kind, _ in gpu] == ["full", "replay"]
     _replay._PLANS.clear()
     vllm.unified_attention(**second)
-    assert gpu[4][0] == gpu[5][0] == "full"
-    assert gpu[2][1] + gpu[3][1] == gpu[4][1] + gpu[5][1]
-    ptrs = {v[1] for v in gpu[2][1] + gpu[3][1] if isinstance(v, tuple)}
+    assert gpu[2][0] == "full"
+    assert gpu[1][1] == gpu[2][1]
+    ptrs = {v[1] for v in gpu[1][1] if isinstance(v, tuple)}
     assert second["q"].data_ptr() in ptrs
+    assert second["out"].data_ptr() in ptrs   # merged_out
     assert second["softmax_segm_output"].data_ptr() in ptrs
 
 
@@ -342,15 +347,15 @@ def test_growing_max_seqlen_k_replays_within_its_bucket(gpu, monkeypatch):
     vllm.unified_attention(**step(0, 1100))
     vllm.unified_attention(**step(1, 1101))
     vllm.unified_attention(**last)
-    assert [kind for kind, _ in gpu] == ["full", "full"] + ["replay"] * 4
-    replayed = gpu[-2][1] + gpu[-1][1]
+    assert [kind for kind, _ in gpu] == ["full"] + ["replay"] * 2
+    replayed = gpu[-1][1]
     _replay._PLANS.clear()
     vllm.unified_attention(**last)
-    assert gpu[-2][1] + gpu[-1][1] == replayed
+    assert gpu[-1][1] == replayed
     # 1152 keys: another bucket (9 x 128), another signature.
     del gpu[:]
     vllm.unified_attention(**step(1, 1152))
-    assert [kind for kind, _ in gpu] == ["full", "full"]
+    assert [kind for kind, _ in gpu] == ["full"]
 
 
 def test_plan_segments_reads_max_seqlen_k_through_its_bucket():

@@ -157,6 +157,13 @@ def op_cases(dev):
                           dict(scale=0.2, num_segments=2,
                                segment_max=zeros(3, 4, 2, dev=dev),
                                segment_sum=zeros(3, 4, 2, dev=dev))),
+        "unified_split_merged": (
+            OPS.unified.default,
+            unified_args + (zeros(3, 4, 2, 32, dev=dev),),
+            dict(scale=0.2, segment_max=zeros(3, 4, 2, dev=dev),
+                 segment_sum=zeros(3, 4, 2, dev=dev),
+                 merged_out=zeros(3, 4, 32, dev=dev),
+                 merge_counters=zeros(3, 4, dev=dev, dtype=torch.int32))),
         "prefix_prefill": (OPS.prefix_prefill.default,
                            (p["q"], p["k"], p["v"], p["k_cache"], p["v_cache"],
                             p["b_loc"], p["b_start_loc"], p["b_seq_len"],
@@ -222,7 +229,8 @@ def test_every_entry_point_registered():
         assert written, name
     assert {a.name for a in OPS.unified.default._schema.arguments
             if a.alias_info is not None and a.alias_info.is_write} == \
-        {"out", "segment_max", "segment_sum", "lse"}
+        {"out", "segment_max", "segment_sum", "lse", "merged_out",
+         "merge_counters"}
     assert {a.name for a in OPS.flash.default._schema.arguments
             if a.alias_info is not None and a.alias_info.is_write} == \
         {"out", "lse"}

@@ -388,6 +388,96 @@ def test_long_queries_same_result(dtype, d):
           "long queries")
 
 
+@pytest.mark.parametrize("case", [
+    "decode", "spec4", "sinks_fp8_out", "f32_d80", "fp8_cache", "static",
+    "many_segments", "mha_d64"])
+def test_fused_merge_same_result(case):
+    """The split-KV form with merged_out merges its own segments in the
+    same launch (the last segment program of each tile; docs/semantics.md
+    3.5): merged_out matches the float64 reference (sinks and the fp8
+    output scale applied once, at the merge), the partials are still
+    written, and merge_counters are left zero, so that the next call (here
+    with another segment count: segments past a short sequence are empty)
+    reuses them."""
+    rng = np.random.default_rng(80 + len(case))
+    hq, hk, d, dtype, fp8 = 8, 2, 128, "bf16", None
+    if case == "f32_d80":
+        d, dtype = 80, "f32"
+    if case == "mha_d64":
+        hq, hk, d = 4, 4, 64
+    if case == "fp8_cache":
+        fp8 = "f8E4M3FN"
+    q_lens = [4, 4, 4] if case == "spec4" else [1, 1, 1, 1]
+    k_lens = [300, 7, 1000, 64][:len(q_lens)]
+    q, kc, vc, cu, su, table = make(rng, hq=hq, hk=hk, d=d, block_size=16,
+                                    dtype=dtype, fp8=fp8, q_lens=q_lens,
+                                    k_lens=k_lens)
+    kw, rkw = {}, {}
+    if fp8:
+        kw, rkw = dict(k_descale=0.5, v_descale=2.0), dict(k_scale=0.5,
+                                                          v_scale=2.0)
+    out_dtype = dtype
+    if case == "sinks_fp8_out":
+        kw["sinks"] = rkw["sinks"] = rng.standard_normal(hq).astype(
+            np.float32)
+        kw["out_scale"] = 0.05
+        out_dtype = "f8E4M3FN"
+    counters = np.zeros(q.shape[:2], np.int32)
+    for segments in ((40, 70) if case == "many_segments" else (3, 9)):
+        part = np.full(q.shape[:2] + (segments, d), np.nan, np.float32)
+        mx = np.full(q.shape[:2] + (segments,), np.nan, np.float32)
+        sm = mx.copy()
+        o = np.full(q.shape, np.nan, DTYPES[out_dtype])
+        if case == "static":
+            kw["num_segments"] = segments
+        ops.unified(q, kc, vc, table, cu, su, part, scale=0.09,
+                    segment_max=mx, segment_sum=sm, merged_out=o,
+                    merge_counters=counters, **kw)
+        ref = reference(q, kc, vc, cu, su, table, 0.09, **rkw)
+        if case == "sinks_fp8_out":
+            check(f64(o) * 0.05, to_fp8_out(ref, 0.05, out_dtype) * 0.05,
+                  out_dtype, "fused merge fp8 out")
+        else:
+            check(o, ref, out_dtype, f"fused merge {case} S={segments}")
+        assert not np.isnan(part).any() and not np.isnan(mx).any()
+        assert not counters.any(), "the fused merge left counters non-zero"
+
+
+def test_fused_merge_operands():
+    """merged_out and merge_counters come together, in the split-KV form,
+    shaped like q and [tokens, q_heads] int32."""
+    rng = np.random.default_rng(5)
+    q, kc, vc, cu, su, table = make(rng, hq=4, hk=2, d=32, block_size=16,
+                                    dtype="f32", q_lens=[1], k_lens=[40])
+    part = np.zeros((1, 4, 2, 32), np.float32)
+    mx = np.zeros((1, 4, 2), np.float32)
+    split = dict(segment_max=mx, segment_sum=mx.copy())
+    o = np.zeros_like(q)
+    ok = np.zeros((1, 4), np.int32)
+
+    def call(out, **kw):
+        ops.unified(q, kc, vc, table, cu, su, out, scale=0.1, **kw)
+    with pytest.raises(ValueError, match="merge_counters: the fused merge"):
+        call(part, merged_out=o, **split)
+    with pytest.raises(ValueError, match="merged_out: the fused merge"):
+        call(part, merge_counters=ok, **split)
+    with pytest.raises(ValueError, match="merged_out: only valid in the "
+                       "split-KV form"):
+        call(o, merged_out=np.zeros_like(q), merge_counters=ok)
+    with pytest.raises(ValueError, match="merge_counters: expected int32"):
+        call(part, merged_out=o, merge_counters=np.zeros((1, 4), np.int64),
+             **split)
+    with pytest.raises(ValueError, match="merge_counters: expected int32"):
+        call(part, merged_out=o, merge_counters=np.zeros((1, 2), np.int32),
+             **split)
+    with pytest.raises(ValueError, match="merged_out: expected shape"):
+        call(part, merged_out=np.zeros((2, 4, 32), np.float32),
+             merge_counters=ok, **split)
+    with pytest.raises(ValueError, match="sinks: not valid in the split-KV "
+                       "form .* without merged_out"):
+        call(part, sinks=np.zeros(4, np.float32), **split)
+
+
 def test_split_partials_have_empty_segments():
     """Segments past a short sequence write (0, -inf, 0)."""
     rng = np.random.default_rng(13)

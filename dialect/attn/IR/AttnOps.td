@@ -167,6 +167,15 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
     chosen per call by the caller (a planner) through the size of the
     buffers it passes (at most 4096 segments).
 
+    Fused merge (split-KV form with `merged_out` and `merge_counters`): the
+    op also writes `merged_out` (`[tokens, q_heads, head_dim]`, as `out` of
+    the one-pass form) exactly as `attn.merge_states` of its segments would,
+    with `sinks` and `out_scale` applied there, in one launch: the program
+    of a tile's last segment to finish merges the tile's rows.
+    `merge_counters` (`[tokens, q_heads]` i32) must hold zeros; every
+    completed launch leaves them zero again (one buffer serves every call
+    and a CUDA graph's replays).
+
     `lse` (`[tokens, q_heads]` f32, not in the split-KV form) receives each
     row's log-sum-exp `log(sum_j exp(s_j))` over its visible keys (plus
     `sinks[h]` when given), natural log; `-inf` for a row that sees no key.
@@ -221,6 +230,8 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
     Attn_OptOut<"segment row max [tokens, q_heads, segments] f32">:$segment_max,
     Attn_OptOut<"segment exp-sum [tokens, q_heads, segments] f32">:$segment_sum,
     Attn_OptOut<"row log-sum-exp [tokens, q_heads] f32">:$lse,
+    Attn_OptOut<"merged output [tokens, q_heads, head_dim] (split-KV form)">:$merged_out,
+    Attn_OptOut<"arrival counters [tokens, q_heads] i32, zero">:$merge_counters,
     OptionalAttr<I64Attr>:$sliding_window,
     OptionalAttr<I64Attr>:$num_segments,
     OptionalAttr<Attn_AlibiFormAttr>:$alibi_form,
@@ -255,6 +266,8 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
     (`segment_max` `(` $segment_max^ `:` type($segment_max) `)`)?
     (`segment_sum` `(` $segment_sum^ `:` type($segment_sum) `)`)?
     (`lse` `(` $lse^ `:` type($lse) `)`)?
+    (`merged_out` `(` $merged_out^ `:` type($merged_out) `)`)?
+    (`merge_counters` `(` $merge_counters^ `:` type($merge_counters) `)`)?
     attr-dict
   }];
   let hasVerifier = 1;
@@ -262,6 +275,8 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
     // AttnKernelOpInterface.
     ::mlir::Value getQueryOffsets() { return getCuSeqlensQ(); }
     ::mlir::Value getKeySource() { return getKCache(); }
+    /// The split-KV form merges its own segments (merged_out given).
+    bool fusesMerge() { return bool(getMergedOut()); }
     /// Static segment count; 0 where it is out's dim 2 at run time.
     int64_t getGridSplits() {
       if (!isSplitKv())

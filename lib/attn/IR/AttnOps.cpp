@@ -118,9 +118,10 @@ LogicalResult verifyFp8Scale(OperandChecker &c, Value scale,
 
 /// `out_scale` is required for an fp8 `out`; vLLM's kernels also take it with
 /// a 16/32-bit `out` (quantize to the fp8 range, store in out's type).
-LogicalResult verifyOutScale(OperandChecker &c, Value outScale, bool outFp8) {
+LogicalResult verifyOutScale(OperandChecker &c, Value outScale, bool outFp8,
+                             StringRef name = "out") {
   if (outFp8 && !outScale)
-    return c.error("out") << "is fp8 and requires operand 'out_scale'";
+    return c.error(name) << "is fp8 and requires operand 'out_scale'";
   return outScale ? c.scale(outScale, "out_scale") : success();
 }
 
@@ -128,15 +129,15 @@ LogicalResult verifyOutScale(OperandChecker &c, Value outScale, bool outFp8) {
 /// the query is fp8), or fp8 with `out_scale`.
 LogicalResult verifyOutput(OperandChecker &c, Value out, MemRefType q,
                            StringRef qName, ArrayRef<StringRef> dims,
-                           Value outScale) {
-  MemRefType o = c.memref(out, "out", dims, kHalfOrFloat | kFp8);
-  if (!o || failed(c.sameShape(q, qName, o, "out", dims)))
+                           Value outScale, StringRef name = "out") {
+  MemRefType o = c.memref(out, name, dims, kHalfOrFloat | kFp8);
+  if (!o || failed(c.sameShape(q, qName, o, name, dims)))
     return failure();
   bool outFp8 = isFp8(o.getElementType());
   if (!outFp8 && !isFp8(q.getElementType()) &&
-      failed(c.sameElem(q, qName, o, "out")))
+      failed(c.sameElem(q, qName, o, name)))
     return failure();
-  return verifyOutScale(c, outScale, outFp8);
+  return verifyOutScale(c, outScale, outFp8, name);
 }
 /// The optional row log-sum-exp: f32 [tokens, q_heads] of the query.
 LogicalResult verifyLse(OperandChecker &c, Value lse, MemRefType q) {
@@ -401,7 +402,9 @@ LogicalResult UnifiedOp::verify() {
                                     "out",
                                     "segment_max?",
                                     "segment_sum?",
-                                    "lse?"})))
+                                    "lse?",
+                                    "merged_out?",
+                                    "merge_counters?"})))
     return failure();
   OperandChecker c(*this);
   // Per-token-head scale caches also admit i8 caches (kv_quant_mode 2).
@@ -473,6 +476,11 @@ LogicalResult UnifiedOp::verify() {
     if (getSegmentSum())
       return c.error("segment_sum")
              << "is only valid with 'segment_max' (split-KV)";
+    for (auto [value, name] : {std::pair{getMergedOut(), "merged_out"},
+                               std::pair{getMergeCounters(), "merge_counters"}})
+      if (value)
+        return c.error(name) << "is only valid in the split-KV form "
+                                "('segment_max'), whose segments it merges";
     if (failed(verifyLse(c, getLse(), q)))
       return failure();
     return verifyOutput(c, getOut(), q, "q", kQDims, getOutScale());
@@ -493,12 +501,34 @@ LogicalResult UnifiedOp::verify() {
   if (!getSegmentMax() || !getSegmentSum())
     return emitOpError() << "split-KV form ('num_segments') requires operands "
                             "'segment_max' and 'segment_sum'";
-  if (getOutScale())
-    return c.error("out_scale") << "is not valid in the split-KV form; the "
-                                   "fp8 output belongs to attn.merge_states";
-  if (getSinks())
-    return c.error("sinks") << "is not valid in the split-KV form; sinks are "
-                               "applied once, by attn.merge_states";
+  if (bool(getMergedOut()) != bool(getMergeCounters()))
+    return getMergedOut()
+               ? c.error("merged_out")
+                     << "requires operand 'merge_counters' (the arrival "
+                        "counters of the fused merge)"
+               : c.error("merge_counters")
+                     << "is only valid with operand 'merged_out'";
+  if (getOutScale() && !fusesMerge())
+    return c.error("out_scale")
+           << "is not valid in the split-KV form without 'merged_out'; the "
+              "fp8 output belongs to the merge";
+  if (getSinks() && !fusesMerge())
+    return c.error("sinks")
+           << "is not valid in the split-KV form without 'merged_out'; "
+              "sinks are applied once, by the merge";
+  if (fusesMerge()) {
+    if (failed(verifyOutput(c, getMergedOut(), q, "q", kQDims, getOutScale(),
+                            "merged_out")))
+      return failure();
+    MemRefType counters =
+        c.memref(getMergeCounters(), "merge_counters", kLseDims, kI32);
+    if (!counters)
+      return failure();
+    for (unsigned d = 0; d < 2; ++d)
+      if (failed(c.sameDim(q, "q", kQDims, d, counters, "merge_counters",
+                           kLseDims, d)))
+        return failure();
+  }
   MemRefType o = c.memref(getOut(), "out", kPartialDims, kF32);
   if (!o)
     return failure();

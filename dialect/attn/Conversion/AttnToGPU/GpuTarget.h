@@ -28,6 +28,10 @@
 
 namespace mlir::attn {
 
+/// The shared memory a program with a fused split-KV merge needs at least
+/// (GpuProgramTarget::lastArrival's broadcast word).
+constexpr int64_t kArrivalSharedBytes = 16;
+
 /// Launch resources of one GPU program (a thread block / workgroup).
 struct KernelLaunch {
   int64_t threads = 128;
@@ -80,8 +84,18 @@ public:
             llvm::function_ref<void(ValueRange)> body) override;
   void spread(LoopEmitter &e, Value lo, Value hi,
               llvm::function_ref<void(Value)> body) override;
+  /// A block barrier, then thread 0 fences, counts and broadcasts through
+  /// the first word of shared memory (the program is done with it; the
+  /// launch has at least kArrivalSharedBytes).
+  Value lastArrival(LoopEmitter &e, Value counters, ValueRange at,
+                    Value expected) override;
 
 protected:
+  /// Orders this thread's earlier memory operations (and those a block
+  /// barrier ordered before them) for the whole device: CUDA's
+  /// __threadfence(). A device-scope acq_rel fence by default.
+  virtual void deviceFence(ImplicitLocOpBuilder &b);
+
   Block *entry;
   Value shared;
   Type computeType;

@@ -42,6 +42,25 @@ LogicalResult emitAttnOp(LoopEmitter &e, ProgramTarget &target, Operation *op);
 /// attn.merge_states (LowerMergeStates.cpp).
 void emitMergeStates(LoopEmitter &e, ProgramTarget &target, MergeStatesOp op);
 
+/// A split-KV op's segments (docs/semantics.md, 3.5) and where their merge
+/// goes: partial [tokens, heads, S, D] f32, statistics [tokens, heads, S]
+/// f32, optional sinks [heads] f32 and (loaded) output scale.
+struct SegmentStates {
+  Value partial, segmentMax, segmentSum, sinks, outScale, out;
+  Value segments; // S (index)
+  int64_t headDim;
+};
+
+/// Merges rows [0, numRows) of `states` as attn.merge_states does, row r
+/// being (token, head) = rowAt(r): the fused merge of attn.unified's last
+/// program of a tile. Its threads take (row, run of dims) pairs, and each
+/// reads the segments in one pass (running max), so that a few rows of a
+/// decode tile are merged in a couple of memory round trips.
+void emitMergeRows(
+    LoopEmitter &e, ProgramTarget &target, const SegmentStates &states,
+    Value numRows,
+    llvm::function_ref<std::pair<Value, Value>(Value row)> rowAt);
+
 } // namespace mlir::attn
 
 #endif // ATTN_CONVERSION_ATTNTOSCF_KERNELLOWERING_H

@@ -281,6 +281,14 @@ public:
   virtual bool pairsBlocks(Operation *op, const TileShape &shape) const {
     return false;
   }
+  /// The fused merge of split-KV programs (attn.unified with merged_out):
+  /// counts this program's arrival at `counters[at]` (i32) and returns
+  /// whether it was the `expected`-th, i.e. the last (whose counter is then
+  /// reset to 0), as one i1 for all of the program's threads. Called by
+  /// every thread after the program's stores; the last program then sees
+  /// the stores of every program counted before it. (CPU: an atomic add.)
+  virtual Value lastArrival(LoopEmitter &e, Value counters, ValueRange at,
+                            Value expected);
   /// The largest i in [0, n) with key(i) <= x, for a non-decreasing `key`
   /// with key(0) <= x (0 when n <= 1): where a program finds its sequence.
   /// A binary search unless the target searches faster.

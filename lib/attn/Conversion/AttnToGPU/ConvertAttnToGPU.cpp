@@ -257,6 +257,17 @@ struct ConvertAttnToGPUPass
                << " gives a row slab several warps (more warps than 16-row "
                   "slabs), which split the keys of each tile only in "
                   "attn.unified programs (decode rows)";
+      if (auto unified = dyn_cast<UnifiedOp>(op);
+          unified && unified.fusesMerge()) {
+        if (shape.producerWarps || shape.persistent)
+          return op->emitOpError("convert-attn-to-gpu: the schedule ")
+                 << s
+                 << " has a producer warpgroup or a persistent grid; the "
+                    "fused merge (merged_out) runs in programs whose "
+                    "threads all reach its barrier (no producer_warps, not "
+                    "persistent)";
+        launch.sharedBytes = std::max(launch.sharedBytes, kArrivalSharedBytes);
+      }
       if (launch.threads > 1024 ||
           launch.sharedBytes > gpuTarget.maxSharedBytes())
         return op->emitOpError("convert-attn-to-gpu: the schedule ")

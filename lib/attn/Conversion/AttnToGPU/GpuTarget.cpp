@@ -3,7 +3,10 @@
 #include "attn/Conversion/AttnToGPU/GpuTarget.h"
 #include "llvm/ADT/StringMap.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -38,6 +41,35 @@ void GpuProgramTarget::spread(LoopEmitter &e, Value lo, Value hi,
                               llvm::function_ref<void(Value)> body) {
   Value tid = gpu::ThreadIdOp::create(e.builder(), gpu::Dimension::x);
   e.forLoop(e.add(lo, tid), hi, e.idx(threads), body);
+}
+
+Value GpuProgramTarget::lastArrival(LoopEmitter &e, Value counters,
+                                    ValueRange at, Value expected) {
+  ImplicitLocOpBuilder &b = e.builder();
+  MLIRContext *ctx = b.getContext();
+  // Every thread's stores of the program are done before thread 0's fence
+  // releases them (the barrier orders them first, as CUDA's grid sync).
+  gpu::BarrierOp::create(b);
+  auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  Value word = memref::ViewOp::create(
+      b,
+      MemRefType::get({1}, b.getI32Type(), MemRefLayoutAttrInterface(), space),
+      shared, e.idx(0), ValueRange{});
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  e.ifThen(e.eq(tid, e.idx(0)), [&] {
+    deviceFence(b);
+    Value last = ProgramTarget::lastArrival(e, counters, at, expected);
+    // The other programs' stores, released before their counts, are
+    // visible from here on.
+    deviceFence(b);
+    e.store(arith::ExtUIOp::create(b, b.getI32Type(), last), word, {e.idx(0)});
+  });
+  gpu::BarrierOp::create(b);
+  return e.cmp(arith::CmpIPredicate::ne, e.load(word, {e.idx(0)}), e.i32(0));
+}
+
+void GpuProgramTarget::deviceFence(ImplicitLocOpBuilder &b) {
+  LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "agent");
 }
 
 static llvm::StringMap<GpuTargetFactory> &gpuTargets() {

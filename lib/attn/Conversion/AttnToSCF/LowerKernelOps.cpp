@@ -319,6 +319,15 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
   }
   AttentionOutput out{op.getOut(), op.getOutScale(), op.getSegmentMax(),
                       op.getSegmentSum(), op.getLse()};
+  // The split form's programs leave sinks and the output scale to the
+  // merge (fused or attn.merge_states).
+  if (op.isSplitKv()) {
+    f.sinks = Value();
+    out.outScale = Value();
+  }
+  Value outScale = op.fusesMerge() && op.getOutScale()
+                       ? e.loadScalar(op.getOutScale())
+                       : Value();
   Value qScaleOnce = scalarScaleOrNull(e, op.getQDescale());
   Value kScaleOnce = scalarScaleOrNull(e, op.getKDescale());
   Value vScaleOnce = scalarScaleOrNull(e, op.getVDescale());
@@ -346,14 +355,14 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
           KvWalk walk;
           walk.lo = lo;
           walk.hi = e.min(hi, lenK);
+          Value segments;
           if (op.isSplitKv()) {
             // Segment s: pages [s * pps, (s + 1) * pps), pps = ceil(N /
             // (S*BS)); S static, or out's dim 2 at run time.
             int64_t n = op.getGridSplits();
-            Value segments =
-                n ? e.idx(n)
-                  : memref::DimOp::create(e.builder(), op.getOut(), 2)
-                        .getResult();
+            segments = n ? e.idx(n)
+                         : memref::DimOp::create(e.builder(), op.getOut(), 2)
+                               .getResult();
             Value pps = e.ceilDiv(lenK, e.mul(segments, e.idx(blockSize)));
             Value segKeys = e.mul(pps, e.idx(blockSize));
             walk.lo = e.max(walk.lo, e.mul(s, segKeys));
@@ -383,6 +392,25 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
             return r;
           };
           target.emitProgram(e, shape, f, out, op.getQ(), rows, {walk});
+          if (!op.fusesMerge())
+            return;
+          // The fused merge: the tile's last segment program to finish
+          // merges the tile's rows (docs/semantics.md, 3.5).
+          Value last =
+              target.lastArrival(e, op.getMergeCounters(),
+                                 {rows.qTokBase, rows.headBase}, segments);
+          e.ifThen(last, [&] {
+            SegmentStates states{op.getOut(),        op.getSegmentMax(),
+                                 op.getSegmentSum(), op.getSinks(),
+                                 outScale,           op.getMergedOut(),
+                                 segments,           shape.headDim};
+            Value pack = e.idx(shape.pack);
+            emitMergeRows(
+                e, target, states, e.mul(rows.numTokens, pack), [&](Value r) {
+                  return std::make_pair(e.add(rows.qTokBase, e.divU(r, pack)),
+                                        e.add(rows.headBase, e.remU(r, pack)));
+                });
+          });
         });
       });
 }

@@ -108,3 +108,81 @@ void mlir::attn::emitMergeStates(LoopEmitter &e, ProgramTarget &target,
     });
   });
 }
+
+void mlir::attn::emitMergeRows(
+    LoopEmitter &e, ProgramTarget &target, const SegmentStates &states,
+    Value numRows,
+    llvm::function_ref<std::pair<Value, Value>(Value row)> rowAt) {
+  int64_t run = states.headDim % 4 == 0 ? 4 : states.headDim % 2 == 0 ? 2 : 1;
+  int64_t runs = states.headDim / run;
+  auto exp = [&](Value x) {
+    return e.exp2(e.mulF(x, e.f32(1.4426950408889634)));
+  };
+  auto safe = [&](Value m) {
+    return e.select(e.cmpF(arith::CmpFPredicate::OEQ, m, e.negInf()),
+                    e.f32(0.0), m);
+  };
+  Value groups = e.ceilDiv(states.segments, e.idx(kSegmentGroup));
+  Value last = e.sub(states.segments, e.idx(1));
+  target.spread(e, e.idx(0), e.mul(numRows, e.idx(runs)), [&](Value i) {
+    auto [tok, head] = rowAt(e.divU(i, e.idx(runs)));
+    Value t = tok, h = head;
+    Value d0 = e.mul(e.remU(i, e.idx(runs)), e.idx(run));
+    // State: running max, denominator, the run's numerators; each group's
+    // loads are issued before its math (see kSegmentGroup).
+    SmallVector<Value> init{e.negInf(), e.f32(0.0)};
+    init.append(run, e.f32(0.0));
+    SmallVector<Value> acc = e.reduceN(
+        e.idx(0), groups, init,
+        [&](Value g, ValueRange st) -> SmallVector<Value> {
+          SmallVector<Value> stats, sums, parts;
+          for (int64_t k = 0; k < kSegmentGroup; ++k) {
+            Value s = e.add(e.mul(g, e.idx(kSegmentGroup)), e.idx(k));
+            Value counted = e.le(s, last);
+            s = e.min(s, last);
+            // A copy of the last segment past the end counts as empty.
+            stats.push_back(e.select(
+                counted, e.load(states.segmentMax, {t, h, s}), e.negInf()));
+            sums.push_back(e.load(states.segmentSum, {t, h, s}));
+            for (int64_t j = 0; j < run; ++j)
+              parts.push_back(
+                  e.load32(states.partial, {t, h, s, e.add(d0, e.idx(j))}));
+          }
+          Value m = st[0];
+          for (Value x : stats)
+            m = e.maxF(m, x);
+          Value base = safe(m);
+          Value rescale = exp(e.subF(st[0], base));
+          Value den = e.mulF(st[1], rescale);
+          SmallVector<Value> num;
+          for (int64_t j = 0; j < run; ++j)
+            num.push_back(e.mulF(st[2 + j], rescale));
+          for (int64_t k = 0; k < kSegmentGroup; ++k) {
+            Value w = exp(e.subF(stats[k], base));
+            den = e.addF(den, e.mulF(w, sums[k]));
+            for (int64_t j = 0; j < run; ++j)
+              num[j] = e.addF(num[j], e.mulF(w, parts[k * run + j]));
+          }
+          SmallVector<Value> next{m, den};
+          next.append(num.begin(), num.end());
+          return next;
+        });
+    Value den = acc[1];
+    SmallVector<Value> num(acc.begin() + 2, acc.end());
+    if (states.sinks) {
+      Value sink = e.load(states.sinks, {h});
+      Value base = safe(e.maxF(acc[0], sink));
+      Value rescale = exp(e.subF(acc[0], base));
+      den = e.addF(e.mulF(den, rescale), exp(e.subF(sink, base)));
+      for (Value &x : num)
+        x = e.mulF(x, rescale);
+    }
+    Value inv = e.select(e.cmpF(arith::CmpFPredicate::OGT, den, e.f32(0.0)),
+                         e.divF(e.f32(1.0), den), e.f32(0.0));
+    if (states.outScale)
+      inv = e.divF(inv, states.outScale);
+    for (int64_t j = 0; j < run; ++j)
+      e.storeOutput(e.mulF(num[j], inv), states.out,
+                    {t, h, e.add(d0, e.idx(j))}, bool(states.outScale));
+  });
+}

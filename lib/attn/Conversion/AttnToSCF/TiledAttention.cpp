@@ -482,6 +482,18 @@ void LoopProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
   TiledAttentionBuilder(e, shape, f, o, q).emitProgram(rows, walks);
 }
 
+Value ProgramTarget::lastArrival(LoopEmitter &e, Value counters, ValueRange at,
+                                 Value expected) {
+  ImplicitLocOpBuilder &b = e.builder();
+  Value old = memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi,
+                                          e.i32(1), counters, at);
+  Value last = e.eq(old, e.toI32(e.sub(expected, e.idx(1))));
+  // The counter is left 0 for the next launch: no program of this one
+  // counts there again.
+  e.ifThen(last, [&] { e.store(e.i32(0), counters, at); });
+  return last;
+}
+
 Value ProgramTarget::searchLoop(
     LoopEmitter &e, Value n,
     llvm::function_ref<std::pair<Value, Value>(LoopEmitter &, Value, Value)>

@@ -115,6 +115,10 @@ public:
     return warpPairsBlocks(op, shape, chip);
   }
 
+protected:
+  /// membar.gl (CUDA's __threadfence()).
+  void deviceFence(ImplicitLocOpBuilder &b) override;
+
 private:
   NvidiaChip chip;
   bool exactF32; // f32 products on 3xTF32
