@@ -735,6 +735,14 @@ def _merge_operands(c, merged_out, merge_counters, qv, split):
         raise ValueError(f"merge_counters: expected int32 "
                          f"{list(want) if want else '[tokens, q_heads]'} "
                          f"(zeros), got {mc.dtype} {list(mc.shape)}")
+    # Counters that are not zero would make no program the last one: the
+    # rows would silently not be merged. Host arrays are always read,
+    # device ones under ATTN_MLIR_VALIDATE=1.
+    if reads_values(mc.owner) and \
+            np.asarray(host_values(mc.owner, "merge_counters")).any():
+        raise ValueError("merge_counters: must hold zeros (every completed "
+                         "call leaves them zero; a buffer not zeroed, or "
+                         "left by a launch that failed)")
     return mo
 
 

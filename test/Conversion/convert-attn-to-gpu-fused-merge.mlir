@@ -5,8 +5,8 @@
 // RUN: attn-opt %s --attn-plan --convert-attn-to-scf | FileCheck %s --check-prefix=CPU
 
 // The fused merge of the split-KV form (merged_out, merge_counters): after
-// a program's partial stores, a block barrier; thread 0 fences (membar.gl /
-// an agent-scope fence), counts the program at merge_counters[first token,
+// a program's partial stores, a block barrier; thread 0 fences (acq_rel at
+// device scope: fence.acq_rel.gpu on NVPTX, "agent" on AMDGPU), counts the program at merge_counters[first token,
 // first head], resets the counter when it was the last of the S = out's
 // dim 2 segments, fences again and broadcasts that through shared memory;
 // after a second barrier the last program merges the tile's rows (one pass
@@ -22,7 +22,7 @@
 // GPU-NEXT: %[[ZERO:.*]] = arith.constant 0 : index
 // GPU-NEXT: %[[WORD:.*]] = memref.view %{{.*}}[%[[ZERO]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1xi32, #gpu.address_space<workgroup>>
 // GPU: scf.if
-// NVVM-NEXT: nvvm.memory.barrier <gpu>
+// NVVM-NEXT: llvm.fence syncscope("device") acq_rel
 // ROCDL-NEXT: llvm.fence syncscope("agent") acq_rel
 // GPU: %[[OLD:.*]] = memref.atomic_rmw addi %{{.*}}, %[[COUNTERS]][{{.*}}] : (i32, memref<?x32xi32>) -> i32
 // GPU: %[[LAST:.*]] = arith.cmpi eq, %[[OLD]]
@@ -30,7 +30,7 @@
 // GPU-NEXT: %[[Z:.*]] = arith.constant 0 : i32
 // GPU-NEXT: memref.store %[[Z]], %[[COUNTERS]]
 // GPU-NEXT: }
-// NVVM-NEXT: nvvm.memory.barrier <gpu>
+// NVVM-NEXT: llvm.fence syncscope("device") acq_rel
 // ROCDL-NEXT: llvm.fence syncscope("agent") acq_rel
 // GPU: memref.store %{{.*}}, %[[WORD]]
 // GPU: gpu.barrier

@@ -473,6 +473,9 @@ def test_fused_merge_operands():
     with pytest.raises(ValueError, match="merged_out: expected shape"):
         call(part, merged_out=np.zeros((2, 4, 32), np.float32),
              merge_counters=ok, **split)
+    with pytest.raises(ValueError, match="merge_counters: must hold zeros"):
+        call(part, merged_out=o, merge_counters=np.ones((1, 4), np.int32),
+             **split)
     with pytest.raises(ValueError, match="sinks: not valid in the split-KV "
                        "form .* without merged_out"):
         call(part, sinks=np.zeros(4, np.float32), **split)

@@ -91,10 +91,13 @@ public:
                     Value expected) override;
 
 protected:
-  /// Orders this thread's earlier memory operations (and those a block
-  /// barrier ordered before them) for the whole device: CUDA's
-  /// __threadfence(). A device-scope acq_rel fence by default.
-  virtual void deviceFence(ImplicitLocOpBuilder &b);
+  /// An acq_rel fence at device scope: with the relaxed atomic after (or
+  /// before) it, the release (acquire) pattern that orders this thread's
+  /// memory operations, and those a block barrier ordered before them, for
+  /// the whole device.
+  void deviceFence(ImplicitLocOpBuilder &b);
+  /// The LLVM sync scope of the whole device ("agent" for AMDGPU).
+  virtual StringRef deviceSyncScope() const { return "agent"; }
 
   Block *entry;
   Value shared;

@@ -69,7 +69,7 @@ Value GpuProgramTarget::lastArrival(LoopEmitter &e, Value counters,
 }
 
 void GpuProgramTarget::deviceFence(ImplicitLocOpBuilder &b) {
-  LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "agent");
+  LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, deviceSyncScope());
 }
 
 static llvm::StringMap<GpuTargetFactory> &gpuTargets() {

@@ -1080,10 +1080,6 @@ void WarpProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
       .emit(rows, aligned);
 }
 
-void WarpProgramTarget::deviceFence(ImplicitLocOpBuilder &b) {
-  NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
-}
-
 namespace {
 /// The NVVM backend: warps of mma.sync / wgmma.
 class NvvmTarget : public GpuTarget {

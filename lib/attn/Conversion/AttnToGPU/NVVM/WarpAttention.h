@@ -116,8 +116,9 @@ public:
   }
 
 protected:
-  /// membar.gl (CUDA's __threadfence()).
-  void deviceFence(ImplicitLocOpBuilder &b) override;
+  /// NVPTX's "device" scope: fence.acq_rel.gpu (lighter than membar.gl,
+  /// which is fence.sc.gpu).
+  StringRef deviceSyncScope() const override { return "device"; }
 
 private:
   NvidiaChip chip;
