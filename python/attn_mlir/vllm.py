@@ -164,10 +164,14 @@ def _workspace(device, shapes):
     return out
 
 
-# The fused merge's arrival counters per device: int32 zeros, grown as
-# needed; every completed kernel leaves the entries it used zero again, so
-# one buffer serves every call (and a CUDA graph's replays).
+# The fused merge's arrival counters per device: int32 zeros; every
+# completed kernel leaves the entries it used zero again, so one buffer
+# serves every call (and a CUDA graph's replays). A buffer outgrown is
+# kept, never freed: a captured graph may still point into it. Calls on
+# one device share it, as they share the workspace: one stream at a time.
 _MERGE_COUNTERS = {}
+_OUTGROWN_COUNTERS = []
+MIN_MERGE_COUNTERS = 1 << 16   # 256 KB: 4096 tokens x 16 heads
 
 
 def _merge_counters(device, tokens, heads):
@@ -176,13 +180,16 @@ def _merge_counters(device, tokens, heads):
     if device is None:
         return np.zeros((tokens, heads), np.int32)
     import torch
-    need = max(tokens * heads, 1)
+    need = tokens * heads
     buf = _MERGE_COUNTERS.get(device)
     if buf is None or buf.numel() < need or checking_metadata():
-        buf = torch.zeros(need, dtype=torch.int32, device=device)
+        buf = torch.zeros(max(need, MIN_MERGE_COUNTERS), dtype=torch.int32,
+                          device=device)
         if not checking_metadata():
+            if device in _MERGE_COUNTERS:
+                _OUTGROWN_COUNTERS.append(_MERGE_COUNTERS[device])
             _MERGE_COUNTERS[device] = buf
-    return buf[:tokens * heads].view(tokens, heads)
+    return buf[:need].view(tokens, heads)
 
 
 def _ints(x, name, length=None):

@@ -499,3 +499,23 @@ def test_random_call_sequences_launch_what_the_full_path_launches(
         assert all(kind == "full" for kind, _ in full)
         assert [v for _, values in launches for v in values] == \
             [v for _, values in full for v in values]
+
+
+def test_merge_counters_outgrown_are_kept(monkeypatch):
+    """The drop-in's fused-merge counters: zeros of at least
+    MIN_MERGE_COUNTERS; a batch that needs more gets a larger buffer and
+    the outgrown one stays alive (a captured CUDA graph may point into
+    it)."""
+    from attn_mlir import vllm
+    dev = torch.device("cpu")   # the logic alone; kernels never run here
+    monkeypatch.setattr(vllm, "_MERGE_COUNTERS", {})
+    monkeypatch.setattr(vllm, "_OUTGROWN_COUNTERS", [])
+    small = vllm._merge_counters(dev, 8, 32)
+    assert small.shape == (8, 32) and small.dtype == torch.int32
+    assert not small.any()
+    first = vllm._MERGE_COUNTERS[dev]
+    assert first.numel() == vllm.MIN_MERGE_COUNTERS
+    assert vllm._merge_counters(dev, 16, 32).data_ptr() == first.data_ptr()
+    big = vllm._merge_counters(dev, vllm.MIN_MERGE_COUNTERS // 16, 32)
+    assert big.data_ptr() != first.data_ptr() and not big.any()
+    assert vllm._OUTGROWN_COUNTERS == [first]
