@@ -140,3 +140,11 @@ def pytest_runtest_logreport(report):
         reason = " ".join(reason.split())[:400]
     with open(_GRID_LOG, "a") as f:
         f.write(f"{report.outcome} {report.nodeid} | {reason}\n")
+
+
+def pytest_terminal_summary(terminalreporter):
+    from reference import RECORDING_ONLY
+    if RECORDING_ONLY:
+        terminalreporter.write_line(
+            "ATTN_MLIR_TEST_RECORD_ALL: a recording run, no kernel ran and "
+            "no value was checked; 'passed' means only 'recorded'")
