@@ -521,6 +521,8 @@ def test_runtime_segment_count_matches_static(segments):
         ops.unified(q, kc, vc, table, cu, su, acc, scale=0.2,
                     num_segments=segments if static else None,
                     segment_max=mx, segment_sum=sm)
+        if RECORDING_ONLY:   # both kernels recorded; nothing ran
+            continue
         assert np.isfinite(acc).all() and not np.isnan(mx).any()
         outs.append((acc, mx, sm))
     for a, b in zip(*outs):
