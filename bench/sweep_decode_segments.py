@@ -9,8 +9,8 @@ each batch size B and context length, every segment count S (0: no split;
 else ops.unified's split form, one kernel for every count, merging its
 own segments; SWEEP_MERGE=separate: then ops.merge_states) is captured in
 a CUDA graph and timed (triton.testing.do_bench, median, L2 flushed
-between calls). Prints one JSON line per (B, ctx): GB/s per S (cache bytes read / time), the best S,
-and what plan_segments picks.
+between calls). Prints one JSON line per (B, ctx): GB/s per S (cache bytes
+read / time), the best S, and what plan_segments picks.
 
     python3 bench/sweep_decode_segments.py
     ATTN_MLIR_RECORD=f.jsonl ATTN_MLIR_DRY_RUN=1 python3 bench/sweep_decode_segments.py
@@ -123,29 +123,20 @@ def main():
                     def fn():
                         ops.unified(q, kc, vc, table, cu, used, o,
                                     scale=D ** -0.5, **scales)
-                elif SEPARATE_MERGE:
-                    part = randn(b, HQ, s, D, dtype=f32)
-                    smax = randn(b, HQ, s, dtype=f32)
-                    ssum = randn(b, HQ, s, dtype=f32)
-
-                    def fn(part=part, smax=smax, ssum=ssum):
-                        ops.unified(q, kc, vc, table, cu, used, part,
-                                    scale=D ** -0.5, segment_max=smax,
-                                    segment_sum=ssum, **scales)
-                        ops.merge_states(part, o, segment_max=smax,
-                                         segment_sum=ssum)
                 else:
                     part = randn(b, HQ, s, D, dtype=f32)
                     smax = randn(b, HQ, s, dtype=f32)
                     ssum = randn(b, HQ, s, dtype=f32)
-                    counters = ints(np.zeros((b, HQ)))
+                    merge = {} if SEPARATE_MERGE else dict(
+                        merged_out=o, merge_counters=ints(np.zeros((b, HQ))))
 
-                    def fn(part=part, smax=smax, ssum=ssum,
-                           counters=counters):
+                    def fn(part=part, smax=smax, ssum=ssum, merge=merge):
                         ops.unified(q, kc, vc, table, cu, used, part,
                                     scale=D ** -0.5, segment_max=smax,
-                                    segment_sum=ssum, merged_out=o,
-                                    merge_counters=counters, **scales)
+                                    segment_sum=ssum, **merge, **scales)
+                        if SEPARATE_MERGE:
+                            ops.merge_states(part, o, segment_max=smax,
+                                             segment_sum=ssum)
                 ms = graph_time(fn)
                 row["gbps"][s] = round(nbytes / ms / 1e6, 1)
             if not DRY:

@@ -52,9 +52,8 @@ def main():
         vc = tensor((b * pages, PAGE, HK, D), cache)
         extra = {}
         if cache == "fp8":
-            one = tensor((1,), "f32")
-            one = one * 0 + 0.5
-            extra = dict(k_descale=one, v_descale=one)
+            half = tensor((1,), "f32") * 0 + 0.5   # a descale of 0.5
+            extra = dict(k_descale=half, v_descale=half)
         s = vllm.plan_segments(1, ctx, PAGE, num_seqs=b, num_kv_heads=HK)
         table = ints(np.random.default_rng(0).permutation(
             b * pages).reshape(b, pages))

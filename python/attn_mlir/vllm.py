@@ -464,11 +464,6 @@ def max_seqlen_k_bucket(max_seqlen_k):
     return min(max_seqlen_k // SEGMENT_MIN_KEYS, MAX_SEGMENTS)
 
 
-# Split-KV calls merge their segments in the split kernel itself
-# (attn.unified's merged_out) rather than in a second launch of
-# merge_states; False restores the two launches (benchmarks compare both).
-FUSED_MERGE = True
-
 # plan_segments' constants, from bench/sweep_decode_segments.py on an H100
 # (bench/results/2026-11-27-h100-decode-segment-sweep.log: within 2.9% of
 # the best count on all 25 shapes, 0.1% on average).
@@ -677,25 +672,13 @@ def _unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
         partial, seg_max, seg_sum = (np.zeros(s, np.float32) for s in shapes)
     # The segment count is the buffers' dim 2, read by the kernel at run
     # time: one kernel (one specialization) serves every count.
-    if FUSED_MERGE:
-        # The last segment program of each tile merges it (one launch).
-        # Rows of no sequence (padding past cu_seqlens_q[-1]) are left
-        # unspecified, as in the one-pass form.
-        ops._unified(qv, kc, vc, table, cu, seqused, partial,
-                     segment_max=seg_max, segment_sum=seg_sum, merged_out=ov,
-                     merge_counters=_merge_counters(dev, tokens, hq),
-                     sinks=sink_vals, out_scale=output_scale, **common)
-        return
+    # The last segment program of each tile merges it, in the same launch
+    # (attn.unified's merged_out). Rows of no sequence (padding past
+    # cu_seqlens_q[-1]) are left unspecified, as in the one-pass form.
     ops._unified(qv, kc, vc, table, cu, seqused, partial,
-                 segment_max=seg_max, segment_sum=seg_sum, **common)
-    # Only rows that belong to a sequence are written, as in the one-pass
-    # form. On the GPU the offsets stay on the device: every row is merged,
-    # and rows of no sequence (padding past cu_seqlens_q[-1]) are left
-    # unspecified.
-    lo, hi = (0, tokens) if dev is not None else (int(cu[0]), int(cu[-1]))
-    ops._merge_states(partial[lo:hi], view(out[lo:hi], "out"),
-                      segment_max=seg_max[lo:hi], segment_sum=seg_sum[lo:hi],
-                      sinks=sink_vals, out_scale=output_scale)
+                 segment_max=seg_max, segment_sum=seg_sum, merged_out=ov,
+                 merge_counters=_merge_counters(dev, tokens, hq),
+                 sinks=sink_vals, out_scale=output_scale, **common)
 
 
 # ---------------------------------------------------------------------------
