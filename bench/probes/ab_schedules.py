@@ -8,6 +8,9 @@ Prints TFLOP/s per round and the median.
     python bench/probes/ab_schedules.py        # bf16
     python bench/probes/ab_schedules.py fp8    # e4m3 q, k and v (scales 1,
                                                # p_scale 1/448), bf16 out
+    python bench/probes/ab_schedules.py short  # bf16 D=128 at S = 512 ..
+                                               # 4096: the plan's schedule,
+                                               # then its persistent form
 
 ATTN_MLIR_DRY_RUN=1 only records the specializations.
 """
@@ -35,9 +38,16 @@ FP8_CASES = {
     (128, True): [None, (128, 128, 1, 8, 1, 4, 0)],
     (256, False): [None, (128, 128, 1, 8, 1, 4, 0)],
 }
+# (S, causal): the non-persistent and the persistent form of the plan's
+# schedule for heads of 128 (which one the plan takes depends on
+# attn.short_sequences, set from the tokens a sequence).
+SHORT_CASES = {(S, c): [(128, 128, 1, 8, 1, 4, 1, 0), (128, 128, 1, 8, 1, 4, 1, 1)]
+               for S in (512, 1024, 2048, 4096) for c in (False, True)}
+SHORT = "short" in sys.argv[1:]
 FP8_SCALES = dict(fp8_scales=(1.0, 1.0, 1.0, 1.0 / 448))
-S_ = 8192
-for (D, causal), schedules in (FP8_CASES if FP8 else CASES).items():
+cases = ({(128, S, c): v for (S, c), v in SHORT_CASES.items()} if SHORT else
+         {(D, 8192, c): v for (D, c), v in (FP8_CASES if FP8 else CASES).items()})
+for (D, S_, causal), schedules in cases.items():
     H, B = 2048 // D, 16384 // S_
     flops = 4 * B * H * S_ * S_ * D * (0.5 if causal else 1.0)
     qv, kv, vv = (G.randn(B * S_, H, D, dtype="fp8" if FP8 else "bf16")
@@ -64,5 +74,5 @@ for (D, causal), schedules in (FP8_CASES if FP8 else CASES).items():
                 runs["cudnn"].append(round(flops / G.timed(fn) / 1e9, 1))
     for s, r in runs.items():
         name = "plan" if s is None else s if s == "cudnn" else list(s)
-        print(json.dumps(dict(D=D, causal=causal, schedule=name, rounds=r,
+        print(json.dumps(dict(D=D, S=S_, causal=causal, schedule=name, rounds=r,
                               median=statistics.median(r))), flush=True)

@@ -143,19 +143,39 @@ def _device_floats(x, name, device, heads):
     return x
 
 
-# Split-KV workspace per device, grown as needed and reused across calls.
+# Split-KV workspace and the fused merge's arrival counters, per device.
+# A buffer outgrown is kept, never freed: a CUDA graph captured before the
+# growth still writes into it at every replay (freed, its memory would go
+# to other tensors). Buffers grow to at least twice their size, so what is
+# kept stays within the size of the current one. Calls on one device share
+# them: one stream at a time (README, docs/vllm_backend.md).
 _WORKSPACES = {}
+_MERGE_COUNTERS = {}
+_OUTGROWN = []
+MIN_MERGE_COUNTERS = 1 << 16   # 256 KB: 4096 tokens x 16 heads
+
+
+def _cached_buffer(cache, device, need, new):
+    """cache[device] when it holds `need` elements, else a new buffer of at
+    least max(need, twice the old) made by new(n); the old one is kept."""
+    buf = cache.get(device)
+    if buf is not None and buf.numel() >= need and not checking_metadata():
+        return buf
+    grown = max(need, 2 * buf.numel() if buf is not None else 0, 1)
+    fresh = new(grown)
+    if not checking_metadata():   # never cache a fake tensor
+        if buf is not None:
+            _OUTGROWN.append(buf)
+        cache[device] = fresh
+    return fresh
 
 
 def _workspace(device, shapes):
     """float32 tensors of `shapes` carved from one cached buffer."""
     import torch
     need = sum(int(np.prod(s)) for s in shapes)
-    buf = _WORKSPACES.get(device)
-    if buf is None or buf.numel() < need or checking_metadata():
-        buf = torch.empty(max(need, 1), dtype=torch.float32, device=device)
-        if not checking_metadata():   # never cache a fake tensor
-            _WORKSPACES[device] = buf
+    buf = _cached_buffer(_WORKSPACES, device, need, lambda n: torch.empty(
+        n, dtype=torch.float32, device=device))
     out, at = [], 0
     for s in shapes:
         n = int(np.prod(s))
@@ -164,31 +184,16 @@ def _workspace(device, shapes):
     return out
 
 
-# The fused merge's arrival counters per device: int32 zeros; every
-# completed kernel leaves the entries it used zero again, so one buffer
-# serves every call (and a CUDA graph's replays). A buffer outgrown is
-# kept, never freed: a captured graph may still point into it. Calls on
-# one device share it, as they share the workspace: one stream at a time.
-_MERGE_COUNTERS = {}
-_OUTGROWN_COUNTERS = []
-MIN_MERGE_COUNTERS = 1 << 16   # 256 KB: 4096 tokens x 16 heads
-
-
 def _merge_counters(device, tokens, heads):
     """[tokens, heads] int32 zeros on `device` (None: the host, a fresh
-    array)."""
+    array). Every completed kernel leaves the entries it used zero again,
+    so one buffer serves every call (and a CUDA graph's replays)."""
     if device is None:
         return np.zeros((tokens, heads), np.int32)
     import torch
     need = tokens * heads
-    buf = _MERGE_COUNTERS.get(device)
-    if buf is None or buf.numel() < need or checking_metadata():
-        buf = torch.zeros(max(need, MIN_MERGE_COUNTERS), dtype=torch.int32,
-                          device=device)
-        if not checking_metadata():
-            if device in _MERGE_COUNTERS:
-                _OUTGROWN_COUNTERS.append(_MERGE_COUNTERS[device])
-            _MERGE_COUNTERS[device] = buf
+    buf = _cached_buffer(_MERGE_COUNTERS, device, need, lambda n: torch.zeros(
+        max(n, MIN_MERGE_COUNTERS), dtype=torch.int32, device=device))
     return buf[:need].view(tokens, heads)
 
 

@@ -509,7 +509,7 @@ def test_merge_counters_outgrown_are_kept(monkeypatch):
     from attn_mlir import vllm
     dev = torch.device("cpu")   # the logic alone; kernels never run here
     monkeypatch.setattr(vllm, "_MERGE_COUNTERS", {})
-    monkeypatch.setattr(vllm, "_OUTGROWN_COUNTERS", [])
+    monkeypatch.setattr(vllm, "_OUTGROWN", [])
     small = vllm._merge_counters(dev, 8, 32)
     assert small.shape == (8, 32) and small.dtype == torch.int32
     assert not small.any()
@@ -518,4 +518,40 @@ def test_merge_counters_outgrown_are_kept(monkeypatch):
     assert vllm._merge_counters(dev, 16, 32).data_ptr() == first.data_ptr()
     big = vllm._merge_counters(dev, vllm.MIN_MERGE_COUNTERS // 16, 32)
     assert big.data_ptr() != first.data_ptr() and not big.any()
-    assert vllm._OUTGROWN_COUNTERS == [first]
+    assert vllm._OUTGROWN == [first]
+
+
+def test_workspace_outgrown_is_kept_and_grows_geometrically(monkeypatch):
+    """The split-KV workspace: a call that needs more than the cached
+    buffer gets one of at least twice its size, and the outgrown buffer
+    stays alive (a CUDA graph captured with it writes into it at every
+    replay; freed, its memory would go to other tensors). A batch growing
+    one sequence at a time then allocates O(log n) buffers, and what is
+    kept stays within the size of the current one."""
+    from attn_mlir import vllm
+    dev = torch.device("cpu")   # the logic alone; kernels never run here
+    monkeypatch.setattr(vllm, "_WORKSPACES", {})
+    monkeypatch.setattr(vllm, "_OUTGROWN", [])
+    hq, segments, d = 32, 16, 128
+
+    def shapes(tokens):
+        return [(tokens, hq, segments, d), (tokens, hq, segments),
+                (tokens, hq, segments)]
+    partial, seg_max, seg_sum = vllm._workspace(dev, shapes(1))
+    assert partial.shape == (1, hq, segments, d)
+    assert seg_sum.shape == (1, hq, segments)
+    # The three views lie one after another in the one buffer.
+    assert seg_max.data_ptr() == partial.data_ptr() + 4 * partial.numel()
+    assert seg_sum.data_ptr() == seg_max.data_ptr() + 4 * seg_max.numel()
+    first = vllm._WORKSPACES[dev]
+    made = [first]
+    for tokens in range(2, 65):
+        vllm._workspace(dev, shapes(tokens))
+        if vllm._WORKSPACES[dev] is not made[-1]:
+            made.append(vllm._WORKSPACES[dev])
+    assert len(made) == 7               # for 1, 2, 4, ..., 64 tokens
+    assert vllm._OUTGROWN == made[:-1]  # every outgrown buffer is kept
+    assert sum(b.numel() for b in vllm._OUTGROWN) < made[-1].numel()
+    # A smaller call takes the current buffer.
+    assert vllm._workspace(dev, shapes(3))[0].data_ptr() == \
+        made[-1].data_ptr()
