@@ -20,6 +20,25 @@ using namespace mlir::attn;
 /// 32 cost 1% at 4 segments.)
 static constexpr int64_t kSegmentGroup = 16;
 
+/// exp(x), through the target's exp2: exp2(x * log2(e)).
+static Value expNatural(LoopEmitter &e, Value x) {
+  return e.exp2(e.mulF(x, e.f32(1.4426950408889634)));
+}
+
+/// A max to subtract from the states' maxima: 0 where it is -inf (every
+/// segment empty and no sink), whose weights are then exp(-inf) = 0.
+static Value finiteMax(LoopEmitter &e, Value m) {
+  return e.select(e.cmpF(arith::CmpFPredicate::OEQ, m, e.negInf()), e.f32(0.0),
+                  m);
+}
+
+/// 1 / den (0 for an empty row), divided by the output scale if any.
+static Value outputFactor(LoopEmitter &e, Value den, Value outScale) {
+  Value inv = e.select(e.cmpF(arith::CmpFPredicate::OGT, den, e.f32(0.0)),
+                       e.divF(e.f32(1.0), den), e.f32(0.0));
+  return outScale ? e.divF(inv, outScale) : inv;
+}
+
 void mlir::attn::emitMergeStates(LoopEmitter &e, ProgramTarget &target,
                                  MergeStatesOp op) {
   ImplicitLocOpBuilder &b = e.builder();
@@ -36,10 +55,7 @@ void mlir::attn::emitMergeStates(LoopEmitter &e, ProgramTarget &target,
     ubs.push_back(x.materialize(e, op->getOperands()));
   target.grid(e, ubs, [&](ValueRange iv) {
     Value t = iv[0], h = iv[1];
-    auto exp = [&](Value x) {
-      // exp(x) = exp2(x * log2(e)), through the target's exp2.
-      return e.exp2(e.mulF(x, e.f32(1.4426950408889634)));
-    };
+    auto exp = [&](Value x) { return expNatural(e, x); };
     // Segment i of group g is min(g * kSegmentGroup + i, segments - 1):
     // always in bounds, the copies of the last one past the end counted
     // once (max) or weighted 0 (sums), so that a group's loads need no
@@ -66,10 +82,7 @@ void mlir::attn::emitMergeStates(LoopEmitter &e, ProgramTarget &target,
     Value sink = op.getSinks() ? e.load(op.getSinks(), {h}) : Value();
     if (sink)
       globalMax = e.maxF(globalMax, sink);
-    // All segments empty (and no sink): every weight is exp(-inf) = 0.
-    Value safeMax =
-        e.select(e.cmpF(arith::CmpFPredicate::OEQ, globalMax, e.negInf()),
-                 e.f32(0.0), globalMax);
+    Value safeMax = finiteMax(e, globalMax);
     // One pass over the segments for the denominator and each element's
     // numerator together (after the max): a decode step's merge is a chain
     // of dependent loads per segment, so each pass costs latency. Every
@@ -99,10 +112,7 @@ void mlir::attn::emitMergeStates(LoopEmitter &e, ProgramTarget &target,
       Value denom = sums[0];
       if (sink)
         denom = e.addF(denom, exp(e.subF(sink, safeMax)));
-      Value inv = e.select(e.cmpF(arith::CmpFPredicate::OGT, denom, e.f32(0.0)),
-                           e.divF(e.f32(1.0), denom), e.f32(0.0));
-      if (outScale)
-        inv = e.divF(inv, outScale);
+      Value inv = outputFactor(e, denom, outScale);
       e.storeOutput(e.mulF(sums[1], inv), op.getOut(), {t, h, d},
                     bool(outScale));
     });
@@ -115,13 +125,8 @@ void mlir::attn::emitMergeRows(
     llvm::function_ref<std::pair<Value, Value>(Value row)> rowAt) {
   int64_t run = states.headDim % 4 == 0 ? 4 : states.headDim % 2 == 0 ? 2 : 1;
   int64_t runs = states.headDim / run;
-  auto exp = [&](Value x) {
-    return e.exp2(e.mulF(x, e.f32(1.4426950408889634)));
-  };
-  auto safe = [&](Value m) {
-    return e.select(e.cmpF(arith::CmpFPredicate::OEQ, m, e.negInf()),
-                    e.f32(0.0), m);
-  };
+  auto exp = [&](Value x) { return expNatural(e, x); };
+  auto safe = [&](Value m) { return finiteMax(e, m); };
   Value groups = e.ceilDiv(states.segments, e.idx(kSegmentGroup));
   Value last = e.sub(states.segments, e.idx(1));
   target.spread(e, e.idx(0), e.mul(numRows, e.idx(runs)), [&](Value i) {
@@ -177,10 +182,7 @@ void mlir::attn::emitMergeRows(
       for (Value &x : num)
         x = e.mulF(x, rescale);
     }
-    Value inv = e.select(e.cmpF(arith::CmpFPredicate::OGT, den, e.f32(0.0)),
-                         e.divF(e.f32(1.0), den), e.f32(0.0));
-    if (states.outScale)
-      inv = e.divF(inv, states.outScale);
+    Value inv = outputFactor(e, den, states.outScale);
     for (int64_t j = 0; j < run; ++j)
       e.storeOutput(e.mulF(num[j], inv), states.out,
                     {t, h, e.add(d0, e.idx(j))}, bool(states.outScale));
