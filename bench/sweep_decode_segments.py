@@ -4,7 +4,7 @@ segment planner (attn_mlir.vllm.plan_segments).
 
 GQA 32/8, D = 128, pages of 16, bf16 cache (SWEEP_CACHE=fp8: e4m3 with
 per-tensor descales, bytes counted at fp8 width; SWEEP_BATCHES=1,8: the
-batch sizes), one query per sequence. For
+batch sizes; SWEEP_SEGMENTS=0,24,32: the counts), one query per sequence. For
 each batch size B and context length, every segment count S (0: no split;
 else ops.unified's split form, one kernel for every count, merging its
 own segments; SWEEP_MERGE=separate: then ops.merge_states) is captured in
@@ -38,7 +38,10 @@ SEPARATE_MERGE = os.environ.get("SWEEP_MERGE", "fused") == "separate"
 SCHEDULE = tuple(int(x) for x in os.environ["SWEEP_SCHEDULE"].split(",")) \
     if os.environ.get("SWEEP_SCHEDULE") else None
 CONTEXTS = (2048, 8192, 32768)
-SEGMENTS = (0, 2, 4, 8, 16, 32, 64)
+# SWEEP_SEGMENTS=0,24,32,48: the counts to time (any count: the kernel
+# reads it from the workspace's shape).
+SEGMENTS = tuple(int(x) for x in os.environ.get(
+    "SWEEP_SEGMENTS", "0,2,4,8,16,32,64").split(","))
 MAX_TOKENS = 1 << 21   # cached keys per case: 8.6 GB of K and V
 
 
