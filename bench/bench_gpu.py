@@ -462,21 +462,32 @@ def serving():
 
 
 def mixed():
+    """Issue 20's mixed batch (4 prefills of 1k tokens, 60 decodes of 2k
+    keys) through ops.unified, over a bf16 cache and over an fp8 e4m3 cache
+    with per-tensor descales."""
     D, Hq, Hk, bs = 128, 32, 8, 16
-    for n_pre, pre_len, n_dec, ctx in ((4, 1024, 60, 2048),):
+    for cache, (n_pre, pre_len, n_dec, ctx) in (
+            ("bf16", (4, 1024, 60, 2048)), ("fp8", (4, 1024, 60, 2048))):
         qlens = [pre_len] * n_pre + [1] * n_dec
         seqlens = [pre_len] * n_pre + [ctx] * n_dec
         B = len(qlens)
         maxblk = max((s + bs - 1) // bs for s in seqlens)
         nb = B * maxblk + 8
-        kc, vc = randn(nb, bs, Hk, D), randn(nb, bs, Hk, D)
+        kc, vc = randn(nb, bs, Hk, D, dtype=cache), \
+            randn(nb, bs, Hk, D, dtype=cache)
+        fp8 = cache == "fp8"
+        descale = np.full(1, 0.5, np.float32) if DRY else \
+            torch.full((1,), 0.5, dtype=torch.float32, device=dev)
+        scales = dict(k_descale=descale, v_descale=descale) if fp8 else {}
         bt = ints(np.random.default_rng(2).permutation(nb)[: B * maxblk].reshape(B, maxblk))
         q, o = randn(sum(qlens), Hq, D), randn(sum(qlens), Hq, D)
         cu = ints(np.concatenate([[0], np.cumsum(qlens)]))
         su = ints(seqlens)
         scale = 1 / math.sqrt(D)
-        ours = lambda: ops.unified(q, kc, vc, bt, cu, su, o, scale=scale)
-        row = dict(kind="mixed", prefills=n_pre, decodes=n_dec, ctx=ctx)
+        ours = lambda: ops.unified(q, kc, vc, bt, cu, su, o, scale=scale,
+                                   **scales)
+        row = dict(kind="mixed", prefills=n_pre, decodes=n_dec, ctx=ctx,
+                   cache=cache)
         row["attn_mlir_us"] = timed(ours) * 1e3
         if DRY:
             continue
@@ -484,7 +495,8 @@ def mixed():
         o2 = torch.empty_like(o)
         seed = lambda: S.unified.unified_attention(
             q, kc, vc, o2, cu, max(qlens), su, max(seqlens), scale, True,
-            (-1, -1), bt, 0.0, None, one, one)
+            (-1, -1), bt, 0.0, None, descale if fp8 else one,
+            descale if fp8 else one)
         row["seed_us"] = timed(seed) * 1e3
         row["err_vs_seed"] = relerr(o, o2)
         emit(row)
@@ -580,7 +592,8 @@ def table():
                     "(GB/s)")
             ours, seed, fa2, cud = r["attn_mlir"], r["seed"], None, None
         else:
-            name = f"{k} (us, lower is better)"
+            fp8 = " fp8 cache" if r.get("cache") == "fp8" else ""
+            name = f"{k}{fp8} (us, lower is better)"
             ours, seed, fa2, cud = r["attn_mlir_us"], r["seed_us"], None, None
         lower = k in ("mixed", "blocksparse")
         ratio = (seed / ours) if lower else (ours / seed)

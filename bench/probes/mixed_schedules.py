@@ -4,8 +4,11 @@ schedules beside the plan's, in CUDA graphs: whether prefill rows want
 programs of more query tokens (fewer K/V re-reads) or other K/V stages.
 
     python bench/probes/mixed_schedules.py
+    MIXED_CACHE=fp8 python bench/probes/mixed_schedules.py   # e4m3 caches,
+                                                # per-tensor descales 0.5
 """
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -28,6 +31,18 @@ SCHEDULES = {
     "16q 2x32": (16, 32, 4, 0, 0, 0, 0, 0, 2),
     "16q 4x64": (16, 64, 4, 0, 0, 0, 0, 0, 4),
 }
+FP8 = os.environ.get("MIXED_CACHE", "bf16") == "fp8"
+if FP8:   # (the fp8 caches' programs: one stage, or the decode rows' form)
+    SCHEDULES = {
+        "plan": None,
+        "16q 2x64": (16, 64, 4, 0, 0, 0, 0, 0, 2),
+        "32q 1x64": (32, 64, 4, 0, 0, 0, 0, 0, 1),
+        "32q 8w 1x64": (32, 64, 4, 8, 0, 0, 0, 0, 1),
+        "8q 1x64": (8, 64, 4, 0, 0, 0, 0, 0, 1),
+        "4q 4w key split": (4, 64, 4, 4),
+        "16q 1x128": (16, 128, 4, 0, 0, 0, 0, 0, 1),
+        "32q 8w 1x128": (32, 128, 4, 8, 0, 0, 0, 0, 1),
+    }
 
 
 def main():
@@ -38,7 +53,12 @@ def main():
     B = len(qlens)
     maxblk = max((s + bs - 1) // bs for s in seqlens)
     nb = B * maxblk + 8
-    kc, vc = G.randn(nb, bs, Hk, D), G.randn(nb, bs, Hk, D)
+    cache = "fp8" if FP8 else "bf16"
+    kc, vc = G.randn(nb, bs, Hk, D, dtype=cache), \
+        G.randn(nb, bs, Hk, D, dtype=cache)
+    descale = np.full(1, 0.5, np.float32) if G.DRY else \
+        G.torch.full((1,), 0.5, dtype=G.torch.float32, device=G.dev)
+    scales = dict(k_descale=descale, v_descale=descale) if FP8 else {}
     bt = G.ints(np.random.default_rng(2).permutation(nb)[: B * maxblk]
                 .reshape(B, maxblk))
     q, o = G.randn(sum(qlens), Hq, D), G.randn(sum(qlens), Hq, D)
@@ -46,11 +66,11 @@ def main():
     su = G.ints(seqlens)
     scale = 1 / math.sqrt(D)
     ref = None
-    line = "mixed 4x1k + 60x2k (us):"
+    line = f"mixed 4x1k + 60x2k, {cache} cache (us):"
     for name, sched in SCHEDULES.items():
         def run():
             ops.unified(q, kc, vc, bt, cu, su, o, scale=scale,
-                        schedule=sched)
+                        schedule=sched, **scales)
         if G.DRY:   # record the specialization
             run()
             continue
