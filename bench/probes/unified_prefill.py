@@ -29,7 +29,14 @@ def case(qlens, seqlens, Hq, Hk, D, **kw):
     B = len(qlens)
     maxblk = max((s + BS - 1) // BS for s in seqlens)
     nb = B * maxblk + 8
-    kc, vc = G.randn(nb, BS, Hk, D), G.randn(nb, BS, Hk, D)
+    cache = kw.pop("cache", "bf16")
+    kc, vc = G.randn(nb, BS, Hk, D, dtype=cache), \
+        G.randn(nb, BS, Hk, D, dtype=cache)
+    descale = None
+    if cache == "fp8":   # per-tensor descales, as vLLM's fp8 caches
+        descale = np.full(1, 0.5, np.float32) if G.DRY else \
+            G.torch.full((1,), 0.5, dtype=G.torch.float32, device=G.dev)
+        kw.update(k_descale=descale, v_descale=descale)
     bt = G.ints(np.random.default_rng(3).permutation(nb)[: B * maxblk]
                 .reshape(B, maxblk))
     q, o = G.randn(sum(qlens), Hq, D), G.randn(sum(qlens), Hq, D)
@@ -52,7 +59,8 @@ def case(qlens, seqlens, Hq, Hk, D, **kw):
         seed = lambda: G.S.unified.unified_attention(  # noqa: E731
             q, kc, vc, o2, cu, max(qlens), su, max(seqlens), 1 / math.sqrt(D),
             True, (w - 1, 0) if w else (-1, -1), bt, kw.get("softcap") or 0.0,
-            None, one, one)
+            None, one if descale is None else descale,
+            one if descale is None else descale)
     return fn, flops, seed
 
 
@@ -73,6 +81,10 @@ CASES = {
                                               128, softcap=50.0),
     "prefill 4x2048 sinks": lambda: case([2048] * 4, [2048] * 4, 32, 8, 128,
                                          sinks=True),
+    "prefill 4x2048 GQA 32/8 D=128, fp8 cache": lambda: case(
+        [2048] * 4, [2048] * 4, 32, 8, 128, cache="fp8"),
+    "prefill 8x512 after 1536 cached, fp8 cache": lambda: case(
+        [512] * 8, [2048] * 8, 32, 8, 128, cache="fp8"),
     "mixed 4x1024 + 60x2048 decodes": lambda: case(
         [1024] * 4 + [1] * 60, [1024] * 4 + [2048] * 60, 32, 8, 128),
 }
