@@ -13,9 +13,11 @@ shuffled block table; sequences with no context, with contexts that end
 inside a page and a KV tile, one of a single query next to long ones; GQA
 4 and 8, MHA; causal or not, windows, softcap, sinks, ALiBi; bf16 and f16.
 Each case also runs the schedule the plan gave before (64-row programs,
-three stages), so the two compare.
+three stages), so the two compare. fp8 e4m3 caches with one descale each
+(the producer copies the pages' bytes and dequantizes them) run the plan
+alone.
 Outputs are NaN-poisoned first; exits non-zero when one differs from the
-reference.
+reference. SANITIZE_CASES=fp8 runs only the cases whose names contain it.
 """
 import math
 import os
@@ -46,7 +48,13 @@ CASES = [
     ("page48", 128, 32, 8, 48, (300, 129, 7), (100, 0, 500), "bf16", {}),
     ("page256 window", 64, 16, 4, 256, (700, 300), (300, 0), "bf16",
      dict(sliding_window=200)),
+    ("fp8 cache gqa4", 128, 32, 8, 16, (77, 130, 300, 1, 600),
+     (0, 300, 1000, 37, 5), "bf16", dict(fp8=True)),
+    ("fp8 cache d64 window softcap sinks", 64, 16, 4, 16, (400, 130),
+     (600, 33), "bf16", dict(fp8=True, sliding_window=100, softcap=20.0,
+                             sinks=True)),
 ]
+FP8_DESCALES = (0.5, -0.25)   # k, v
 
 
 def reference(q, kc, vc, table, cu, seqused, page, scale, group, *,
@@ -112,11 +120,16 @@ def check(name, D, Hq, Hk, page, lens, ctx, dtype, feats):
     # The schedule the plan gave before: 64-row programs, three stages.
     previous = dict(block_q=64 // (Hq // Hk), block_n=64,
                     heads_per_program=Hq // Hk, stages=3)
-    schedules = [None, previous]
+    fp8 = feats.get("fp8", False)
+    schedules = [None] if fp8 else [None, previous]
+    if fp8:
+        kw.update(k_descale=FP8_DESCALES[0], v_descale=FP8_DESCALES[1])
     if DRY:
         import ml_dtypes
         t = ml_dtypes.bfloat16 if dtype == "bf16" else np.float16
         arrays = [a.astype(t) for a in host]
+        if fp8:
+            arrays[1:] = [a.astype(ml_dtypes.float8_e4m3fn) for a in host[1:]]
         for sched in schedules:
             ops.unified(*arrays, table, cu, seqused, np.zeros_like(arrays[0]),
                         scale=scale, sinks=sinks, alibi_slopes=alibi,
@@ -125,11 +138,16 @@ def check(name, D, Hq, Hk, page, lens, ctx, dtype, feats):
     import torch
     tt = torch.bfloat16 if dtype == "bf16" else torch.float16
     dev = [torch.tensor(a, dtype=tt, device="cuda") for a in host]
+    if fp8:
+        dev[1:] = [x.to(torch.float8_e4m3fn) for x in dev[1:]]
     exact = [a.float().cpu().double().numpy() for a in dev]
+    if fp8:
+        exact[1] = exact[1] * FP8_DESCALES[0]
+        exact[2] = exact[2] * FP8_DESCALES[1]
     ref = reference(*exact, table, cu, seqused, page, scale, Hq // Hk,
                     sinks=None if sinks is None else sinks.astype(np.float64),
                     alibi=None if alibi is None else alibi.astype(np.float64),
-                    **kw)
+                    **{k: v for k, v in kw.items() if not k.endswith("descale")})
     ints = [torch.tensor(a, device="cuda") for a in (table, cu, seqused)]
     extra = {}
     if sinks is not None:
@@ -152,7 +170,9 @@ def check(name, D, Hq, Hk, page, lens, ctx, dtype, feats):
 
 
 def main():
-    bad = sum(check(*case) for case in CASES)
+    # SANITIZE_CASES=fp8: only the cases whose names contain it.
+    only = os.environ.get("SANITIZE_CASES", "")
+    bad = sum(check(*case) for case in CASES if only in case[0])
     sys.exit(1 if bad else 0)
 
 

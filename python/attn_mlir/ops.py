@@ -599,18 +599,25 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
            vc.dtype == qv.dtype and qv.shape[-1] in (64, 128))
     # The prefill-rows hint: queries averaging at least PREFILL_ROW_TOKENS a
     # sequence (prefill batches, with few decodes if any). On sm_90a the
-    # plan then gives 16-bit unified programs of heads of 64 or 128 prefix
-    # prefill's gathering producer warpgroup (Plan.cpp, kPrefillRowsHint).
-    # Set only where the plan can take it: other calls keep one
-    # specialization.
+    # plan then gives unified programs of 16-bit queries and heads of 64 or
+    # 128 prefix prefill's gathering producer warpgroup (Plan.cpp,
+    # kPrefillRowsHint), over caches stored like Q or fp8 caches with one
+    # descale each. Set only where the plan can take it: other calls keep
+    # one specialization.
+    def one_value(d):   # a descale of one value, not [num_seqs, kv_heads]
+        return d is None or getattr(d, "ndim", 0) != 2
     c.attr("attn.prefill_rows", schedule is None and sequences > 0 and
            kc is not None and vc is not None and
            qv.shape[0] >= PREFILL_ROW_TOKENS * sequences and
-           qv.dtype in ("bf16", "f16") and kc.dtype == qv.dtype and
-           vc.dtype == qv.dtype and qv.shape[-1] in (64, 128) and
+           qv.dtype in ("bf16", "f16") and
+           ((kc.dtype == qv.dtype and vc.dtype == qv.dtype and
+             k_descale is None and v_descale is None) or
+            (kc.dtype in FP8 and vc.dtype == kc.dtype and
+             one_value(k_descale) and one_value(v_descale))) and
+           qv.shape[-1] in (64, 128) and
            ov is not None and ov.dtype == qv.dtype and not split and
            lse is None and out_scale is None and q_descale is None and
-           k_descale is None and v_descale is None and not token_scales and
+           not token_scales and
            qq_bias is None and
            mm_prefix_range is None and rswa_prefix_lens is None and
            chunk_lookback is None and isinstance(causal, (bool, np.bool_)) and

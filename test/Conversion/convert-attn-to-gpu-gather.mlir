@@ -138,6 +138,34 @@ func.func @prefix_fp8(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: m
 
 // -----
 
+// Unified prefill rows over fp8 NHD caches with one descale each: the same
+// producer, copying each key's 128 bytes of K and of V (16-byte cp.async;
+// no TMA boxes of fp8 pages; Q, bf16, comes by TMA) into the raw ring,
+// then dequantizing K and V as rows (a V page holds keys' rows, not V^T).
+// CHECK-LABEL: func.func @unified_fp8
+// CHECK: gpu.launch_func @attn_kernels::@unified_fp8 {{.*}} dynamic_shared_memory_size %c230400_i32
+// CHECK: gpu.func @unified_fp8
+// CHECK: nvvm.setmaxregister  decrease 56
+// CHECK: nvgpu.tma.async.load {{.*}} -> memref<32x4x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %arg2{{.*}}, 16, %{{.*}} {bypassL1} : memref<?x16x8x128xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %arg3{{.*}}, 16, %{{.*}} {bypassL1} : memref<?x16x8x128xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: scf.for
+// CHECK: nvvm.barrier id = %c5_i32{{.*}} number_of_threads = %c128_i32
+// CHECK: vector.load {{.*}} : memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
+// CHECK: cvt.rn.f16x2.e4m3x2
+// CHECK: "fence.proxy.async.shared::cta;"
+// CHECK-NEXT: nvgpu.mbarrier.arrive
+// CHECK: nvvm.setmaxregister  increase 224
+// CHECK-NOT: nvgpu.tma.async.load {{.*}}f8E4M3FN
+func.func @unified_fp8(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x128xbf16>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
+      scale(%s) k_descale(%ks : memref<1xf32>) v_descale(%vs : memref<1xf32>) out(%o : memref<?x32x128xbf16>) {attn.long_queries, attn.prefill_rows}
+  return
+}
+
+// -----
+
 // A pinned gathering producer where the program cannot have one (heads
 // past 128, for which the producer's register split is not sized) is
 // rejected.

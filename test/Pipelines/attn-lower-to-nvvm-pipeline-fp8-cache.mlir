@@ -102,7 +102,17 @@
 // B16: .visible .entry prefix_e5m2(
 // B16-NOT: st.shared.b16
 // B16: .visible .entry prefix_e4m3_d256(
+// Unified prefill rows over fp8 NHD pages (attn.prefill_rows) on the same
+// producer: raw K and V rows, 16 bytes a copy, decoded into bf16 tiles.
+// CHECK: .visible .entry unified_e4m3_prefill_rows(
+// CHECK: setmaxnreg.dec.sync.aligned.u32 56;
+// CHECK: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16, {{.*}};
+// CHECK: cvt.rn.f16x2.e4m3x2
+// CHECK: setmaxnreg.inc.sync.aligned.u32 224;
+// B16: .visible .entry unified_e4m3_prefill_rows(
+// B16-NOT: st.shared.b16
 // PTXAS-NOT: bytes spill stores
+// PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
@@ -149,5 +159,10 @@ func.func @unified_e5m2_decode_d80(%q: memref<?x64x80xf16>, %kc: memref<?x16x8x8
 
 func.func @unified_e4m3_decode_split(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x?x128xf32>, %m: memref<?x32x?xf32>, %l: memref<?x32x?xf32>) {
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%ks : memref<1xf32>) v_descale(%vs : memref<1xf32>) out(%o : memref<?x32x?x128xf32>) segment_max(%m : memref<?x32x?xf32>) segment_sum(%l : memref<?x32x?xf32>) {attn.decode_rows}
+  return
+}
+
+func.func @unified_e4m3_prefill_rows(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cq: memref<?xi32>, %su: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x128xbf16>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cq : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) k_descale(%ks : memref<1xf32>) v_descale(%vs : memref<1xf32>) out(%o : memref<?x32x128xbf16>) {attn.long_queries, attn.prefill_rows}
   return
 }

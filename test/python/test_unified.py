@@ -210,7 +210,7 @@ def specialization(seed, q_lens, k_extra, *, hq=8, d=128, dtype="bf16",
     scales = dict(k_descale=1.0, v_descale=1.0) if fp8 else {}
     with ops.collect_specializations() as texts:
         ops.unified(q, kc, vc, table, cu, su, np.zeros_like(q), scale=0.1,
-                    **scales, **kw)
+                    **{**scales, **kw})
     assert len(texts) == 1
     return texts[0]
 
@@ -235,9 +235,10 @@ def test_long_queries_hint():
 
 def test_prefill_rows_hint():
     """Calls whose queries average at least 128 a sequence, over heads of
-    64 or 128 and caches of Q's 16-bit type, carry attn.prefill_rows (sm_90a:
-    the gathering producer warpgroup), unless a schedule is pinned or a
-    feature the plan keeps off that pipeline is there."""
+    64 or 128 and caches of Q's 16-bit type or fp8 caches with one descale
+    each, carry attn.prefill_rows (sm_90a: the gathering producer
+    warpgroup), unless a schedule is pinned or a feature the plan keeps off
+    that pipeline is there."""
     def attrs(q_lens, **kw):
         return specialization(4, q_lens, lambda n: n + 5, **kw)
     hint = "attn.prefill_rows"
@@ -251,7 +252,12 @@ def test_prefill_rows_hint():
     assert hint in attrs([200], d=64)
     assert hint not in attrs([200], d=96)
     assert hint not in attrs([200], schedule=(16, 64, 4, 0, 0, 0, 0, 0, 2))
-    assert hint not in attrs([200], fp8="f8E4M3FN")
+    assert hint in attrs([200], fp8="f8E4M3FN")
+    assert hint in attrs([200], fp8="f8E5M2", dtype="f16")
+    # (Per-(sequence, KV head) descales: the producer takes one value.)
+    assert hint not in attrs([200], fp8="f8E4M3FN",
+                             k_descale=np.ones((1, 2), np.float32),
+                             v_descale=np.ones((1, 2), np.float32))
     assert hint not in attrs([200], alibi_slopes=np.ones(8, np.float32),
                              alibi_form="sqrt")
     assert hint not in attrs([200], lse=np.zeros((200, 8), np.float32))
@@ -290,6 +296,41 @@ def test_prefill_rows_same_result(features):
     ops.unified(q, kc, vc, table, cu, su, o, scale=0.09, **kw)
     check(o, reference(q, kc, vc, cu, su, table, 0.09, **ref_kw), "bf16",
           "prefill rows")
+
+
+@pytest.mark.parametrize("case", ["e4m3", "e5m2_f16", "window_softcap_sinks",
+                                  "bidirectional", "d64"])
+def test_prefill_rows_fp8_cache_same_result(case):
+    """Prefill rows over fp8 caches with one descale each (the prefill-rows
+    hint: on sm_90a the gathering producer copies the NHD pages' bytes and
+    dequantizes K and V rows for the consumers) match the float64
+    reference: contexts ending inside a page and a tile, a sequence of one
+    query, pages behind a shuffled table, GQA 4, negative and fractional
+    descales."""
+    rng = np.random.default_rng(61 + len(case))
+    fp8 = "f8E5M2" if case.startswith("e5m2") else "f8E4M3FN"
+    dtype = "f16" if case.endswith("f16") else "bf16"
+    d = 64 if case == "d64" else 128
+    q, kc, vc, cu, su, table = make(rng, hq=16, hk=4, d=d, block_size=16,
+                                    dtype=dtype, fp8=fp8, q_lens=[300, 1, 150],
+                                    k_lens=[300, 77, 333])
+    kd, vd = (-0.75, 1.5) if case == "e4m3" else (0.5, 0.25)
+    kw, ref_kw = dict(k_descale=kd, v_descale=vd), dict(k_scale=kd,
+                                                        v_scale=vd)
+    if case == "window_softcap_sinks":
+        kw["sliding_window"] = ref_kw["window"] = 100
+        kw["softcap"] = ref_kw["softcap"] = 20.0
+        kw["sinks"] = ref_kw["sinks"] = rng.standard_normal(16).astype(
+            np.float32)
+    if case == "bidirectional":
+        kw["causal"] = ref_kw["causal"] = False
+    o = np.full(q.shape, np.nan, DTYPES[dtype])
+    with ops.collect_specializations() as texts:
+        ops.unified(q, kc, vc, table, cu, su, o, scale=0.09, **kw)
+    assert "attn.prefill_rows" in texts[0]
+    ops.unified(q, kc, vc, table, cu, su, o, scale=0.09, **kw)
+    check(o, reference(q, kc, vc, cu, su, table, 0.09, **ref_kw), dtype,
+          f"prefill rows, {case}")
 
 
 def test_decode_rows_hint():

@@ -407,12 +407,19 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   // ran 22% slower on it.
   // Pages that are whole TMA boxes of those tiles (8 to 128 keys dividing
   // 128, or multiples of 128) come by TMA (`tma`: whole tiles' pages, a
-  // further 1.03-1.11x on H200); other pages' rows are gathered.
+  // further 1.03-1.11x on H200); other pages' rows are gathered. fp8 caches
+  // with one descale each take the pipeline too: the producer copies each
+  // key's K and V bytes and dequantizes them into the same tiles
+  // (produceConverted). On H200 (bench/results/2026-11-29-h200-session18.md)
+  // unified prefill over e4m3 caches ran 1.42-1.46x faster than on the
+  // one-stage programs (4 x 2048: 681.8 -> 465.5 us).
   if (auto unified = dyn_cast<UnifiedOp>(op);
       unified && target == "nvvm" && chip == "sm_90a" &&
       op->hasAttr(kPrefillRowsHint) && (headDim == 64 || headDim == 128) &&
       128 % pack == 0 && gathersCaches(op)) {
-    bool boxes = pageBoxRows(unified.getBlockSize(), 128) > 0;
+    // (fp8 pages are copied as bytes and dequantized: no boxes.)
+    bool boxes =
+        !gathersFp8Caches(op) && pageBoxRows(unified.getBlockSize(), 128) > 0;
     return ScheduleAttr::get(op->getContext(), 128 / pack, 128, pack,
                              /*warps=*/8, /*tma=*/boxes, /*producer_warps=*/4,
                              /*pingpong=*/true, /*persistent=*/false,
@@ -458,24 +465,38 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
 }
 
 /// gathersCaches of attn.unified: Q and both caches of one 16-bit type,
-/// rows of unit stride, out like Q, and only the features its pipeline
-/// was measured with (causal or not, windows, softcap, sinks, linear
-/// ALiBi); descales, per-token scales, split-KV, lse, out scales, tree
-/// and multimodal biases, R-SWA, chunks and per-sequence flags keep the
-/// other programs.
+/// or fp8 caches (the producer copies their bytes and dequantizes them:
+/// WarpSpecialized.cpp, produceConverted) with at most one descale each
+/// for the whole tensor; rows of unit stride, out like Q, and only the
+/// features its pipeline was measured with (causal or not, windows,
+/// softcap, sinks, linear ALiBi); query descales, per-head or per-token
+/// scales, split-KV, lse, out scales, tree and multimodal biases, R-SWA,
+/// chunks and per-sequence flags keep the other programs.
 static bool gathersUnifiedRows(UnifiedOp op) {
   Type qType = cast<MemRefType>(op.getQ().getType()).getElementType();
   if (!qType.isF16() && !qType.isBF16())
     return false;
+  Type cacheType = cast<MemRefType>(op.getKCache().getType()).getElementType();
+  bool fp8 = isFp8(cacheType);
   for (Value x : {op.getQ(), op.getKCache(), op.getVCache(), op.getOut()}) {
     auto type = cast<MemRefType>(x.getType());
-    if (type.getElementType() != qType || !type.isLastDimUnitStride())
+    Type want = x == op.getKCache() || x == op.getVCache() ? cacheType : qType;
+    if (type.getElementType() != want || !type.isLastDimUnitStride())
       return false;
   }
-  if (op.getQDescale() || op.getKDescale() || op.getVDescale() ||
-      op.hasTokenScales() || op.isSplitKv() || op.getLse() ||
-      op.getOutScale() || op.getQqBias() || op.getMmPrefixRange() ||
-      op.getRswaPrefixLens() || op.getCausalFlags() ||
+  if (!fp8 && cacheType != qType)
+    return false;
+  // (A descale of one element: the program's K and V scales are constants
+  // the producer reloads after its setmaxnreg.)
+  auto perTensor = [&](Value descale) {
+    auto type = descale ? cast<MemRefType>(descale.getType()) : MemRefType();
+    return !descale ||
+           (fp8 && type.hasStaticShape() && type.getNumElements() == 1);
+  };
+  if (op.getQDescale() || !perTensor(op.getKDescale()) ||
+      !perTensor(op.getVDescale()) || op.hasTokenScales() || op.isSplitKv() ||
+      op.getLse() || op.getOutScale() || op.getQqBias() ||
+      op.getMmPrefixRange() || op.getRswaPrefixLens() || op.getCausalFlags() ||
       op.getChunkLookbackAttr())
     return false;
   return !op.getAlibiSlopes() || op.getAlibiFormOrDefault() != AlibiForm::sqrt;
@@ -536,9 +557,13 @@ int64_t mlir::attn::pageBoxRows(int64_t page, int64_t bn) {
 }
 
 bool mlir::attn::gathersFp8Caches(Operation *op) {
-  auto prefix = dyn_cast<PrefixPrefillOp>(op);
-  return prefix && gathersCaches(op) &&
-         isFp8(cast<MemRefType>(prefix.getKCache().getType()).getElementType());
+  Value kCache;
+  if (auto prefix = dyn_cast<PrefixPrefillOp>(op))
+    kCache = prefix.getKCache();
+  else if (auto unified = dyn_cast<UnifiedOp>(op))
+    kCache = unified.getKCache();
+  return kCache && gathersCaches(op) &&
+         isFp8(cast<MemRefType>(kCache.getType()).getElementType());
 }
 
 ScheduleAttr mlir::attn::scheduleOrDefault(Operation *op) {

@@ -596,23 +596,31 @@ void WarpAttentionBuilder::produceConverted(const KvWalk &walk, Value lo,
                         e.i32(static_cast<int32_t>(0x80808080)), e.i32(0));
   // vLLM's fp8 split-x K cache (x = 16) holds runs of 16 dims a key, which
   // the raw tile's 16-byte units keep: one copy each, a thread a key.
+  // Unified's NHD pages ([blocks, page, kv_heads, D]) hold each key's K and
+  // V dims contiguously: whole 16-byte runs too, and V comes as rows.
   auto kCacheType = cast<MemRefType>(any.k.getType());
-  bool wholeRuns = walk.splitKeys && kCacheType.getRank() == 5 &&
-                   kCacheType.getShape().back() % 16 == 0;
+  bool valueRows = !walk.valueKeyMajor;
+  bool wholeRuns = valueRows || (walk.splitKeys && kCacheType.getRank() == 5 &&
+                                 kCacheType.getShape().back() % 16 == 0);
   auto copyRaw = [&](Value n0, Value slot) {
     Value nValid = e.min(bn, e.sub(hi, n0));
     KvBuffers raw = rawBuffers(slot);
     KvTileRows tile(e, walk, n0, nValid, shape.headDim);
-    stage(
-        raw.k, g.bn, g.dPad,
-        [&](Value r) { return tile.key(r, /*isK=*/true, /*scaled=*/false); },
-        wholeRuns ? ChunkOrder::Rows : ChunkOrder::RowPairs,
-        /*unrollTail=*/false, /*rawChunk=*/wholeRuns ? 16 : 8);
-    stage(
-        raw.vt, g.dPad, g.bn,
-        [&](Value d) { return tile.valueColumn(d, g.bn); },
-        ChunkOrder::ColumnPairs, /*unrollTail=*/false,
-        /*rawChunk=*/copiesValueRuns16(walk) ? 16 : 8);
+    for (bool isK : {true, false}) {
+      if (!isK && !valueRows)
+        break;
+      stage(
+          isK ? raw.k : raw.v, g.bn, g.dPad,
+          [&](Value r) { return tile.key(r, isK, /*scaled=*/false); },
+          wholeRuns && !valueRows ? ChunkOrder::Rows : ChunkOrder::RowPairs,
+          /*unrollTail=*/false, /*rawChunk=*/wholeRuns ? 16 : 8);
+    }
+    if (!valueRows)
+      stage(
+          raw.vt, g.dPad, g.bn,
+          [&](Value d) { return tile.valueColumn(d, g.bn); },
+          ChunkOrder::ColumnPairs, /*unrollTail=*/false,
+          /*rawChunk=*/copiesValueRuns16(walk) ? 16 : 8);
   };
   Value loopTid = tid;
   tid = pinned(tid);
@@ -646,8 +654,11 @@ void WarpAttentionBuilder::produceConverted(const KvWalk &walk, Value lo,
     };
     fill(raw.k, buf.k, g.bn, g.dPad, keyScaleOnScores ? Value() : kScale,
          fullK(s), emptyK(s), /*asF16=*/false, keySigns);
-    fill(raw.vt, buf.vt, g.dPad, g.bn, f16CacheValues ? Value() : vScale,
-         fullV(s), emptyV(s), f16CacheValues);
+    if (valueRows)
+      fill(raw.v, buf.v, g.bn, g.dPad, vScale, fullV(s), emptyV(s));
+    else
+      fill(raw.vt, buf.vt, g.dPad, g.bn, f16CacheValues ? Value() : vScale,
+           fullV(s), emptyV(s), f16CacheValues);
     tid = loopTid;
   });
   // (No copies left in flight: the last group was empty.)

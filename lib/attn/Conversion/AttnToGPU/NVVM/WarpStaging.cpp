@@ -281,10 +281,11 @@ SmallVector<Value> WarpAttentionBuilder::decodeFp8(Value raw) {
 }
 
 WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawBuffers(Value slot) {
-  // After the K/V ring: two slots of raw K and V^T, bn * dPad bytes each
-  // (offsets in compute-type elements, as every tile's). Chunks of 16
-  // bytes in core matrices: raw K keeps the fp8 split-x cache's runs of 16
-  // dims per key, raw V^T the [D, page] cache's 16 keys per dim.
+  // After the K/V ring: two slots of raw K and V (V^T for key-major
+  // caches), bn * dPad bytes each (offsets in compute-type elements, as
+  // every tile's). Chunks of 16 bytes in core matrices: raw K keeps the
+  // fp8 split-x cache's runs of 16 dims per key, raw V^T the [D, page]
+  // cache's 16 keys per dim; an NHD cache's rows are whole runs.
   int64_t rawElems = g.bn * g.dPad / (ct.getIntOrFloatBitWidth() / 8);
   Value base = e.add(e.idx(g.mRows * g.stride + g.stages * g.kvElems()),
                      e.mul(slot, e.idx(2 * rawElems)));
@@ -297,9 +298,10 @@ WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawBuffers(Value slot) {
     t.mem = view(offset, cols / 16 * rows, 16, walkKeyType);
     return t;
   };
+  // (NHD caches, whose V rows are keys: raw V as [bn, D] rows, like K.)
   SharedTile k = raw(base, g.bn, g.dPad);
-  SharedTile vt = raw(e.add(base, e.idx(rawElems)), g.dPad, g.bn);
-  return {k, SharedTile(), vt};
+  Value vBase = e.add(base, e.idx(rawElems));
+  return {k, raw(vBase, g.bn, g.dPad), raw(vBase, g.dPad, g.bn)};
 }
 
 WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawRing(Value keySlot,
