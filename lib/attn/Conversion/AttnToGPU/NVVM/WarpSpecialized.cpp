@@ -418,8 +418,12 @@ bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,
   walkKeyType = walks.front().keyType;
   f16CacheValues =
       rawCache && ranged && !qgmma && ct.getIntOrFloatBitWidth() == 16;
-  keyScaleOnScores =
-      f16CacheValues && math.linearScores() && walks.front().keyScale;
+  // (Prefix prefill's cache walk with f16 values, or unified's one walk of
+  // NHD pages, whose V keeps its scale: f16 P and V there spilled 12
+  // bytes of the consumers' 224 registers.)
+  keyScaleOnScores = rawCache && !qgmma && ct.getIntOrFloatBitWidth() == 16 &&
+                     (ranged ? f16CacheValues : !walks.front().valueKeyMajor) &&
+                     math.linearScores() && walks.front().keyScale;
   pingpong = pingpongApplies();
   // Q by TMA where warpTensorMaps mapped it: one expect_tx arrival. So are
   // prefix prefill's new tokens' K and V (its last walk, dense) and the
@@ -1073,6 +1077,16 @@ void WarpAttentionBuilder::walkSpecialized(const ProgramRows &rows,
   // tiles of [lo, hi). Every warpgroup computes, even one whose rows are
   // all past the tokens: the turns need both.
   Value bn = e.idx(g.bn);
+  // A raw fp8 walk of keyScaleOnScores (unified's NHD pages): its K tiles
+  // hold the keys times k_scale's sign, and |k_scale| multiplies the score
+  // factor, as the ranged cache walk's.
+  Value programFactor = foldedFactor;
+  if (keyScaleOnScores) {
+    Value kScale = reloaded(walk.keyScale);
+    foldedFactor = e.maxF(
+        e.mulF(foldedFactor, e.maxF(kScale, arith::NegFOp::create(b, kScale))),
+        e.f32(std::numeric_limits<float>::min()));
+  }
   auto step = [&](Value t, Value n0, bool scores, bool values) {
     specializedStep(rows, walk, t, n0, hi, scores, values, walk.valueKeyMajor);
   };
@@ -1095,6 +1109,7 @@ void WarpAttentionBuilder::walkSpecialized(const ProgramRows &rows,
           releaseQuery();
       });
   storeCounters(tilesOf(lo, hi));
+  foldedFactor = programFactor;
 }
 
 void WarpAttentionBuilder::walkSpecializedRange(const ProgramRows &rows,
