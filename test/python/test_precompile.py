@@ -35,10 +35,13 @@ def test_specializations_of_a_config():
     one = AttentionConfig(8, 2, 64, split_kv=False, kv_cache_dtype="fp8",
                           sliding_window=32, softcap=20.0, sinks=True)
     # fp8 caches: decode batches take the decode-rows hint (sm_90a: warps
-    # splitting the keys), mixed and prefill batches the one-pass kernel.
+    # splitting the keys), mixed batches the one-pass kernel, prefill
+    # batches the prefill-rows hint (sm_90a: the gathering producer, which
+    # dequantizes the pages' bytes).
     assert names(precompile.specializations(one)) == [
         "attn_unified_bf16_d64_h8_gqa4_kvf8e4m3fn_window_decode_softcap_sinks",
-        "attn_unified_bf16_d64_h8_gqa4_kvf8e4m3fn_window_softcap_sinks"]
+        "attn_unified_bf16_d64_h8_gqa4_kvf8e4m3fn_window_softcap_sinks",
+        "attn_unified_bf16_d64_h8_gqa4_kvf8e4m3fn_window_prefill_softcap_sinks"]
 
 
 def test_collecting_runs_nothing():
