@@ -94,6 +94,16 @@ def timed_graph(fn):
     return bench(graph.replay)
 
 
+def cache_descales(cache):
+    """(descale, keyword arguments) of a cache type: fp8 caches take one
+    descale of 0.5 for K and V (per tensor, as vLLM's), 16-bit ones none;
+    the descale also goes to the seed."""
+    descale = np.full(1, 0.5, np.float32) if DRY else \
+        torch.full((1,), 0.5, dtype=torch.float32, device=dev)
+    return descale, (dict(k_descale=descale, v_descale=descale)
+                     if cache == "fp8" else {})
+
+
 def copy_ceiling(nbytes):
     """GB/s of a device copy that moves `nbytes` (half read, half written),
     timed as the kernels are: the copy ceiling that issue 20's decode rows
@@ -359,9 +369,7 @@ def decode():
         kc, vc = randn(nb, bs, Hk, D, dtype=cache), \
             randn(nb, bs, Hk, D, dtype=cache)
         fp8 = cache == "fp8"
-        descale = np.full(1, 0.5, np.float32) if DRY else \
-            torch.full((1,), 0.5, dtype=torch.float32, device=dev)
-        scales = dict(k_descale=descale, v_descale=descale) if fp8 else {}
+        descale, scales = cache_descales(cache)
         perm = np.random.default_rng(1).permutation(nb - 8)[: B * nblk].reshape(B, nblk)
         bt = ints(perm)
         q, o = randn(B, Hq, D), randn(B, Hq, D)
@@ -429,9 +437,7 @@ def serving():
         q, o = randn(B * qlen, Hq, D), randn(B * qlen, Hq, D)
         cu = ints(np.arange(B + 1) * qlen)
         fp8 = cache == "fp8"
-        descale = np.full(1, 0.5, np.float32) if DRY else \
-            torch.full((1,), 0.5, dtype=torch.float32, device=dev)
-        scales = dict(k_descale=descale, v_descale=descale) if fp8 else {}
+        descale, scales = cache_descales(cache)
         width = 1 if fp8 else 2
         nbytes = B * ctx * Hk * D * width * 2 + 2 * B * qlen * Hq * D * 2 + \
             B * nblk * 4
@@ -476,9 +482,7 @@ def mixed():
         kc, vc = randn(nb, bs, Hk, D, dtype=cache), \
             randn(nb, bs, Hk, D, dtype=cache)
         fp8 = cache == "fp8"
-        descale = np.full(1, 0.5, np.float32) if DRY else \
-            torch.full((1,), 0.5, dtype=torch.float32, device=dev)
-        scales = dict(k_descale=descale, v_descale=descale) if fp8 else {}
+        descale, scales = cache_descales(cache)
         bt = ints(np.random.default_rng(2).permutation(nb)[: B * maxblk].reshape(B, maxblk))
         q, o = randn(sum(qlens), Hq, D), randn(sum(qlens), Hq, D)
         cu = ints(np.concatenate([[0], np.cumsum(qlens)]))

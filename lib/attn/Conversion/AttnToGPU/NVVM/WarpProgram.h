@@ -846,10 +846,14 @@ private:
   Type valueType, pvType;
   /// That walk's v_scale (a load to clone: reloaded), or null.
   Value cacheValueScale;
-  /// With f16CacheValues and linear scores: the cache walk's K tiles hold
-  /// the exact keys times the sign of k_scale, and |k_scale| multiplies
-  /// that walk's folded score factor instead of every key.
+  /// With linear scores, on prefix prefill's f16CacheValues cache walk or
+  /// unified's one raw walk of NHD pages: that walk's K tiles hold the
+  /// exact keys times the sign of k_scale, and |k_scale| multiplies its
+  /// folded score factor instead of every key.
   bool keyScaleOnScores = false;
+  /// With keyScaleOnScores: |k_scale| of `walk` into foldedFactor (the
+  /// caller restores the program's factor after the walk).
+  void foldKeyScale(const KvWalk &walk);
   /// Inside the consumer warps of a specialized program (`threads` is
   /// then theirs).
   bool consumersOnly = false;

@@ -1081,12 +1081,8 @@ void WarpAttentionBuilder::walkSpecialized(const ProgramRows &rows,
   // hold the keys times k_scale's sign, and |k_scale| multiplies the score
   // factor, as the ranged cache walk's.
   Value programFactor = foldedFactor;
-  if (keyScaleOnScores) {
-    Value kScale = reloaded(walk.keyScale);
-    foldedFactor = e.maxF(
-        e.mulF(foldedFactor, e.maxF(kScale, arith::NegFOp::create(b, kScale))),
-        e.f32(std::numeric_limits<float>::min()));
-  }
+  if (keyScaleOnScores)
+    foldKeyScale(walk);
   auto step = [&](Value t, Value n0, bool scores, bool values) {
     specializedStep(rows, walk, t, n0, hi, scores, values, walk.valueKeyMajor);
   };
@@ -1110,6 +1106,15 @@ void WarpAttentionBuilder::walkSpecialized(const ProgramRows &rows,
       });
   storeCounters(tilesOf(lo, hi));
   foldedFactor = programFactor;
+}
+
+void WarpAttentionBuilder::foldKeyScale(const KvWalk &walk) {
+  // (The factor stays positive and at least the smallest normal, as
+  // foldScoreFactor makes it: the keys carry k_scale's sign.)
+  Value kScale = reloaded(walk.keyScale);
+  foldedFactor = e.maxF(
+      e.mulF(foldedFactor, e.maxF(kScale, arith::NegFOp::create(b, kScale))),
+      e.f32(std::numeric_limits<float>::min()));
 }
 
 void WarpAttentionBuilder::walkSpecializedRange(const ProgramRows &rows,
@@ -1136,15 +1141,8 @@ void WarpAttentionBuilder::walkSpecializedRange(const ProgramRows &rows,
   if (f16Walk) {
     valueType = pvType = b.getF16Type();
     cacheValueScale = walk.locate(e, walk.lo).vScale;
-    // (The factor stays positive and at least the smallest normal, as
-    // foldScoreFactor makes it: the keys carry k_scale's sign.)
-    if (keyScaleOnScores) {
-      Value kScale = reloaded(walk.keyScale);
-      foldedFactor =
-          e.maxF(e.mulF(foldedFactor,
-                        e.maxF(kScale, arith::NegFOp::create(b, kScale))),
-                 e.f32(std::numeric_limits<float>::min()));
-    }
+    if (keyScaleOnScores)
+      foldKeyScale(walk);
   }
   e.ifThen(e.lt(lo, hi), [&] {
     Value base = readCounter(e, walkedTiles);
