@@ -11,6 +11,10 @@ Prints TFLOP/s per round and the median.
     python bench/probes/ab_schedules.py short  # bf16 D=128 at S = 512 ..
                                                # 4096: the plan's schedule,
                                                # then its persistent form
+    python bench/probes/ab_schedules.py long   # the same at S = 8192 and
+                                               # 16384 (causal), and heads
+                                               # of 64 (three warpgroups
+                                               # against the persistent two)
 
 ATTN_MLIR_DRY_RUN=1 only records the specializations.
 """
@@ -44,8 +48,15 @@ FP8_CASES = {
 SHORT_CASES = {(S, c): [(128, 128, 1, 8, 1, 4, 1, 0), (128, 128, 1, 8, 1, 4, 1, 1)]
                for S in (512, 1024, 2048, 4096) for c in (False, True)}
 SHORT = "short" in sys.argv[1:]
+PLAN64, PERSISTENT = (192, 128, 1, 12, 1, 4, 1, 0), (128, 128, 1, 8, 1, 4, 1, 1)
+LONG_CASES = {
+    (128, 8192, True): SHORT_CASES[(512, True)],
+    (128, 16384, True): SHORT_CASES[(512, True)],
+    **{(64, S, c): [PLAN64, PERSISTENT]
+       for S, c in ((1024, False), (1024, True), (4096, True), (8192, True))}}
 FP8_SCALES = dict(fp8_scales=(1.0, 1.0, 1.0, 1.0 / 448))
 cases = ({(128, S, c): v for (S, c), v in SHORT_CASES.items()} if SHORT else
+         LONG_CASES if "long" in sys.argv[1:] else
          {(D, 8192, c): v for (D, c), v in (FP8_CASES if FP8 else CASES).items()})
 for (D, S_, causal), schedules in cases.items():
     H, B = 2048 // D, 16384 // S_

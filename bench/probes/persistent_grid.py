@@ -1,15 +1,15 @@
 """The sm_90a persistent flash program against the plan's (one program a
 block) on bench_gpu.py's dense D=128 shapes (16K tokens a batch, H=16,
 bf16), three ways in one process: the plan's schedule; the persistent
-schedule launched as the runtime does (one block per SM, programs dealt
-in a snake); and the same persistent kernel launched with one block per
+schedule launched as the runtime does (one block per SM, each claiming
+its next programs from a counter); and the same persistent kernel launched with one block per
 program (a grid the hardware schedules, as the plan's). Prints TFLOP/s
 and each one's ratio to the plan. ATTN_MLIR_DRY_RUN=1 only records the
 specializations.
 
 The same kernel is also launched with one block for every 2 or 4
-programs (rounds of the snake in each block, blocks assigned to SMs by
-the hardware).
+programs (each block walks its own and claims more, blocks assigned to
+SMs by the hardware).
 """
 import math
 import os

@@ -833,14 +833,16 @@ def _flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
     c.attr("causal", bool(causal))
     c.attr("quantize_to", quantize_to)
     # A planning hint from the shapes alone (no device read): queries that
-    # average at most SHORT_SEQUENCE_TOKENS a sequence. On sm_90a the plan
+    # average at most SHORT_SEQUENCE_TOKENS a sequence (causal: at most
+    # SHORT_CAUSAL_SEQUENCE_TOKENS). On sm_90a the plan
     # then takes the persistent form of its schedule for 16-bit heads up to
     # 128 without bias, dropout or lse (Plan.cpp, kShortSequencesHint); the
     # result is the same. Set only where it can matter: other calls keep
     # one specialization.
     sequences = cq.shape[0] - 1 if cq is not None else 0
     c.attr("attn.short_sequences", schedule is None and sequences > 0 and
-           qv.shape[0] <= SHORT_SEQUENCE_TOKENS * sequences and
+           qv.shape[0] <= sequences * (SHORT_CAUSAL_SEQUENCE_TOKENS if causal
+                                       else SHORT_SEQUENCE_TOKENS) and
            qv.dtype in ("bf16", "f16") and kv_.dtype == qv.dtype and
            vv.dtype == qv.dtype and qv.shape[-1] <= 128 and bias is None and
            dropout is None and lse is None and quantize_to is None)
@@ -851,10 +853,13 @@ def _flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
 
 
 # ops.flash's short-sequences hint: queries per sequence, on average, at or
-# under which sm_90a runs the persistent program (5-11% faster at 512 on
-# H100; level or slower from 1024 on:
-# bench/results/2026-11-27-h100-persistent-snake.md).
-SHORT_SEQUENCE_TOKENS = 512
+# under which sm_90a runs the persistent program, whose blocks claim their
+# programs longest first. On H200 (D = 128, 16K tokens, bench/results/
+# 2026-11-29-h200-session19.md) it ran 3-12% faster than the grid of one
+# block a program at 512 and 1024 (non-causal), level at 2048, 5% slower at
+# 4096; causal 3-16% faster up to 4096, 1-5% slower at 8192 and 16384.
+SHORT_SEQUENCE_TOKENS = 1024
+SHORT_CAUSAL_SEQUENCE_TOKENS = 4096
 
 
 def _blocksparse(q, k, v, cu_seqlens_q, cu_seqlens_k, crow, col, out, *, scale,

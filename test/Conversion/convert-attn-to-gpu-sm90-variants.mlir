@@ -88,53 +88,83 @@ func.func @tma_without_producer(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xb
 
 // -----
 
-// persistent (pinned): the mbarriers (a tenth: the consumers' release of Q)
-// are initialized once, then each role loops over the programs dealt to
-// the block (longest first, in a snake over the blocks), registers moved
-// once before the loops. The manifest marks the kernel so that the runtime launches at
-// most one block per SM.
+// persistent (pinned): the mbarriers (the consumers' release of Q, and
+// the full and empty barriers of two words that hand claimed programs
+// over) are initialized once, then each role loops over the block's
+// programs, registers moved once before the loops. The manifest marks the
+// kernel so that the runtime launches at most one block per SM.
 // CHECK: \22name\22:\22flash_persistent\22,\22op\22:\22attn.flash\22,\22params\22
 // CHECK-SAME: \22persistent\22:true
+// A block starts with the program of its id and then walks the ones its
+// producer's first thread claims from the module's counter (zero at load;
+// the launch's last claim leaves it zero), handed over in two words of
+// shared memory.
+// CHECK: memref.global "private" @attn_claimed_programs : memref<2xi32, #gpu.address_space<workgroup>> = uninitialized
+// CHECK-NEXT: llvm.mlir.global internal @attn_program_counter(0 : i32) {addr_space = 1 : i32, alignment = 4 : i64} : i32
 // CHECK-LABEL: gpu.func @flash_persistent
 // CHECK-SAME: known_block_size = array<i32: 384, 1, 1>
 // CHECK-SAME: nvvm.maxnreg = 168
-// CHECK: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 10>
+// CHECK: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 14>
 // CHECK: nvgpu.mbarrier.init %{{.*}}[%c9], %c256
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c10], %c1
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c12], %c384
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c11], %c1
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c13], %c384
 // CHECK: gpu.barrier
 // CHECK: gpu.grid_dim  z
 // CHECK: gpu.block_id  z
 // CHECK: scf.if
 // The producer: 32 registers (its loop needs more than the 24 of the
-// non-persistent producer), then its loop; its thread 256 issues K(0),
-// waits for the previous program's release of Q (from the second program
-// on), issues Q, then V(0). Each role computes the grid extents again
-// after setmaxnreg, from sizes and ids read through opaque movs (ptxas
-// spills values that live across setmaxnreg).
+// non-persistent producer), then its loop while the program is one of the
+// grid's. Its thread 256 claims the next program (a relaxed atomic add at
+// the program's start), issues K(0), waits for the previous program's
+// release of Q (from the second program on), issues Q, then V(0). After
+// the program it waits until every thread has read the word's previous
+// claim, stores program blocks + claim, resets the counter on the
+// launch's last claim and arrives on the word's full barrier; every
+// thread then reads the word and arrives on its empty barrier. Each role
+// computes the grid extents again after setmaxnreg, from sizes and ids
+// read through opaque movs (ptxas spills values that live across
+// setmaxnreg).
 // CHECK: nvvm.setmaxregister  decrease 32
 // CHECK-NEXT: arith.constant
-// CHECK: llvm.inline_asm has_side_effects "mov.u32 $0, %ctaid.x;"
 // CHECK: memref.dim %arg3
 // CHECK-NEXT: arith.index_cast
 // CHECK-NEXT: llvm.inline_asm has_side_effects "mov.b64 $0, $1;"
-// The rounds of the snake: block i takes program r * blocks + i in even
-// rounds and r * blocks + blocks - 1 - i in odd ones, if there is one.
-// CHECK: scf.for {{.*}} : i32
-// CHECK: arith.andi
-// CHECK: arith.select
-// CHECK: arith.cmpi ult
-// CHECK-NEXT: scf.if
+// CHECK: llvm.inline_asm has_side_effects "mov.u32 $0, %ctaid.x;"
+// CHECK: scf.while {{.*}} : (i32, i32) -> (i32, i32) {
+// CHECK-NEXT: arith.cmpi ult
+// CHECK-NEXT: scf.condition
+// CHECK: %[[CLAIM:.*]] = scf.if %{{.*}} -> (i32) {
+// CHECK: llvm.atomicrmw add %{{.*}}, %{{.*}} syncscope("device") monotonic : !llvm.ptr<1>, i32
 // CHECK: nvgpu.tma.async.load
 // CHECK: nvgpu.mbarrier.try_wait.parity %{{.*}}[%c9{{.*}}]
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}[%c8{{.*}}], %c32768
 // CHECK: nvgpu.tma.async.load
+// CHECK: %[[WORDS:.*]] = memref.get_global @attn_claimed_programs
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK: %[[NEXT:.*]] = arith.addi %[[CLAIM]], %{{.*}} : i32
+// CHECK-NEXT: memref.store %[[NEXT]], %[[WORDS]]
+// CHECK: %[[LAST:.*]] = arith.cmpi eq, %[[CLAIM]]
+// CHECK-NEXT: scf.if %[[LAST]] {
+// CHECK: llvm.store %{{.*}}, %{{.*}} : i32, !llvm.ptr<1>
+// CHECK: nvgpu.mbarrier.arrive
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK-NEXT: %[[PNEXT:.*]] = memref.load %[[WORDS]]
+// CHECK: nvgpu.mbarrier.arrive
+// CHECK: scf.yield %{{.*}}, %[[PNEXT]] : i32, i32
 // CHECK: } else {
 // The consumers: 232 registers, their loop; Q's phase is the program
-// count's parity; the last step releases Q.
+// count's parity; the last step releases Q; after the program, the word.
 // CHECK: nvvm.setmaxregister  increase 232
-// CHECK: scf.for {{.*}} : i32
+// CHECK: scf.while {{.*}} : (i32, i32) -> (i32, i32) {
 // CHECK: nvgpu.mbarrier.try_wait.parity %{{.*}}[%c8{{.*}}]
 // CHECK: wgmma.mma_async
 // CHECK: nvgpu.mbarrier.arrive %{{.*}}[%c9{{.*}}]
+// CHECK: %[[CWORDS:.*]] = memref.get_global @attn_claimed_programs
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK-NEXT: memref.load %[[CWORDS]]
+// CHECK: nvgpu.mbarrier.arrive
 // CHECK: gpu.return
 func.func @flash_persistent(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>, %v: memref<?x16x128xbf16>,
                  %cq: memref<?xi32>, %ck: memref<?xi32>, %scale: f32, %o: memref<?x16x128xbf16>) {

@@ -15,6 +15,10 @@
 // among them (attn-nvvm-extern-dynamic-shared).
 // CHECK: .extern .shared .align 16 .b8 __dynamic_shmem__0[];
 // CHECK-NOT: .shared .align 16 .b8 __dynamic_shmem__0;
+// The persistent programs' hand-over words and their module's counter of
+// claimed programs (a global, zero when the module loads).
+// CHECK: .shared .align 4 .b8 attn_claimed_programs[8];
+// CHECK-NEXT: .global .align 4 .u32 attn_program_counter;
 // CHECK: .visible .entry flash_causal(
 // CHECK-NEXT: .param .align 64 .b8 flash_causal_param_0[128],
 // CHECK-NEXT: .param .align 64 .b8 flash_causal_param_1[128],
@@ -57,6 +61,10 @@
 // CHECK-DAG: setmaxnreg.dec.sync.aligned.u32 32;
 // CHECK-DAG: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // CHECK-DAG: setmaxnreg.inc.sync.aligned.u32 232;
+// A relaxed (default) atomic claims the next program; the launch's last
+// claim resets the counter.
+// CHECK-DAG: atom.global.add.u32 {{.*}}, [attn_program_counter], 1;
+// CHECK-DAG: st.global.b32 [attn_program_counter], 0;
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK-NOT: ld.local
 // CHECK-NOT: st.local

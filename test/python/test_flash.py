@@ -180,11 +180,12 @@ def test_schedule_override_same_result():
     ([520, 130, 1000, 64, 333], [520, 200, 1000, 64, 400])])
 def test_persistent_schedule_same_result(causal, lq, lk):
     """The sm_90a persistent form of the Hopper schedule (one block per SM,
-    programs dealt in a snake over the blocks) against the reference:
-    varlen sequences of unequal lengths, GQA 4, more programs (query tiles
-    of the batch x 8 heads: 18 x 8 and 20 x 8) than an H100 has SMs, so
-    each block takes programs of odd and even rounds. (Elsewhere the
-    schedule's tile sizes give the same programs as any other.)"""
+    each block's programs after its first claimed from a counter) against
+    the reference: varlen sequences of unequal lengths, GQA 4, more
+    programs (query tiles of the batch x 8 heads: 18 x 8 and 20 x 8) than
+    an H100 has SMs, so each block claims several, of unequal lengths.
+    (Elsewhere the schedule's tile sizes give the same programs as any
+    other.)"""
     rng = np.random.default_rng(11)
     q, k, v, cq, ck = make(rng, lq, lk, 8, 2, 128, "bf16")
     o = np.full(q.shape, np.nan, q.dtype)
@@ -192,6 +193,27 @@ def test_persistent_schedule_same_result(causal, lq, lk):
               schedule=(128, 128, 1, 8, 1, 4, 1, 1))
     check(o, reference(q, k, v, cq, ck, 0.09, causal), "bf16",
           f"persistent, causal={causal}")
+
+
+def test_persistent_programs_claimed_at_every_launch():
+    """The persistent kernel's claim counter lives in its module and each
+    launch's last claim resets it: launches one after the other of the same
+    kernel, with fewer programs than an H100 has SMs (2 x 4 heads), with
+    many more (12 x 16 heads), and again, each walk every program (a
+    counter left over would make a later launch skip programs: NaN rows of
+    the poisoned output)."""
+    rng = np.random.default_rng(15)
+    for lengths, hq in [([200, 50], 4), ([1000, 513, 8, 640, 1100], 16),
+                        ([200, 50], 4), ([1000, 513, 8, 640, 1100], 16),
+                        ([1], 4)]:
+        q, k, v, cq, ck = make(rng, lengths, lengths, hq, 4, 128, "bf16")
+        ref = reference(q, k, v, cq, ck, 0.09, True)
+        for launch in range(2):
+            o = np.full(q.shape, np.nan, q.dtype)
+            ops.flash(q, k, v, cq, ck, o, scale=0.09, causal=True,
+                      schedule=(128, 128, 1, 8, 1, 4, 1, 1))
+            check(o, ref, "bf16",
+                  f"persistent, {len(lengths)} sequences, launch {launch}")
 
 
 @pytest.mark.parametrize("pingpong", [0, 1])
@@ -272,10 +294,11 @@ def test_moving_max_rescales_same_result(d, causal, pattern, lq, lk):
 
 
 def test_short_sequences_hint():
-    """Calls whose queries average at most 512 a sequence carry the planning
-    hint attn.short_sequences (sm_90a: the persistent schedule), unless a
-    schedule is pinned or the call has bias, dropout, lse, fp8 or f32 (the
-    plan ignores the hint there: no second specialization)."""
+    """Calls whose queries average at most 1024 a sequence (4096 causal)
+    carry the planning hint attn.short_sequences (sm_90a: the persistent
+    schedule), unless a schedule is pinned or the call has bias, dropout,
+    lse, fp8 or f32 (the plan ignores the hint there: no second
+    specialization)."""
     import ml_dtypes
     bf = ml_dtypes.bfloat16
 
@@ -286,9 +309,11 @@ def test_short_sequences_hint():
             ops.flash(q, q, q, cu, cu, np.zeros_like(q), scale=0.1, **kw)
         assert len(texts) == 1
         return texts[0]
-    assert "attn.short_sequences" in attrs(1024, 2)
+    assert "attn.short_sequences" in attrs(2048, 2)
     assert "attn.short_sequences" in attrs(1536, 4, causal=True)
-    assert "attn.short_sequences" not in attrs(1026, 2)
+    assert "attn.short_sequences" not in attrs(2050, 2)
+    assert "attn.short_sequences" in attrs(8192, 2, causal=True)
+    assert "attn.short_sequences" not in attrs(8194, 2, causal=True)
     assert "attn.short_sequences" not in attrs(512, 1, schedule=(16, 16, 1))
     assert "attn.short_sequences" not in attrs(512, 1, dtype=np.float32)
     assert "attn.short_sequences" not in attrs(

@@ -55,9 +55,10 @@ def Attn_ScheduleAttr : AttrDef<Attn_Dialect, "Schedule"> {
     warpgroups take turns at the tensor cores (named barriers), each one's
     softmax running under the other's MMAs, and issues QK of tile j before
     the softmax of tile j - 1 is done with PV. `persistent` launches at most
-    one block per SM, each walking the program grid (block i takes programs
-    i, i + blocks, ...), so that the producer loads the next program's tiles
-    under the current one's last steps and epilogue. `stages` (NVVM, 0 to
+    one block per SM, each walking the program grid (block i starts with
+    program i, then claims the next from a counter of the kernel's module,
+    longest programs first), so that the producer loads the next program's
+    tiles under the current one's last steps and epilogue. `stages` (NVVM, 0 to
     4) is how many K/V tiles a program holds in shared memory: 1 loads tile
     j + 1 into the buffers tile j is done with; n > 1 loads tiles j + 1 ..
     j + n - 1 while tile j computes; 0 lets the target choose (2 for

@@ -286,14 +286,16 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   // ran 24% faster there on 128-key tiles than on 64 (the MMAs are longer
   // next to the softmax), and heads of 256 4-6% faster without pingpong
   // (their O takes the registers that two tiles in flight need). The
-  // persistent form (one block per SM) runs 5-11% faster where sequences
-  // are short (S = 512: each block's prologue and epilogue then overlap
-  // the next program's loads) and 0-15% slower from S = 1024 on
-  // (bench/results/2026-11-27-h100-persistent-snake.md). The shapes are
-  // dynamic, so the caller says which regime a call is in: flash ops
-  // carrying kShortSequencesHint (the Python ops set it when the tokens
-  // average at most 512 a sequence) take it, those with bias, dropout or
-  // lse excepted (their persistent programs are untested).
+  // persistent form (one block per SM, each claiming the longest program
+  // left) runs faster where programs are few a sequence: each block's
+  // prologue and epilogue then overlap the next program's loads. On H200
+  // (bench/results/2026-11-29-h200-session19.md) 3-12% at S = 512-1024
+  // (non-causal) and 3-26% for causal S = 512-4096 (heads of 64 against
+  // their three warpgroups), level or slower above. The shapes are dynamic,
+  // so the caller says which regime a call is in: flash ops carrying
+  // kShortSequencesHint (the Python ops set it when the tokens average at
+  // most 1024 a sequence, 4096 if causal) take it, those with bias,
+  // dropout or lse excepted (their persistent programs are untested).
   // sm_90a block-sparse programs on the same pipeline: a producer
   // warpgroup loads the CSR blocks by TMA into a ring that runs on from
   // block to block. 64 rows (a layout row of one head) are one consumer

@@ -94,8 +94,9 @@ public:
 
   /// Persistent launches (KernelLaunch::persistent): the mbarriers and
   /// counters once, then the producer and consumer warpgroups each loop
-  /// over the programs dealt to the block: tile-major, in a snake over the
-  /// launch's blocks (any launch grid covers the programs once).
+  /// over the block's programs, tile-major: its own, then those its
+  /// producer claims from the module's counter (any launch grid covers the
+  /// programs once).
   /// Otherwise the launch grid is the program grid.
   void grid(LoopEmitter &e, ArrayRef<Value> ubs,
             llvm::function_ref<void(ValueRange)> body) override;

@@ -102,6 +102,14 @@ constexpr int64_t kQueryFreeBarrier = 9;
 /// fp8 wgmma programs: the raw V tile of buffer s has landed (TMA) at
 /// kRawValueBarrier + s; the producer then transposes it.
 constexpr int64_t kRawValueBarrier = 10;
+/// Persistent kernels (none of fp8 wgmma): the hand-over of each block's
+/// claimed programs (WarpProgramTarget::grid) through two shared words:
+/// word s written (kClaimFullBarrier + s), and read by every thread
+/// (kClaimEmptyBarrier + s).
+constexpr int64_t kClaimFullBarrier = 10, kClaimEmptyBarrier = 12;
+/// Polling rounds per mbarrier.try_wait before it retries (the suspend
+/// time hint).
+constexpr int64_t kWaitTicks = 10000000;
 
 /// Shared memory past the tiles that lets the swizzled tiles start on a
 /// 1024-byte boundary (the descriptors' base offset is 0).

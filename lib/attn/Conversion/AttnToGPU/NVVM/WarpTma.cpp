@@ -32,12 +32,9 @@ namespace {
 /// The mbarriers of the double buffer: full[s] at s, empty[s] at 2 + s;
 /// warp-specialized programs keep K and V apart (fullK .. emptyV), and
 /// add Q's (kQueryBarrier), and persistent ones the consumers' release of
-/// Q (kQueryFreeBarrier).
+/// Q (kQueryFreeBarrier) and the hand-over of claimed programs.
 constexpr int64_t kBarriers = 4, kSpecializedBarriers = 9,
-                  kPersistentBarriers = 10, kTransposingBarriers = 12;
-/// Polling rounds per mbarrier.try_wait before it retries (the suspend
-/// time hint).
-constexpr int64_t kWaitTicks = 10000000;
+                  kPersistentBarriers = 14, kTransposingBarriers = 12;
 } // namespace
 
 bool WarpAttentionBuilder::setUpTma(const ProgramRows &rows,
@@ -146,9 +143,17 @@ Value createRingBarriers(ImplicitLocOpBuilder &b, LoopEmitter &e, Value tid,
       nvgpu::MBarrierInitOp::create(
           b, bars, e.idx(queryFillers ? queryFillers : fillers),
           e.idx(kQueryBarrier), Value());
-    if (persistent)
+    if (persistent) {
       nvgpu::MBarrierInitOp::create(b, bars, e.idx(consumers),
                                     e.idx(kQueryFreeBarrier), Value());
+      for (int64_t s = 0; s < 2; ++s) {
+        nvgpu::MBarrierInitOp::create(b, bars, e.idx(1),
+                                      e.idx(kClaimFullBarrier + s), Value());
+        nvgpu::MBarrierInitOp::create(
+            b, bars, e.idx(consumers + kProducerWarps * kLanes),
+            e.idx(kClaimEmptyBarrier + s), Value());
+      }
+    }
     // (Raw V: the copy engine's bytes, one expect_tx.)
     for (int64_t s = 0; rawValues && s < 2; ++s)
       nvgpu::MBarrierInitOp::create(b, bars, e.idx(1),
