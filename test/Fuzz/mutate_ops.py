@@ -67,7 +67,8 @@ INT_ATTR_RANGES = {"sliding_window": (1, 2**31 - 1),
                    "block_size": (1, 65536),
                    "q_block_size": (1, 65536)}
 SCHEDULE_RANGES = {"block_q": (1, 4096), "block_n": (1, 4096),
-                   "heads_per_program": (1, 4096), "warps": (0, 32)}
+                   "heads_per_program": (1, 4096), "warps": (0, 32),
+                   "producer_warps": (0, 4)}
 
 PIPELINES = {
     "cpu": ["--attn-lower-to-cpu-pipeline"],
@@ -121,6 +122,13 @@ def mutate(text, rng, generic):
         fields = {f: rng.choice(SCHEDULE_FIELDS) if rng.random() < 0.5 else v
                   for f, v in (("block_q", "16"), ("block_n", "32"),
                                ("heads_per_program", "1"), ("warps", "0"))}
+        # Sometimes the sm_90a pipeline's fields too, persistent included
+        # (each op and target must take them or reject them with a
+        # diagnostic).
+        if rng.random() < 0.3:
+            fields.update(tma="true", producer_warps="4",
+                          pingpong=rng.choice(["true", "false"]),
+                          persistent=rng.choice(["true", "false"]))
         attr = ("#attn.schedule<" + ", ".join(f"{k} = {v}" for k, v in
                                                fields.items()) + ">")
         if "#attn.schedule<" in text:
