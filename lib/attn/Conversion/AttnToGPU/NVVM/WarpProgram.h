@@ -232,6 +232,12 @@ void splitRoles(ImplicitLocOpBuilder &b, LoopEmitter &e, Block *entry,
                 llvm::function_ref<void()> consumer, bool persistent,
                 bool gather = false);
 
+/// A per-thread i32 counter (an alloca of the entry block, which LLVM
+/// keeps in a register), set to 0; its value as an index, and its update.
+Value newCounter(LoopEmitter &e, Block *entry);
+Value readCounter(LoopEmitter &e, Value counter);
+void writeCounter(LoopEmitter &e, Value v, Value counter);
+
 /// Clones into the region of `anchor`, after it, the pure computations
 /// defined above the region that it uses (see WarpSpecialized.cpp).
 void rematerializeAfter(Operation *anchor);
