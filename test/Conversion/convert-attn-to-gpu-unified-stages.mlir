@@ -58,12 +58,28 @@ func.func @three_stages(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>,
 
 // -----
 
-// merge_states reads its segments sixteen at a time: sixteen loads of the
-// segment maxima before the first max.
+// merge_states programs take four tokens of a head (the grid's first
+// extent tokens / 4 + 1), one row per 32 lanes, each lane 4 of the 128
+// dims. Merges of at most four segments read them four at a time, others
+// sixteen at a time: that many loads of the segment maxima before the
+// first max, and each lane's 4 numerators beside the denominator.
+// CHECK-LABEL: func.func @merge
+// CHECK: %[[T:.*]] = memref.dim %{{.*}}, %c0
+// CHECK: %[[Q:.*]] = arith.divui %[[T]], %c4
+// CHECK: %[[X:.*]] = arith.addi %c1, %[[Q]]
+// CHECK: gpu.launch_func  @attn_kernels::@merge blocks in (%[[X]],
 // CHECK-LABEL: gpu.func @merge
+// CHECK: arith.divui %{{.*}}, %c32
+// CHECK: arith.cmpi sle, %{{.*}}, %c4
+// CHECK: scf.for
+// CHECK-COUNT-4: memref.load %{{.*}} : memref<?x32x?xf32>
+// CHECK-NEXT: arith.maximumf
+// CHECK: scf.for {{.*}} -> (f32, f32, f32, f32, f32)
+// CHECK: } else {
 // CHECK: scf.for
 // CHECK-COUNT-16: memref.load %{{.*}} : memref<?x32x?xf32>
 // CHECK-NEXT: arith.maximumf
+// CHECK: scf.for {{.*}} -> (f32, f32, f32, f32, f32)
 func.func @merge(%p: memref<?x32x?x128xf32>, %m: memref<?x32x?xf32>, %l: memref<?x32x?xf32>, %o: memref<?x32x128xbf16>) {
   attn.merge_states partial(%p : memref<?x32x?x128xf32>) segment_max(%m : memref<?x32x?xf32>) segment_sum(%l : memref<?x32x?xf32>) out(%o : memref<?x32x128xbf16>)
   return

@@ -10,7 +10,7 @@ from reference import F8, RECORDING_ONLY, check, f64, to_fp8_out
 def make(rng, t=5, h=4, s=6, d=32):
     m = rng.standard_normal((t, h, s)).astype(np.float32)
     m[0, 0, :] = -np.inf          # a row whose segments are all empty
-    m[1, :, 2] = -np.inf          # empty segments among full ones
+    m[1, :, min(2, s - 1)] = -np.inf   # empty segments among full ones
     l = np.where(np.isfinite(m), rng.uniform(0.5, 3, (t, h, s)), 0).astype(np.float32)
     acc = np.where(np.isfinite(m)[..., None], rng.standard_normal((t, h, s, d)),
                    0).astype(np.float32)
@@ -50,13 +50,13 @@ def test_max_sum(sinks, out_dtype):
         assert np.all(f64(o)[0, 0] == 0)
 
 
-@pytest.mark.parametrize("segments", [3, 15, 16, 17, 33, 70])
+@pytest.mark.parametrize("segments", [1, 2, 4, 5, 15, 16, 17, 33, 70])
 @pytest.mark.parametrize("lse", [False, True])
 def test_segment_groups(segments, lse):
-    """Segments are read sixteen at a time (LowerMergeStates.cpp): counts
-    below, at and past a group, the last group partial, an empty last
-    segment, and a large value in the last one (whose clamped copies past
-    the end must count once)."""
+    """Segments are read four at a time up to four, sixteen at a time past
+    that (LowerMergeStates.cpp): counts below, at and past a group, the
+    last group partial, an empty last segment, and a large value in the
+    last one (whose clamped copies past the end must count once)."""
     rng = np.random.default_rng(segments)
     acc, m, l = make(rng, t=3, h=2, s=segments, d=16)
     m[2, 1, -1] = 9.0
@@ -68,6 +68,23 @@ def test_segment_groups(segments, lse):
     ops.merge_states(acc, o, **kw)
     check(o, reference(acc, m, None if lse else l, lse=lse), "f32",
           f"merge {segments}")
+
+
+@pytest.mark.parametrize("tokens", [0, 1, 3, 4, 9])
+@pytest.mark.parametrize("d", [16, 40, 128])
+def test_rows_per_program(tokens, d):
+    """Programs merge four tokens of a head, each row by 32 lanes of
+    ceil(d / 32) dims (LowerMergeStates.cpp): token counts short of, at and
+    past a program's four (and none), head dims below, past and at whole
+    lanes. Every row is written, nothing past the rows."""
+    rng = np.random.default_rng(tokens * 1000 + d)
+    acc, m, _ = make(rng, t=max(tokens, 2), h=3, s=2, d=d)
+    acc, m = acc[:tokens], m[:tokens]
+    o = np.full((tokens + 1, 3, d), np.nan, np.float32)
+    ops.merge_states(acc, o[:tokens], segment_lse=m)
+    check(o[:tokens], reference(acc, m, None, lse=True), "f32",
+          f"merge {tokens} x {d}")
+    assert np.all(np.isnan(o[tokens]))
 
 
 def test_lse():

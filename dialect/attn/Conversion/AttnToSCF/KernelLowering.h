@@ -39,7 +39,11 @@ FailureOr<SmallVector<GridExtent>> kernelGrid(Operation *op);
 /// point; the op's operands are used as they are. Does not erase `op`.
 LogicalResult emitAttnOp(LoopEmitter &e, ProgramTarget &target, Operation *op);
 
-/// attn.merge_states (LowerMergeStates.cpp).
+/// attn.merge_states (LowerMergeStates.cpp): each program merges
+/// kMergeRowsPerProgram tokens of one head (its grid: tokens /
+/// kMergeRowsPerProgram + 1, heads), each row by kMergeLanes lanes.
+constexpr int64_t kMergeRowsPerProgram = 4;
+constexpr int64_t kMergeLanes = 32;
 void emitMergeStates(LoopEmitter &e, ProgramTarget &target, MergeStatesOp op);
 
 /// A split-KV op's segments (docs/semantics.md, 3.5) and where their merge

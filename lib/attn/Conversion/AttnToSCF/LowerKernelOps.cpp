@@ -639,7 +639,10 @@ FailureOr<SmallVector<GridExtent>> mlir::attn::kernelGrid(Operation *op) {
   if (auto ms = dyn_cast<MergeStatesOp>(op)) {
     unsigned partial = operandIndex(op, ms.getPartial());
     GridExtent tokens, heads, one;
-    tokens.terms = {{partial, 0, 1}};
+    // (One program past the last whole group: floor + 1 covers the ceiling;
+    // its rows past the tokens do nothing.)
+    tokens.terms = {{partial, 0, kMergeRowsPerProgram}};
+    tokens.constant = 1;
     heads.terms = {{partial, 1, 1}};
     one.constant = 1;
     return SmallVector<GridExtent>{tokens, heads, one};

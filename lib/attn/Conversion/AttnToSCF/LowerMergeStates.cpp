@@ -1,7 +1,8 @@
 //===- LowerMergeStates.cpp - attn.merge_states -> programs -----*- C++ -*-===//
 //
-// docs/semantics.md, section 3.5: a grid over (token, head) whose programs
-// rescale every segment by exp(m_s - M) and normalize once.
+// docs/semantics.md, section 3.5: a grid over (tokens, head) whose programs
+// rescale every segment by exp(m_s - M) and normalize once, a few rows a
+// program (kMergeRowsPerProgram).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +20,8 @@ using namespace mlir::attn;
 /// 32-segment merge of a B=1 decode against 8, and left 4 segments level;
 /// 32 cost 1% at 4 segments.)
 static constexpr int64_t kSegmentGroup = 16;
+/// The group of merges of at most this many segments.
+static constexpr int64_t kFewSegments = 4;
 
 /// exp(x), through the target's exp2: exp2(x * log2(e)).
 static Value expNatural(LoopEmitter &e, Value x) {
@@ -46,75 +49,114 @@ void mlir::attn::emitMergeStates(LoopEmitter &e, ProgramTarget &target,
   int64_t headDim = cast<MemRefType>(partial.getType()).getDimSize(3);
   bool lse = op.isLseForm();
   Value stat = lse ? op.getSegmentLse() : op.getSegmentMax();
+  Value tokens = memref::DimOp::create(b, partial, 0);
   Value segments = memref::DimOp::create(b, partial, 2);
   Value outScale = op.getOutScale() ? e.loadScalar(op.getOutScale()) : Value();
+  // A lane's elements: lane, lane + kMergeLanes, ... (the last clamped to
+  // the row and its store skipped when the head dim is no multiple).
+  int64_t perLane = (headDim + kMergeLanes - 1) / kMergeLanes;
 
   FailureOr<SmallVector<GridExtent>> extents = kernelGrid(op);
   SmallVector<Value> ubs;
   for (const GridExtent &x : *extents)
     ubs.push_back(x.materialize(e, op->getOperands()));
   target.grid(e, ubs, [&](ValueRange iv) {
-    Value t = iv[0], h = iv[1];
+    Value h = iv[1];
     auto exp = [&](Value x) { return expNatural(e, x); };
-    // Segment i of group g is min(g * kSegmentGroup + i, segments - 1):
-    // always in bounds, the copies of the last one past the end counted
-    // once (max) or weighted 0 (sums), so that a group's loads need no
-    // branch. (No group runs when there are no segments.)
-    Value groups = e.ceilDiv(segments, e.idx(kSegmentGroup));
-    Value last = e.sub(segments, e.idx(1));
-    auto groupSegments = [&](Value g) {
-      SmallVector<std::pair<Value, Value>> members; // (segment, counted)
-      for (int64_t i = 0; i < kSegmentGroup; ++i) {
-        Value s = e.add(e.mul(g, e.idx(kSegmentGroup)), e.idx(i));
-        members.push_back({e.min(s, last), e.le(s, last)});
-      }
-      return members;
-    };
-    Value globalMax =
-        e.reduce(e.idx(0), groups, e.negInf(), [&](Value g, Value m) {
-          SmallVector<Value> stats;
-          for (auto [s, counted] : groupSegments(g))
-            stats.push_back(e.load(stat, {t, h, s}));
-          for (Value x : stats)
-            m = e.maxF(m, x);
-          return m;
-        });
-    Value sink = op.getSinks() ? e.load(op.getSinks(), {h}) : Value();
-    if (sink)
-      globalMax = e.maxF(globalMax, sink);
-    Value safeMax = finiteMax(e, globalMax);
-    // One pass over the segments for the denominator and each element's
-    // numerator together (after the max): a decode step's merge is a chain
-    // of dependent loads per segment, so each pass costs latency. Every
-    // element sums the same weights in the same order.
-    target.spread(e, e.idx(0), e.idx(headDim), [&](Value d) {
-      SmallVector<Value> sums = e.reduceN(
-          e.idx(0), groups, {e.f32(0.0), e.f32(0.0)},
-          [&](Value g, ValueRange acc) -> SmallVector<Value> {
-            auto members = groupSegments(g);
-            SmallVector<Value> stats, segSums, parts;
-            for (auto [s, counted] : members) {
-              stats.push_back(e.load(stat, {t, h, s}));
-              if (!lse)
-                segSums.push_back(e.load(op.getSegmentSum(), {t, h, s}));
-              parts.push_back(e.load32(partial, {t, h, s, d}));
-            }
-            // The same terms in the same order as one segment at a time.
-            Value den = acc[0], num = acc[1];
-            for (int64_t i = 0; i < kSegmentGroup; ++i) {
-              Value w = exp(e.subF(stats[i], safeMax));
-              w = e.select(members[i].second, w, e.f32(0.0));
-              den = e.addF(den, lse ? w : e.mulF(w, segSums[i]));
-              num = e.addF(num, e.mulF(w, parts[i]));
-            }
-            return {den, num};
-          });
-      Value denom = sums[0];
-      if (sink)
-        denom = e.addF(denom, exp(e.subF(sink, safeMax)));
-      Value inv = outputFactor(e, denom, outScale);
-      e.storeOutput(e.mulF(sums[1], inv), op.getOut(), {t, h, d},
-                    bool(outScale));
+    // Program p merges tokens [p * kMergeRowsPerProgram, ...) of head h,
+    // one row per kMergeLanes lanes (a warp on NVIDIA): each segment of a
+    // row is read by one contiguous load per lane group, and the weights
+    // exp(m_s - M) are computed once a lane for all its elements.
+    int64_t items = kMergeRowsPerProgram * kMergeLanes;
+    target.spread(e, e.idx(0), e.idx(items), [&](Value item) {
+      Value t = e.add(e.mul(iv[0], e.idx(kMergeRowsPerProgram)),
+                      e.divU(item, e.idx(kMergeLanes)));
+      Value lane = e.remU(item, e.idx(kMergeLanes));
+      SmallVector<Value> dims;
+      for (int64_t j = 0; j < perLane; ++j)
+        dims.push_back(
+            e.min(e.add(lane, e.idx(j * kMergeLanes)), e.idx(headDim - 1)));
+      // Segments are read in groups of `group` (see kSegmentGroup): segment
+      // i of group g is min(g * group + i, segments - 1), always in bounds,
+      // the copies of the last one past the end counted once (max) or
+      // weighted 0 (sums), so that a group's loads need no branch.
+      auto merge = [&](int64_t group) {
+        Value groups = e.ceilDiv(segments, e.idx(group));
+        Value last = e.sub(segments, e.idx(1));
+        auto groupSegments = [&](Value g) {
+          SmallVector<std::pair<Value, Value>> members; // (segment, counted)
+          for (int64_t i = 0; i < group; ++i) {
+            Value s = e.add(e.mul(g, e.idx(group)), e.idx(i));
+            members.push_back({e.min(s, last), e.le(s, last)});
+          }
+          return members;
+        };
+        Value globalMax =
+            e.reduce(e.idx(0), groups, e.negInf(), [&](Value g, Value m) {
+              SmallVector<Value> stats;
+              for (auto [s, counted] : groupSegments(g))
+                stats.push_back(e.load(stat, {t, h, s}));
+              for (Value x : stats)
+                m = e.maxF(m, x);
+              return m;
+            });
+        Value sink = op.getSinks() ? e.load(op.getSinks(), {h}) : Value();
+        if (sink)
+          globalMax = e.maxF(globalMax, sink);
+        Value safeMax = finiteMax(e, globalMax);
+        // One pass over the segments for the denominator and the lane's
+        // numerators together (after the max): a decode step's merge is a
+        // chain of dependent loads per segment, so each pass costs latency.
+        // Every element sums the same weights in the same order.
+        SmallVector<Value> init(1 + perLane, e.f32(0.0));
+        SmallVector<Value> sums = e.reduceN(
+            e.idx(0), groups, init,
+            [&](Value g, ValueRange acc) -> SmallVector<Value> {
+              auto members = groupSegments(g);
+              SmallVector<Value> stats, segSums, parts;
+              for (auto [s, counted] : members) {
+                stats.push_back(e.load(stat, {t, h, s}));
+                if (!lse)
+                  segSums.push_back(e.load(op.getSegmentSum(), {t, h, s}));
+                for (Value d : dims)
+                  parts.push_back(e.load32(partial, {t, h, s, d}));
+              }
+              SmallVector<Value> next(acc.begin(), acc.end());
+              for (int64_t i = 0; i < group; ++i) {
+                Value w = exp(e.subF(stats[i], safeMax));
+                w = e.select(members[i].second, w, e.f32(0.0));
+                next[0] = e.addF(next[0], lse ? w : e.mulF(w, segSums[i]));
+                for (int64_t j = 0; j < perLane; ++j)
+                  next[1 + j] =
+                      e.addF(next[1 + j], e.mulF(w, parts[i * perLane + j]));
+              }
+              return next;
+            });
+        Value denom = sums[0];
+        if (sink)
+          denom = e.addF(denom, exp(e.subF(sink, safeMax)));
+        Value inv = outputFactor(e, denom, outScale);
+        for (int64_t j = 0; j < perLane; ++j) {
+          auto store = [&] {
+            e.storeOutput(e.mulF(sums[1 + j], inv), op.getOut(),
+                          {t, h, dims[j]}, bool(outScale));
+          };
+          if ((j + 1) * kMergeLanes <= headDim)
+            store();
+          else
+            e.ifThen(e.lt(e.add(lane, e.idx(j * kMergeLanes)), e.idx(headDim)),
+                     store);
+        }
+      };
+      // Few segments (context-parallel ranks and their pieces): groups of
+      // kFewSegments, not kSegmentGroup copies of the same loads and
+      // exponentials (a 2-segment merge of 256K tokens x 32 heads took
+      // 34 ms on an H200: bench/results/2026-11-29-h200x2-cp-exchange.log).
+      e.ifThen(e.lt(t, tokens), [&] {
+        e.ifThenElse(
+            e.le(segments, e.idx(kFewSegments)), [&] { merge(kFewSegments); },
+            [&] { merge(kSegmentGroup); });
+      });
     });
   });
 }
