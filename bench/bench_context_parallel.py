@@ -17,6 +17,8 @@ so the time over the ideal (one GPU / W) splits into imbalance, shard
 overheads and the exchange.
 
     python3 bench/bench_context_parallel.py [--sizes 131072,262144] [--heads 32/8]
+    python3 bench/bench_context_parallel.py --decode   # B=1 decode over
+        # 128k-1M cached keys: one GPU against context_parallel_decode
     ATTN_MLIR_RECORD=f.jsonl ATTN_MLIR_DRY_RUN=1 \
         python3 bench/bench_context_parallel.py --dry-run
 
@@ -117,6 +119,113 @@ def run_size(s, hq, hk, reps, device, rank, world):
     return row
 
 
+PAGE = 16
+
+
+def graphed(fn, device):
+    """fn captured in a CUDA graph (after a warm-up on a side stream):
+    its replay, as a serving loop runs a decode step."""
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream(device).wait_stream(side)
+    torch.cuda.synchronize(device)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph.replay
+
+
+def run_decode(s, hq, hk, reps, device, rank, world):
+    """One decode query (B=1) over S cached keys in pages of PAGE: one GPU
+    (ops.unified split into plan_segments' count, merged in the launch, as
+    the vLLM drop-in runs it) against W GPUs holding S / W keys each
+    (context_parallel_decode, split the same way over each shard, and in
+    one pass). GB/s counts the K and V bytes read (all ranks' together)."""
+    from attn_mlir import vllm
+    gen = torch.Generator(device=device).manual_seed(s + 1)
+    dtype = torch.bfloat16
+    q = torch.randn((1, hq, D), generator=gen, device=device).to(dtype)
+    scale = D ** -0.5
+    sms = torch.cuda.get_device_properties(device).multi_processor_count \
+        if device.type == "cuda" else None
+    kv_bytes = 2 * s * hk * D * 2
+    row = {"S": s, "heads": f"{hq}/{hk}", "D": D, "gpus": world,
+           "decode": True}
+
+    def cache(keys):
+        pages = -(-keys // PAGE)
+        kc = torch.randn((pages, PAGE, hk, D), generator=gen, device=device,
+                         dtype=torch.float32).to(dtype)
+        vc = torch.randn_like(kc)
+        table = torch.arange(pages, dtype=torch.int32,
+                             device=device).view(1, pages)
+        used = torch.tensor([keys], dtype=torch.int32, device=device)
+        return kc, vc, table, used
+
+    cu = torch.tensor([0, 1], dtype=torch.int32, device=device)
+    dist.barrier()
+    if rank == 0:
+        kc, vc, table, used = cache(s)
+        n = vllm.plan_segments(1, s, PAGE, 1, hk, sms) or 2
+        segs = torch.empty((1, hq, n, D), device=device)
+        smax = torch.empty((1, hq, n), device=device)
+        ssum = torch.empty_like(smax)
+        counters = torch.zeros((1, hq), dtype=torch.int32, device=device)
+        one = torch.empty_like(q)
+        def step():
+            ops.unified(q, kc, vc, table, cu, used, segs, scale=scale,
+                        segment_max=smax, segment_sum=ssum, merged_out=one,
+                        merge_counters=counters)
+        took = timed(step, reps, device)
+        row["one_gpu_us"] = took * 1e6
+        row["one_gpu_segments"] = n
+        row["one_gpu_GBps"] = kv_bytes / took / 1e9
+        if device.type == "cuda":
+            took = timed(graphed(step, device), reps, device)
+            row["one_gpu_graph_us"] = took * 1e6
+            row["one_gpu_graph_GBps"] = kv_bytes / took / 1e9
+        del kc, vc
+    dist.barrier()
+    keys = s // world + (rank < s % world)
+    kc, vc, table, used = cache(keys)
+    n = vllm.plan_segments(1, keys, PAGE, 1, hk, sms) or 2
+    runs = [("split", n, False), ("one_pass", None, False)]
+    if device.type == "cuda":
+        runs.insert(1, ("split_graph", n, True))
+    for label, segments, graph in runs:
+        out = torch.full_like(q, float("nan"))
+
+        def step():
+            cp.context_parallel_decode(q, kc, vc, table, used, out,
+                                       scale=scale, num_segments=segments)
+        took = timed(graphed(step, device) if graph else step, reps, device)
+        if label == "split" and device.type == "cuda":
+            # Host time of one eager call (queued work not waited for;
+            # the row printed is rank 0's).
+            host = []
+            for _ in range(reps):
+                torch.cuda.synchronize(device)
+                t = time.perf_counter()
+                step()
+                host.append(time.perf_counter() - t)
+            torch.cuda.synchronize(device)
+            row["split_host_us"] = float(np.median(host)) * 1e6
+        mine = torch.tensor([took], dtype=torch.float64, device=device)
+        every = [torch.empty_like(mine) for _ in range(world)]
+        dist.all_gather(every, mine)
+        worst = max(float(e[0]) for e in every)
+        row[f"{label}_us"] = worst * 1e6
+        row[f"{label}_GBps"] = kv_bytes / worst / 1e9
+        if rank == 0:
+            base = row["one_gpu_graph_us" if graph else "one_gpu_us"]
+            row[f"{label}_speedup"] = base / row[f"{label}_us"]
+            row[f"{label}_nan"] = bool(torch.isnan(out).any())
+    row["split_segments"] = n
+    return row
+
+
 def worker(rank, world, init, args):
     if args.dry_run:
         device = torch.device("cpu")
@@ -135,7 +244,9 @@ def worker(rank, world, init, args):
             hq, hk = (int(x) for x in (heads or args.heads).split("/"))
             s = int(s)
             reps = args.reps if s <= 262144 else max(1, args.reps - 1)
-            row = run_size(s, hq, hk, reps, device, rank, world)
+            row = run_decode(s, hq, hk, 5 * args.reps, device, rank, world) \
+                if args.decode else run_size(s, hq, hk, reps, device, rank,
+                                             world)
             if device.type == "cuda":   # the size's buffers, given back
                 torch.cuda.empty_cache()
             if rank == 0:
@@ -145,7 +256,22 @@ def worker(rank, world, init, args):
                 rows.append(row)
     finally:
         dist.destroy_process_group()
-    if rank == 0 and rows and not args.dry_run:
+    if rank == 0 and rows and not args.dry_run and args.decode:
+        print()
+        print(f"| ctx | heads | 1 GPU graph (us, GB/s) | {world} GPUs split, "
+              f"graph (us, GB/s) | speedup | 1 GPU eager (us) | {world} GPUs "
+              f"split, eager (us) | speedup | {world} GPUs one pass, eager "
+              f"(us) | segments (1 GPU / a rank) |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        for r in rows:
+            print(f"| {r['S']} | {r['heads']} | {r['one_gpu_graph_us']:.1f}, "
+                  f"{r['one_gpu_graph_GBps']:.0f} | {r['split_graph_us']:.1f}, "
+                  f"{r['split_graph_GBps']:.0f} | "
+                  f"{r['split_graph_speedup']:.2f}x | {r['one_gpu_us']:.1f} | "
+                  f"{r['split_us']:.1f} | {r['split_speedup']:.2f}x | "
+                  f"{r['one_pass_us']:.1f} | {r['one_gpu_segments']} / "
+                  f"{r['split_segments']} |")
+    elif rank == 0 and rows and not args.dry_run:
         print()
         print(f"| S | heads | 1 GPU (ms) | 1 GPU TFLOP/s | {world} GPUs "
               f"zigzag (ms) | speedup | {world} GPUs rank order (ms) | "
@@ -167,6 +293,9 @@ def main():
     p.add_argument("--heads", default="32/8", help="Hq/Hk (default 32/8)")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--gpus", type=int, default=2)
+    p.add_argument("--decode", action="store_true",
+                   help="decode (one query over S cached keys, pages of 16) "
+                        "instead of causal prefill")
     p.add_argument("--dry-run", action="store_true",
                    help="2 gloo CPU processes, tiny sizes (record only)")
     args = p.parse_args()
@@ -175,7 +304,9 @@ def main():
         args.reps = 1
         world = 2
     else:
-        args.sizes = args.sizes or "131072,262144,524288:8/2,1048576:8/2"
+        args.sizes = args.sizes or (
+            "131072,262144,524288,1048576" if args.decode else
+            "131072,262144,524288:8/2,1048576:8/2")
         world = min(args.gpus, torch.cuda.device_count())
         if world < 2:
             raise SystemExit(f"needs 2 CUDA GPUs, found "

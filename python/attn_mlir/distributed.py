@@ -466,7 +466,8 @@ def _decode_offsets(batch, device):
 def context_parallel_decode(q, k_cache, v_cache, block_table,
                             seqused_k_shard, out, *, scale, sinks=None,
                             lse=None, softcap=None, q_descale=None,
-                            k_descale=None, v_descale=None, group=None):
+                            k_descale=None, v_descale=None, group=None,
+                            num_segments=None):
     """One query per sequence (q [batch, q_heads, D], the same on every
     rank) over a paged KV cache spread across ranks: this rank's cache
     (k_cache/v_cache [num_blocks, page, kv_heads, D]), block_table and
@@ -475,6 +476,14 @@ def context_parallel_decode(q, k_cache, v_cache, block_table,
     do not matter); a rank may hold none of a sequence (seqused 0). Runs
     ops.unified with lse on the local pages, then all-gathers and merges
     into out [batch, q_heads, D] on every rank.
+
+    num_segments (int >= 2): split each rank's walk of a sequence into
+    that many segments (split-KV, merged in the same launch), so that a
+    batch of few sequences fills the GPU (one program per sequence and KV
+    head otherwise: 8 programs for one sequence of 8 KV heads);
+    attn_mlir.vllm.plan_segments(1, longest shard, page size, batch, KV
+    heads) gives the count vLLM's drop-in would use. The rank's lse then
+    comes from the segments' maxima and sums.
 
     Not supported here: position-dependent features (sliding window, ALiBi,
     chunked or R-SWA masks, bidirectional ranges), which would need each
@@ -485,11 +494,33 @@ def context_parallel_decode(q, k_cache, v_cache, block_table,
     dtype = _TORCH_FLOATS[qv.dtype]
     shape = tuple(qv.shape)
     part = torch.empty(shape, dtype=dtype, device=device)
-    part_lse = torch.empty(shape[:2], dtype=torch.float32, device=device)
     cu = _decode_offsets(shape[0], device)
-    ops.unified(q, k_cache, v_cache, block_table, cu, seqused_k_shard, part,
-                scale=scale, softcap=softcap, q_descale=q_descale,
-                k_descale=k_descale, v_descale=v_descale, lse=part_lse)
+    common = dict(scale=scale, softcap=softcap, q_descale=q_descale,
+                  k_descale=k_descale, v_descale=v_descale)
+    if num_segments is None:
+        part_lse = torch.empty(shape[:2], dtype=torch.float32, device=device)
+        ops.unified(q, k_cache, v_cache, block_table, cu, seqused_k_shard,
+                    part, lse=part_lse, **common)
+    else:
+        if type(num_segments) is not int or num_segments < 2:
+            raise ValueError(f"num_segments: expected an int >= 2 (or None "
+                             f"for one pass), got {num_segments!r}")
+        from attn_mlir import vllm
+        batch, heads, dim = shape
+        segs = torch.empty((batch, heads, num_segments, dim),
+                           dtype=torch.float32, device=device)
+        seg_max = torch.empty((batch, heads, num_segments),
+                              dtype=torch.float32, device=device)
+        seg_sum = torch.empty_like(seg_max)
+        counters = vllm._merge_counters(device, batch, heads)
+        if not is_torch(counters):
+            counters = torch.from_numpy(counters)
+        ops.unified(q, k_cache, v_cache, block_table, cu, seqused_k_shard,
+                    segs, segment_max=seg_max, segment_sum=seg_sum,
+                    merged_out=part, merge_counters=counters, **common)
+        # Segment s covers its keys with max m_s (natural log) and sum l_s
+        # relative to it: its log-sum-exp is m_s + ln l_s (-inf when empty).
+        part_lse = torch.logsumexp(seg_max + torch.log(seg_sum), dim=2)
     merge_partials(part, part_lse, out, sinks=sinks, lse=lse, group=group)
 
 

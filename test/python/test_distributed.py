@@ -360,6 +360,14 @@ def test_decode_takes_float_queries():
         cp.context_parallel_decode(q, None, None, None, None, None, scale=1.0)
 
 
+@pytest.mark.parametrize("n", [1, 0, 2.0, "4"])
+def test_decode_names_bad_segment_counts(n):
+    q = torch.zeros((2, HQ, D))
+    with pytest.raises(ValueError, match="num_segments: expected an int >= 2"):
+        cp.context_parallel_decode(q, None, None, None, None, None, scale=1.0,
+                                   num_segments=n)
+
+
 @pytest.mark.parametrize("args,match", [
     ((3, 0, [1, 1]), r"weights: expected world_size = 3 values \(one per "
                      r"rank\), got 2"),
@@ -404,8 +412,9 @@ def case_inputs(name, world):
     """The batch of one case, the same in the parent and every rank."""
     rng = np.random.default_rng([CASES.index(name), world])
     dtype = "bf16" if name == "bf16" else "f32"
-    q_lens = [1, 1, 1] if name in ("decode", "paged_decode") else Q_LENS
-    k_lens = [13, 1, 6] if name in ("decode", "paged_decode") else K_LENS
+    decoding = name in ("decode", "paged_decode", "paged_decode_split")
+    q_lens = [1, 1, 1] if decoding else Q_LENS
+    k_lens = [13, 1, 6] if decoding else K_LENS
     q, k, v, cq, ck = varlen(rng, q_lens, k_lens, dtype)
     sinks = rng.standard_normal(HQ).astype(np.float32) \
         if name == "sinks_lse" else None
@@ -419,7 +428,7 @@ def case_inputs(name, world):
 
 
 CASES = ["causal", "uneven", "full", "decode", "sinks_lse", "bf16",
-         "paged_decode", "zigzag"]
+         "paged_decode", "zigzag", "paged_decode_split"]
 
 
 def run_case(name, world, rank):
@@ -428,8 +437,11 @@ def run_case(name, world, rank):
         torch.from_numpy(c["q"].view(np.int16)).view(torch.bfloat16)
     out = torch.full(q.shape, float("nan"), dtype=q.dtype)
     lse = torch.full(q.shape[:2], float("nan"))
-    if name == "paged_decode":
-        return run_paged_decode(c, world, rank, q, out, lse)
+    if name in ("paged_decode", "paged_decode_split"):
+        # (Split: three segments a rank's walk, most of them empty or of
+        # one page, and the lse from their maxima and sums.)
+        return run_paged_decode(c, world, rank, q, out, lse,
+                                3 if name == "paged_decode_split" else None)
     zigzag = name == "zigzag"
     rows, ck_s, start, lens = cp.split_keys(c["ck"], world, rank,
                                             c["weights"], zigzag=zigzag)
@@ -449,7 +461,7 @@ def run_case(name, world, rank):
 PAGE = 4
 
 
-def run_paged_decode(c, world, rank, q, out, lse):
+def run_paged_decode(c, world, rank, q, out, lse, num_segments=None):
     """Rank r holds pages p % world == r of sequence 0, all of sequence 1 is
     on rank 0, sequence 2 is cut in rank order: the shards of a paged decode
     need no positions."""
@@ -481,7 +493,7 @@ def run_paged_decode(c, world, rank, q, out, lse):
     cp.context_parallel_decode(q, torch.from_numpy(kc), torch.from_numpy(vc),
                                torch.from_numpy(table),
                                torch.from_numpy(seqused), out, scale=SCALE,
-                               sinks=sinks, lse=lse)
+                               sinks=sinks, lse=lse, num_segments=num_segments)
     return out, lse
 
 

@@ -38,7 +38,8 @@ TOL_REF = 3e-2
 # The merged result against one device: two bf16 roundings of the same
 # values (partials, then output) and a reordered f32 sum.
 TOL_ONE = 2e-2
-CASES = ["rank_order", "zigzag", "full", "sinks_lse", "decode"]
+CASES = ["rank_order", "zigzag", "full", "sinks_lse", "decode",
+         "decode_split"]
 
 
 def bf16(a):
@@ -49,8 +50,9 @@ def bf16(a):
 
 def inputs(name):
     rng = np.random.default_rng(CASES.index(name))
-    k_lens = DECODE_K_LENS if name == "decode" else K_LENS
-    q_lens = [1] * len(k_lens) if name == "decode" else Q_LENS
+    decoding = name in ("decode", "decode_split")
+    k_lens = DECODE_K_LENS if decoding else K_LENS
+    q_lens = [1] * len(k_lens) if decoding else Q_LENS
     q = rng.standard_normal((sum(q_lens), HQ, D)).astype(np.float32)
     k = rng.standard_normal((sum(k_lens), HK, D)).astype(np.float32)
     v = rng.standard_normal((sum(k_lens), HK, D)).astype(np.float32)
@@ -64,7 +66,7 @@ def inputs(name):
 def reference(name):
     q, k, v, cq, ck, sinks = inputs(name)
     q, k, v = (bf16(x)[1] for x in (q, k, v))
-    causal = name not in ("full", "decode")
+    causal = name not in ("full", "decode", "decode_split")
     out = np.zeros(q.shape)
     g = HQ // HK
     for b in range(len(cq) - 1):
@@ -82,7 +84,7 @@ def reference(name):
 def sees_a_key(name):
     """Per query row: does it see at least one key?"""
     _, _, _, cq, ck, sinks = inputs(name)
-    causal = name not in ("full", "decode")
+    causal = name not in ("full", "decode", "decode_split")
     rows = []
     for b in range(len(cq) - 1):
         lq, lk = cq[b + 1] - cq[b], ck[b + 1] - ck[b]
@@ -115,10 +117,12 @@ def prefill(name, world, rank, device):
     return out, lse, one
 
 
-def decode(world, rank, device):
+def decode(world, rank, device, num_segments=None):
     """Pages of every sequence round-robin over the ranks; a NaN block 0
-    that no table names."""
-    q, k, v, cq, ck, _ = inputs("decode")
+    that no table names. num_segments: each rank's walk split (decode_split:
+    4 segments of a rank's 150, 9 and 32 keys)."""
+    q, k, v, cq, ck, _ = inputs("decode" if num_segments is None else
+                                "decode_split")
     q, k, v = (bf16(x)[0] for x in (q, k, v))
     mine, pages = [], []
     for b in range(len(ck) - 1):
@@ -144,7 +148,7 @@ def decode(world, rank, device):
     lse = torch.full(q.shape[:2], float("nan"), device=device)
     cp.context_parallel_decode(q, kc.to(device), vc.to(device),
                                table.to(device), seqused.to(device), out,
-                               scale=SCALE, lse=lse)
+                               scale=SCALE, lse=lse, num_segments=num_segments)
     one = torch.full_like(out, float("nan"))
     kf, vf = k.to(device), v.to(device)
     ops.flash(q, kf, vf, torch.from_numpy(cq).to(device),
@@ -199,7 +203,8 @@ def worker(rank, world, init, outdir, backend):
     try:
         for name in CASES:
             got = decode(world, rank, device) if name == "decode" else \
-                prefill(name, world, rank, device)
+                decode(world, rank, device, 4) if name == "decode_split" \
+                else prefill(name, world, rank, device)
             for key, t in zip(("out", "lse", "one"), got):
                 results[f"{name}/{key}"] = t.float().cpu().numpy()
         if backend == "nccl":
