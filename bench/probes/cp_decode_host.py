@@ -77,9 +77,9 @@ def worker(rank, world, init):
     def unified():
         ops.unified(q, kc, vc, table, cu, used, segs, scale=0.1,
                     segment_max=smax, segment_sum=ssum, merged_out=part,
-                    merge_counters=counters)
+                    merge_counters=counters, lse=lse)
 
-    def lse_of_segments():
+    def lse_of_segments():   # (what the fused merge's lse replaced)
         torch.logsumexp(smax + torch.log(ssum), dim=2)
 
     def merge():
@@ -92,8 +92,8 @@ def worker(rank, world, init):
 
     rows = {name: per_call_us(fn, device) for name, fn in (
         ("context_parallel_decode (split)", whole), ("ops.unified (split, "
-         "fused merge)", unified), ("lse from the segments (torch)",
-                                    lse_of_segments),
+         "fused merge, lse)", unified), ("lse from the segments by torch "
+                                         "ops (before)", lse_of_segments),
         ("merge_partials", merge), ("one all_gather_into_tensor",
                                     all_gather))}
     prof = cProfile.Profile()

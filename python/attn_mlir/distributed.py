@@ -483,7 +483,7 @@ def context_parallel_decode(q, k_cache, v_cache, block_table,
     head otherwise: 8 programs for one sequence of 8 KV heads);
     attn_mlir.vllm.plan_segments(1, longest shard, page size, batch, KV
     heads) gives the count vLLM's drop-in would use. The rank's lse then
-    comes from the segments' maxima and sums.
+    comes from the fused merge.
 
     Not supported here: position-dependent features (sliding window, ALiBi,
     chunked or R-SWA masks, bidirectional ranges), which would need each
@@ -497,8 +497,8 @@ def context_parallel_decode(q, k_cache, v_cache, block_table,
     cu = _decode_offsets(shape[0], device)
     common = dict(scale=scale, softcap=softcap, q_descale=q_descale,
                   k_descale=k_descale, v_descale=v_descale)
+    part_lse = torch.empty(shape[:2], dtype=torch.float32, device=device)
     if num_segments is None:
-        part_lse = torch.empty(shape[:2], dtype=torch.float32, device=device)
         ops.unified(q, k_cache, v_cache, block_table, cu, seqused_k_shard,
                     part, lse=part_lse, **common)
     else:
@@ -517,10 +517,8 @@ def context_parallel_decode(q, k_cache, v_cache, block_table,
             counters = torch.from_numpy(counters)
         ops.unified(q, k_cache, v_cache, block_table, cu, seqused_k_shard,
                     segs, segment_max=seg_max, segment_sum=seg_sum,
-                    merged_out=part, merge_counters=counters, **common)
-        # Segment s covers its keys with max m_s (natural log) and sum l_s
-        # relative to it: its log-sum-exp is m_s + ln l_s (-inf when empty).
-        part_lse = torch.logsumexp(seg_max + torch.log(seg_sum), dim=2)
+                    merged_out=part, merge_counters=counters, lse=part_lse,
+                    **common)
     merge_partials(part, part_lse, out, sinks=sinks, lse=lse, group=group)
 
 

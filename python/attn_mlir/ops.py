@@ -559,9 +559,10 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
                              f"f32, got shape {tuple(ov.shape)}")
         check_int(ov.shape[2], "out", "num_segments", "the segment count "
                   "(dim 2) = ")
-    if lse is not None and split:
-        raise ValueError("lse: not valid in the split-KV form (num_segments); "
-                         "segment_max/segment_sum hold the statistics")
+    if lse is not None and split and merged_out is None:
+        raise ValueError("lse: not valid in the split-KV form (num_segments) "
+                         "without merged_out; segment_max/segment_sum hold "
+                         "the statistics")
     _lse_operand(c, lse, qv)
     fused = _merge_operands(c, merged_out, merge_counters, qv, split)
     if not split:
@@ -982,11 +983,12 @@ def unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     chunk_lookback (with sliding_window): chunked attention;
     k_scale_cache/v_scale_cache [num_blocks, block_size, kv_heads] f32:
     per-token-head scales of i8 or fp8 caches (vLLM's kv_quant_mode 2, 3).
-    lse: [tokens, q_heads] f32, receives each row's log-sum-exp (not in the
-    split-KV form; see flash). In the split-KV form, merged_out ([tokens,
-    q_heads, head_dim]) with merge_counters ([tokens, q_heads] int32 zeros,
-    left zero) also merges the segments in the same launch, as merge_states
-    would (sinks and out_scale apply there)."""
+    lse: [tokens, q_heads] f32, receives each row's log-sum-exp (see
+    flash; in the split-KV form only with merged_out, over all segments).
+    In the split-KV form, merged_out ([tokens, q_heads, head_dim]) with
+    merge_counters ([tokens, q_heads] int32 zeros, left zero) also merges
+    the segments in the same launch, as merge_states would (sinks and
+    out_scale apply there)."""
     t = _torch_route(q)
     if t:
         return t.unified(

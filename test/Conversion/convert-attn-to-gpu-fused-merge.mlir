@@ -52,3 +52,22 @@ func.func @unified_fused_merge(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) sinks(%sk : memref<32xf32>) out(%o : memref<?x32x?x128xf32>) segment_max(%m : memref<?x32x?xf32>) segment_sum(%l : memref<?x32x?xf32>) merged_out(%mo : memref<?x32x128xbf16>) merge_counters(%c : memref<?x32xi32>)
   return
 }
+
+// With an lse operand the merge also stores each merged row's log-sum-exp
+// (over every segment, sinks included), before its outputs; the segment
+// programs store none.
+// GPU-LABEL: gpu.func @unified_fused_merge_lse
+// GPU-SAME: %[[LSE:arg11]]: memref<?x32xf32>, %[[MO:arg12]]: memref<?x32x128xbf16>
+// GPU-NOT: memref.store %{{.*}}, %[[LSE]]
+// GPU: memref.atomic_rmw addi
+// GPU: memref.store %{{.*}}, %[[LSE]][{{.*}}] : memref<?x32xf32>
+// GPU: memref.store %{{.*}}, %[[MO]]
+
+// CPU-LABEL: func.func @unified_fused_merge_lse
+// CPU: memref.atomic_rmw addi
+// CPU: memref.store %{{.*}}, %arg11[{{.*}}] : memref<?x32xf32>
+// CPU: memref.store %{{.*}}, %arg12
+func.func @unified_fused_merge_lse(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %sk: memref<32xf32>, %o: memref<?x32x?x128xf32>, %m: memref<?x32x?xf32>, %l: memref<?x32x?xf32>, %lse: memref<?x32xf32>, %mo: memref<?x32x128xbf16>, %c: memref<?x32xi32>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) sinks(%sk : memref<32xf32>) out(%o : memref<?x32x?x128xf32>) segment_max(%m : memref<?x32x?xf32>) segment_sum(%l : memref<?x32x?xf32>) lse(%lse : memref<?x32xf32>) merged_out(%mo : memref<?x32x128xbf16>) merge_counters(%c : memref<?x32xi32>)
+  return
+}

@@ -1096,8 +1096,16 @@ func.func @lse_rank_is_two(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf1
 
 // -----
 
-func.func @unified_lse_not_in_split_kv(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %lse: memref<?x32xf32>, %s: f32) {
-  // expected-error @+1 {{operand 'lse' is not valid in the split-KV form; its segment statistics go to attn.merge_states}}
+func.func @unified_fused_merge_lse_rank(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x?x128xf32>, %m: memref<?x32x?xf32>, %l: memref<?x32x?xf32>, %mo: memref<?x32x128xbf16>, %mc: memref<?x32xi32>, %lse: memref<?x32x1xf32>, %s: f32) {
+  // expected-error @+1 {{operand 'lse' must be a rank-2 memref [tokens, q_heads], got 'memref<?x32x1xf32>'}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x?x128xf32>) segment_max(%m : memref<?x32x?xf32>) segment_sum(%l : memref<?x32x?xf32>) lse(%lse : memref<?x32x1xf32>) merged_out(%mo : memref<?x32x128xbf16>) merge_counters(%mc : memref<?x32xi32>)
+  return
+}
+
+// -----
+
+func.func @unified_lse_not_in_split_kv_without_merged_out(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %lse: memref<?x32xf32>, %s: f32) {
+  // expected-error @+1 {{operand 'lse' is not valid in the split-KV form without 'merged_out'; its segment statistics go to attn.merge_states}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) lse(%lse : memref<?x32xf32>) {num_segments = 4 : i64}
   return
 }

@@ -9,7 +9,7 @@ import pytest
 
 from attn_mlir import ops
 from paged import block_table, cache_values
-from reference import DTYPES, TOL, f64
+from reference import DTYPES, RECORDING_ONLY, TOL, f64
 
 # lse is f32 math on f32 statistics: the GPUs' lg2.approx and the tiled
 # summation order leave a few ulps of the value (|lse| ~ 1-10).
@@ -168,12 +168,57 @@ def test_lse_of_the_wrong_shape_is_named(shape, dtype, match):
                   lse=np.zeros(shape, dtype))
 
 
+@pytest.mark.parametrize("sinks", [False, True])
+@pytest.mark.parametrize("segments", [3, 40])
+def test_unified_fused_merge_lse(sinks, segments):
+    """The split-KV form with the fused merge stores each row's lse over
+    every segment (docs/semantics.md 3.5): decode rows and a 4-token row,
+    a sequence without keys (-inf, or the sink), segments past the keys
+    (40 over 7 keys: empty), against float64."""
+    rng = np.random.default_rng(segments + sinks)
+    hq, hk, d, bs = 8, 2, 64, 16
+    q_lens, k_lens = np.array([1, 4, 1, 1]), np.array([300, 7, 0, 90])
+    cu = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    table, nb = block_table(rng, np.maximum(k_lens, 1), bs)
+    q = rng.standard_normal((int(cu[-1]), hq, d)).astype(DTYPES["bf16"])
+    _, kc = cache_values(rng, (nb, bs, hk, d), "bf16", None)
+    _, vc = cache_values(rng, (nb, bs, hk, d), "bf16", None)
+    sk = rng.standard_normal(hq).astype(np.float32) if sinks else None
+    tokens = int(cu[-1])
+    part = np.full((tokens, hq, segments, d), np.nan, np.float32)
+    mx = np.full((tokens, hq, segments), np.nan, np.float32)
+    out = np.full(q.shape, np.nan, q.dtype)
+    lse = np.full(q.shape[:2], np.nan, np.float32)
+    scale = 0.125
+    # (The 4-token row sees keys up to its position: seqused >= its tokens.)
+    used = np.maximum(k_lens, q_lens * (k_lens > 0)).astype(np.int32)
+    ops.unified(q, kc, vc, table, cu, used, part, scale=scale,
+                segment_max=mx, segment_sum=mx.copy(), merged_out=out,
+                merge_counters=np.zeros(q.shape[:2], np.int32), sinks=sk,
+                lse=lse)
+    if RECORDING_ONLY:
+        return
+    ref = np.full(q.shape[:2], np.nan)
+    for b in range(len(k_lens)):
+        L, N = int(q_lens[b]), int(used[b])
+        keys = kc[table[b, np.arange(N) // bs], np.arange(N) % bs]
+        visible = np.arange(N)[None, :] <= N - L + np.arange(L)[:, None]
+        for h in range(hq):
+            ref[cu[b]:cu[b + 1], h] = logsumexp(
+                scores(q[cu[b]:cu[b + 1], h], keys[:, h // (hq // hk)], scale,
+                       visible), extra=None if sk is None else float(sk[h]))
+    check_lse(lse, ref, "bf16")
+    if sinks:   # the sequence without keys: the sink alone
+        np.testing.assert_allclose(lse[cu[2]], sk, rtol=1e-6)
+
+
 def test_lse_is_not_valid_with_split_kv():
     rng = np.random.default_rng(7)
     q = rng.standard_normal((2, 4, 32)).astype(np.float32)
     kc = rng.standard_normal((4, 16, 4, 32)).astype(np.float32)
     table = np.arange(4, dtype=np.int32).reshape(2, 2)
-    with pytest.raises(ValueError, match="lse: not valid in the split-KV"):
+    with pytest.raises(ValueError, match="lse: not valid in the split-KV "
+                       "form .* without merged_out"):
         ops.unified(q, kc, kc, table, np.array([0, 1, 2], np.int32),
                     np.array([20, 20], np.int32),
                     np.zeros((2, 4, 2, 32), np.float32), scale=0.2,

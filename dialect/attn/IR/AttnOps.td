@@ -176,9 +176,10 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
     completed launch leaves them zero again (one buffer serves every call
     and a CUDA graph's replays).
 
-    `lse` (`[tokens, q_heads]` f32, not in the split-KV form) receives each
-    row's log-sum-exp `log(sum_j exp(s_j))` over its visible keys (plus
-    `sinks[h]` when given), natural log; `-inf` for a row that sees no key.
+    `lse` (`[tokens, q_heads]` f32; in the split-KV form only with the fused
+    merge, over all segments) receives each row's log-sum-exp
+    `log(sum_j exp(s_j))` over its visible keys (plus `sinks[h]` when
+    given), natural log; `-inf` for a row that sees no key.
     Outputs over disjoint key ranges then merge exactly with
     `attn.merge_states` (`segment_lse`): context parallelism.
 

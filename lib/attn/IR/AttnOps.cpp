@@ -485,9 +485,10 @@ LogicalResult UnifiedOp::verify() {
       return failure();
     return verifyOutput(c, getOut(), q, "q", kQDims, getOutScale());
   }
-  if (getLse())
-    return c.error("lse") << "is not valid in the split-KV form; its "
-                             "segment statistics go to attn.merge_states";
+  if (getLse() && !fusesMerge())
+    return c.error("lse") << "is not valid in the split-KV form without "
+                             "'merged_out'; its segment statistics go to "
+                             "attn.merge_states";
 
   // Split-KV form: partial accumulators and statistics, all f32. Without
   // the attribute, the segment count is out's dim 2 at run time.
@@ -519,6 +520,9 @@ LogicalResult UnifiedOp::verify() {
   if (fusesMerge()) {
     if (failed(verifyOutput(c, getMergedOut(), q, "q", kQDims, getOutScale(),
                             "merged_out")))
+      return failure();
+    // (The fused merge's rows: their log-sum-exp over every segment.)
+    if (failed(verifyLse(c, getLse(), q)))
       return failure();
     MemRefType counters =
         c.memref(getMergeCounters(), "merge_counters", kLseDims, kI32);

@@ -53,6 +53,9 @@ struct SegmentStates {
   Value partial, segmentMax, segmentSum, sinks, outScale, out;
   Value segments; // S (index)
   int64_t headDim;
+  /// Optional [tokens, heads] f32: each merged row's log-sum-exp (sinks
+  /// included), as the non-split form's lse.
+  Value lse = Value();
 };
 
 /// Merges rows [0, numRows) of `states` as attn.merge_states does, row r

@@ -319,11 +319,12 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
   }
   AttentionOutput out{op.getOut(), op.getOutScale(), op.getSegmentMax(),
                       op.getSegmentSum(), op.getLse()};
-  // The split form's programs leave sinks and the output scale to the
-  // merge (fused or attn.merge_states).
+  // The split form's programs leave sinks, the output scale and the lse
+  // (the fused merge's, over every segment) to the merge.
   if (op.isSplitKv()) {
     f.sinks = Value();
     out.outScale = Value();
+    out.lse = Value();
   }
   Value outScale = op.fusesMerge() && op.getOutScale()
                        ? e.loadScalar(op.getOutScale())
@@ -400,10 +401,10 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
               target.lastArrival(e, op.getMergeCounters(),
                                  {rows.qTokBase, rows.headBase}, segments);
           e.ifThen(last, [&] {
-            SegmentStates states{op.getOut(),        op.getSegmentMax(),
-                                 op.getSegmentSum(), op.getSinks(),
-                                 outScale,           op.getMergedOut(),
-                                 segments,           shape.headDim};
+            SegmentStates states{
+                op.getOut(),   op.getSegmentMax(), op.getSegmentSum(),
+                op.getSinks(), outScale,           op.getMergedOut(),
+                segments,      shape.headDim,      op.getLse()};
             Value pack = e.idx(shape.pack);
             emitMergeRows(
                 e, target, states, e.mul(rows.numTokens, pack), [&](Value r) {

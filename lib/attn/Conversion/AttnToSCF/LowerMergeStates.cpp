@@ -216,14 +216,22 @@ void mlir::attn::emitMergeRows(
         });
     Value den = acc[1];
     SmallVector<Value> num(acc.begin() + 2, acc.end());
+    Value base = safe(acc[0]); // what den is relative to
     if (states.sinks) {
       Value sink = e.load(states.sinks, {h});
-      Value base = safe(e.maxF(acc[0], sink));
+      base = safe(e.maxF(acc[0], sink));
       Value rescale = exp(e.subF(acc[0], base));
       den = e.addF(e.mulF(den, rescale), exp(e.subF(sink, base)));
       for (Value &x : num)
         x = e.mulF(x, rescale);
     }
+    // lse = base + ln den (-inf for a row of empty segments and no sink),
+    // stored by the row's first run.
+    if (states.lse)
+      e.ifThen(e.eq(d0, e.idx(0)), [&] {
+        e.store(e.addF(base, e.mulF(e.log2(den), e.f32(0.6931471805599453))),
+                states.lse, {t, h});
+      });
     Value inv = outputFactor(e, den, states.outScale);
     for (int64_t j = 0; j < run; ++j)
       e.storeOutput(e.mulF(num[j], inv), states.out,
