@@ -90,12 +90,24 @@ def worker(rank, world, init):
     def all_gather():
         dist.all_gather_into_tensor(gathered, part)
 
+    # context_parallel_decode's own exchange: its packed buffer (partial
+    # and lse) in one all-gather, and the merge of the gathered views.
+    ws = cp._decode_workspace(device, bf, (1, HQ, D), 2, SEGMENTS)
+
+    def packed_all_gather():
+        dist.all_gather_into_tensor(ws.gathered, ws.packed)
+
+    def merge_gathered():
+        cp._merge_gathered(ws.gathered_part, ws.gathered_lse, out, None, None)
+
     rows = {name: per_call_us(fn, device) for name, fn in (
         ("context_parallel_decode (split)", whole), ("ops.unified (split, "
          "fused merge, lse)", unified), ("lse from the segments by torch "
                                          "ops (before)", lse_of_segments),
         ("merge_partials", merge), ("one all_gather_into_tensor",
-                                    all_gather))}
+                                    all_gather),
+        ("all-gather of the packed partial and lse", packed_all_gather),
+        ("merge_states of the gathered views", merge_gathered))}
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(50):

@@ -493,33 +493,89 @@ def context_parallel_decode(q, k_cache, v_cache, block_table,
     device = _device(q)
     dtype = _TORCH_FLOATS[qv.dtype]
     shape = tuple(qv.shape)
-    part = torch.empty(shape, dtype=dtype, device=device)
+    if num_segments is not None and (type(num_segments) is not int or
+                                     num_segments < 2):
+        raise ValueError(f"num_segments: expected an int >= 2 (or None "
+                         f"for one pass), got {num_segments!r}")
+    ov = view(out, "out")
+    if tuple(ov.shape) != shape:
+        raise ValueError(f"out: expected shape {shape} (q's), got "
+                         f"{tuple(ov.shape)}")
+    if lse is not None:
+        lv = view(lse, "lse")
+        if lv.dtype != "f32" or tuple(lv.shape) != shape[:2]:
+            raise ValueError(f"lse: expected float32 {list(shape[:2])}, got "
+                             f"{lv.dtype} {list(lv.shape)}")
+    _, world = _group_info(group)
+    ws = _decode_workspace(device, dtype, shape, world, num_segments)
     cu = _decode_offsets(shape[0], device)
     common = dict(scale=scale, softcap=softcap, q_descale=q_descale,
                   k_descale=k_descale, v_descale=v_descale)
-    part_lse = torch.empty(shape[:2], dtype=torch.float32, device=device)
+    # The rank's partial and lse go straight into one buffer, so that one
+    # all-gather exchanges both (bench/results/2026-11-29-h200-session21.md).
     if num_segments is None:
         ops.unified(q, k_cache, v_cache, block_table, cu, seqused_k_shard,
-                    part, lse=part_lse, **common)
+                    ws.part, lse=ws.part_lse, **common)
     else:
-        if type(num_segments) is not int or num_segments < 2:
-            raise ValueError(f"num_segments: expected an int >= 2 (or None "
-                             f"for one pass), got {num_segments!r}")
-        from attn_mlir import vllm
-        batch, heads, dim = shape
-        segs = torch.empty((batch, heads, num_segments, dim),
-                           dtype=torch.float32, device=device)
-        seg_max = torch.empty((batch, heads, num_segments),
-                              dtype=torch.float32, device=device)
-        seg_sum = torch.empty_like(seg_max)
-        counters = vllm._merge_counters(device, batch, heads)
-        if not is_torch(counters):
-            counters = torch.from_numpy(counters)
         ops.unified(q, k_cache, v_cache, block_table, cu, seqused_k_shard,
-                    segs, segment_max=seg_max, segment_sum=seg_sum,
-                    merged_out=part, merge_counters=counters, lse=part_lse,
-                    **common)
-    merge_partials(part, part_lse, out, sinks=sinks, lse=lse, group=group)
+                    ws.segs, segment_max=ws.seg_max, segment_sum=ws.seg_sum,
+                    merged_out=ws.part, merge_counters=ws.counters,
+                    lse=ws.part_lse, **common)
+    dist.all_gather_into_tensor(ws.gathered, ws.packed, group=group)
+    _merge_gathered(ws.gathered_part, ws.gathered_lse, out, sinks, lse)
+
+
+class _DecodeWorkspace:
+    """context_parallel_decode's buffers for one shape, reused call after
+    call (in stream order, as vLLM's workspaces are; a CUDA graph keeps
+    their addresses): `packed` holds the rank's partial [batch, q_heads,
+    D] (q's dtype) and then its lse [batch, q_heads] f32, each 16-byte
+    aligned; `gathered` [world * packed bytes] every rank's, viewed as
+    [world, batch, q_heads, D] and [world, batch, q_heads]; the split-KV
+    segments and merge counters."""
+
+    def __init__(self, device, dtype, shape, world, segments):
+        batch, heads, dim = shape
+        size = torch.empty((), dtype=dtype).element_size()
+        part_bytes = batch * heads * dim * size
+        lse_at = -(-part_bytes // 16) * 16
+        lse_bytes = batch * heads * 4
+        total = -(-(lse_at + lse_bytes) // 16) * 16
+        u8 = torch.uint8
+        self.packed = torch.empty(total, dtype=u8, device=device)
+        self.part = self.packed[:part_bytes].view(dtype).view(shape)
+        self.part_lse = self.packed[lse_at:lse_at + lse_bytes].view(
+            torch.float32).view(batch, heads)
+        # (1-D, as gloo's all-gather wants it.)
+        self.gathered = torch.empty(world * total, dtype=u8, device=device)
+        rows = self.gathered.view(world, total)
+        self.gathered_part = rows[:, :part_bytes].view(dtype).view(
+            world, batch, heads, dim)
+        self.gathered_lse = rows[:, lse_at:lse_at + lse_bytes].view(
+            torch.float32).view(world, batch, heads)
+        if segments:
+            self.segs = torch.empty((batch, heads, segments, dim),
+                                    dtype=torch.float32, device=device)
+            self.seg_max = torch.empty((batch, heads, segments),
+                                       dtype=torch.float32, device=device)
+            self.seg_sum = torch.empty_like(self.seg_max)
+            # (Left zero by every launch.)
+            self.counters = torch.zeros((batch, heads), dtype=torch.int32,
+                                        device=device)
+
+
+_DECODE_WORKSPACES = {}
+
+
+def _decode_workspace(device, dtype, shape, world, segments):
+    key = (str(device), dtype, shape, world, segments)
+    ws = _DECODE_WORKSPACES.get(key)
+    if ws is None:
+        if len(_DECODE_WORKSPACES) > 64:
+            _DECODE_WORKSPACES.clear()
+        ws = _DecodeWorkspace(device, dtype, shape, world, segments)
+        _DECODE_WORKSPACES[key] = ws
+    return ws
 
 
 # ---------------------------------------------------------------------------
@@ -588,17 +644,23 @@ def merge_partials(partial, partial_lse, out, *, sinks=None, lse=None,
                        device=device)
     dist.all_gather_into_tensor(lses, partial_lse.contiguous().view(
         pieces * tokens, heads), group=group)
-    gathered = gathered.view(segments, tokens, heads, dim)
-    lses = lses.view(segments, tokens, heads)
-    # Segment s of merge_states is piece s % pieces of rank s // pieces:
-    # strided views, no copy.
-    ops.merge_states(gathered.permute(1, 2, 0, 3), out,
+    _merge_gathered(gathered.view(segments, tokens, heads, dim),
+                    lses.view(segments, tokens, heads), out, sinks, lse)
+
+
+def _merge_gathered(partials, lses, out, sinks, lse):
+    """Merges the gathered partials [segments, tokens, q_heads, D] and
+    lses [segments, tokens, q_heads] into out (and lse, when given)."""
+    # Segment s of merge_states is row s of the gathered views (strided
+    # views, no copy).
+    ops.merge_states(partials.permute(1, 2, 0, 3), out,
                      segment_lse=lses.permute(1, 2, 0), sinks=sinks)
     if lse is not None:
         total = torch.logsumexp(lses, dim=0)
         if sinks is not None:
-            s = torch.as_tensor(sinks, dtype=torch.float32, device=device)
-            total = torch.logaddexp(total, s.view(1, heads))
+            s = torch.as_tensor(sinks, dtype=torch.float32,
+                                device=lses.device)
+            total = torch.logaddexp(total, s.view(1, -1))
         if is_torch(lse):
             lse.copy_(total)
         else:

@@ -490,6 +490,12 @@ def run_paged_decode(c, world, rank, q, out, lse, num_segments=None):
             nxt += 1
     seqused = np.array([x.size for x in mine], np.int32)
     sinks = None
+    # A first call on other queries: the checked call reuses its buffers
+    # (packed partial and lse, segments, merge counters).
+    cp.context_parallel_decode(-2 * q, torch.from_numpy(kc),
+                               torch.from_numpy(vc), torch.from_numpy(table),
+                               torch.from_numpy(seqused), torch.empty_like(out),
+                               scale=SCALE, num_segments=num_segments)
     cp.context_parallel_decode(q, torch.from_numpy(kc), torch.from_numpy(vc),
                                torch.from_numpy(table),
                                torch.from_numpy(seqused), out, scale=SCALE,
