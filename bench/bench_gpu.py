@@ -52,6 +52,22 @@ def ints(values):
     return torch.as_tensor(np.asarray(values, np.int32), device=dev)
 
 
+def paged_decode(B, ctx, qlen=1, Hq=32, Hk=8, D=128, bs=16, cache="bf16"):
+    """A decode batch of B sequences of ctx cached keys (qlen queries
+    each) over pages of bs keys in a shuffled block table (8 spare
+    blocks): q, o [B * qlen, Hq, D], the caches, the table, cu_seqlens_q
+    and seqused_k."""
+    nblk = ctx // bs
+    nb = B * nblk + 8
+    kc, vc = randn(nb, bs, Hk, D, dtype=cache), randn(nb, bs, Hk, D,
+                                                      dtype=cache)
+    perm = np.random.default_rng(1).permutation(nb - 8)[: B * nblk]
+    bt = ints(perm.reshape(B, nblk))
+    q, o = randn(B * qlen, Hq, D), randn(B * qlen, Hq, D)
+    cu, su = ints(np.arange(B + 1) * qlen), ints(np.full(B, ctx))
+    return q, o, kc, vc, bt, cu, su
+
+
 def relerr(a, b):
     return ((a.float() - b.float()).norm() / b.float().norm()).item()
 
@@ -364,17 +380,10 @@ def decode():
     D, Hq, Hk, bs = 128, 32, 8, 16
     shapes = ((1, 32768), (8, 8192), (64, 2048), (256, 2048))
     for cache, (B, ctx) in [(c, s) for c in ("bf16", "fp8") for s in shapes]:
-        nblk = ctx // bs
-        nb = B * nblk + 8
-        kc, vc = randn(nb, bs, Hk, D, dtype=cache), \
-            randn(nb, bs, Hk, D, dtype=cache)
+        q, o, kc, vc, bt, cu, su = paged_decode(B, ctx, Hq=Hq, Hk=Hk, D=D,
+                                                bs=bs, cache=cache)
         fp8 = cache == "fp8"
         descale, scales = cache_descales(cache)
-        perm = np.random.default_rng(1).permutation(nb - 8)[: B * nblk].reshape(B, nblk)
-        bt = ints(perm)
-        q, o = randn(B, Hq, D), randn(B, Hq, D)
-        cu = ints(np.arange(B + 1))
-        su = ints(np.full(B, ctx))
         scale = 1 / math.sqrt(D)
         # The library's split-KV planner (attn_mlir.vllm.plan_segments).
         segments = vllm.plan_segments(1, ctx, bs, num_seqs=B,
@@ -389,7 +398,7 @@ def decode():
                             **scales)
         width = 1 if fp8 else 2
         nbytes = B * ctx * Hk * D * width * 2 + 2 * B * Hq * D * 2 + \
-            B * nblk * 4
+            B * (ctx // bs) * 4
         row = dict(kind="decode", B=B, ctx=ctx, segments=segments,
                    cache=cache)
         row["attn_mlir"] = nbytes / timed(ours) / 1e6

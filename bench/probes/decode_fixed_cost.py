@@ -33,13 +33,8 @@ def main():
     for (B, segs), contexts in CASES.items():
         rows = []
         for ctx in contexts:
-            nblk = ctx // bs
-            nb = B * nblk + 8
-            kc, vc = G.randn(nb, bs, Hk, D), G.randn(nb, bs, Hk, D)
-            perm = np.random.default_rng(1).permutation(nb - 8)[: B * nblk]
-            bt = G.ints(perm.reshape(B, nblk))
-            q, o = G.randn(B, Hq, D), G.randn(B, Hq, D)
-            cu, su = G.ints(np.arange(B + 1)), G.ints(np.full(B, ctx))
+            q, o, kc, vc, bt, cu, su = G.paged_decode(B, ctx, Hq=Hq, Hk=Hk,
+                                                      D=D, bs=bs)
             part = G.randn(B, Hq, segs, D, dtype="f32")
             smax = G.randn(B, Hq, segs, dtype="f32")
             ssum = G.randn(B, Hq, segs, dtype="f32")

@@ -31,13 +31,8 @@ def main():
     D, Hq, Hk, bs = 128, 32, 8, 16
     for B, ctx, qlen in ((1, 32768, 1), (8, 8192, 1), (64, 2048, 1),
                          (256, 2048, 1), (64, 4096, 4)):
-        nblk = ctx // bs
-        nb = B * nblk + 8
-        kc, vc = G.randn(nb, bs, Hk, D), G.randn(nb, bs, Hk, D)
-        perm = np.random.default_rng(1).permutation(nb - 8)[: B * nblk]
-        bt = G.ints(perm.reshape(B, nblk))
-        q, o = G.randn(B * qlen, Hq, D), G.randn(B * qlen, Hq, D)
-        cu, su = G.ints(np.arange(B + 1) * qlen), G.ints(np.full(B, ctx))
+        q, o, kc, vc, bt, cu, su = G.paged_decode(B, ctx, qlen, Hq=Hq, Hk=Hk,
+                                                  D=D, bs=bs)
         scale = 1 / math.sqrt(D)
         segs = vllm.plan_segments(qlen, ctx, bs, num_seqs=B, num_kv_heads=Hk,
                                   num_sms=132)

@@ -50,13 +50,8 @@ def main():
 
 def shape(B, ctx):
     D, Hq, Hk, bs = 128, 32, 8, 16
-    nblk = ctx // bs
-    nb = B * nblk + 8
-    kc, vc = G.randn(nb, bs, Hk, D), G.randn(nb, bs, Hk, D)
-    perm = np.random.default_rng(1).permutation(nb - 8)[: B * nblk]
-    bt = G.ints(perm.reshape(B, nblk))
-    q, o = G.randn(B, Hq, D), G.randn(B, Hq, D)
-    cu, su = G.ints(np.arange(B + 1)), G.ints(np.full(B, ctx))
+    q, o, kc, vc, bt, cu, su = G.paged_decode(B, ctx, Hq=Hq, Hk=Hk, D=D,
+                                              bs=bs)
     segs = vllm.plan_segments(1, ctx, bs, num_seqs=B, num_kv_heads=Hk,
                               num_sms=132)
     label = f"B={B} ctx={ctx // 1024}k ({segs} segments)"
