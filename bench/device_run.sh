@@ -2,8 +2,8 @@
 # One device call: the GPU test suite (whole CPU grid on CUDA, plus
 # attn_mlir.vllm on CUDA tensors), a compute-sanitizer memcheck of one call
 # per op, the benchmark beside the peers, and an Nsight Compute profile of
-# the dense kernel. Expects AOT bundles in .device/bundles and the peers in
-# .peers (carried). Usage:
+# the dense kernel. Expects AOT bundles in .device/bundles (or the wheel's
+# attn-opt as .device/attn-opt.xz) and the peers in .peers (carried). Usage:
 #   bench/device_run.sh [all|tests|sanitize|bench|host|profile|sass]...
 #   bench/device_run.sh grid-record | grid | cp | decode-sweep   (not in all;
 #   cp needs 2 GPUs)
@@ -27,6 +27,17 @@ if [ -f .device/bundles.tar.xz ]; then
   echo "bundles: $(ls .device/bundles | wc -l) unpacked from .device/bundles.tar.xz"
 fi
 export PYTHONUNBUFFERED=1 ATTN_MLIR_BUNDLES="$PWD/.device/bundles" ATTN_MLIR_CACHE=/tmp/attn_cache
+# The wheel's attn-opt (LLVM and MLIR linked in statically; 175 MB, 32 MB
+# as xz) may travel instead of, or beside, the bundles: any kernel then
+# compiles here on demand (the device has no LLVM of its own), and 16 cores
+# compile a recording's specializations in seconds (python -m attn_mlir.aot
+# -j 16: 463 in 29 s). Made here by
+#   unzip -p dist/attn_mlir-*.whl attn_mlir/_bin/attn-opt | xz -T2 > .device/attn-opt.xz
+if [ -f .device/attn-opt.xz ]; then
+  xz -dc .device/attn-opt.xz > /tmp/attn-opt && chmod +x /tmp/attn-opt
+  export ATTN_MLIR_OPT=/tmp/attn-opt
+  echo "attn-opt: $(/tmp/attn-opt --version | head -1), kernels compile here"
+fi
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 steps=("${@:-all}")
