@@ -103,6 +103,22 @@ def attn_compile():
     return str(c) if _executable(c) else None
 
 
+def cpu_toolchain_problem():
+    """Why CPU kernels cannot be built here (the CompileError's message),
+    or None: attn-compile beside attn-opt, or attn-opt with mlir-translate,
+    opt and llc. (A GPU machine given attn-opt alone compiles GPU kernels
+    but no CPU ones.)"""
+    try:
+        attn_opt()
+        if attn_compile():
+            return None
+        for name in ("mlir-translate", "opt", "llc"):
+            _llvm_tool(name)
+    except CompileError as e:
+        return str(e)
+    return None
+
+
 def _file_hash(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -9,6 +9,9 @@ import os
 
 import ml_dtypes
 import numpy as np
+import pytest
+
+from attn_mlir import _toolchain
 
 F8 = {"f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2}
 F8_MAX = {"f8E4M3FN": 448.0, "f8E5M2": 57344.0}
@@ -94,6 +97,16 @@ def philox_uniform(seed, counters):
 # calls (conftest.py says so in the summary). Nowhere else.
 RECORDING_ONLY = bool(os.environ.get("ATTN_MLIR_DRY_RUN")) and \
     bool(os.environ.get("ATTN_MLIR_TEST_RECORD_ALL"))
+
+
+# Tests that build CPU kernels on purpose (the cache, its log lines, the
+# fuzzer's references) skip, with the reason, where no CPU toolchain is found
+# (a GPU machine given the wheel's attn-opt alone); everywhere else they run.
+_CPU_TOOLCHAIN_PROBLEM = _toolchain.cpu_toolchain_problem()
+needs_cpu_kernels = pytest.mark.skipif(
+    _CPU_TOOLCHAIN_PROBLEM is not None,
+    reason=f"builds CPU kernels, which this machine cannot: "
+           f"{_CPU_TOOLCHAIN_PROBLEM}")
 
 
 def check(out, ref, dtype, what="", tol=None):

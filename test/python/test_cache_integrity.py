@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 from attn_mlir import CacheWarning, _gpu, _toolchain, aot, ops
+from reference import needs_cpu_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -150,6 +151,7 @@ def test_merge_text(monkeypatch):
     assert seen == [MERGE_TEXT]
 
 
+@needs_cpu_kernels
 def test_library_has_sidecar(cache, tmp_path):
     _, so = compile_merge(cache, tmp_path)
     record = json.loads(so.with_suffix(".json").read_text())
@@ -158,6 +160,7 @@ def test_library_has_sidecar(cache, tmp_path):
 
 
 @pytest.mark.parametrize("kind", LIBRARY_DAMAGE)
+@needs_cpu_kernels
 def test_damaged_library_is_rebuilt(cache, tmp_path, kind):
     expected, so = compile_merge(cache, tmp_path)
     damage, which, reason = LIBRARY_DAMAGE[kind]
@@ -179,6 +182,7 @@ def test_damaged_library_is_rebuilt(cache, tmp_path, kind):
     assert not list(cache.glob("*.tmp*"))
 
 
+@needs_cpu_kernels
 def test_intact_library_is_reused(cache, tmp_path):
     expected, so = compile_merge(cache, tmp_path)
     inode = so.stat().st_ino
@@ -189,6 +193,7 @@ def test_intact_library_is_reused(cache, tmp_path):
     assert so.stat().st_ino == inode   # not rebuilt
 
 
+@needs_cpu_kernels
 def test_library_checked_once_per_process(cache, tmp_path, monkeypatch):
     # The hash is computed before a library's first dlopen in a process;
     # later calls reuse the handle and touch no file.
@@ -697,6 +702,7 @@ def test_bundle_loads_on_the_gpu(nvvm, cache):
 
 # --- the CPU compiler ----------------------------------------------------------
 
+@needs_cpu_kernels
 def test_cpu_kernels_with_and_without_attn_compile(cache, monkeypatch):
     """attn-compile (beside attn-opt) makes a CPU kernel in one process; an
     attn-opt without it goes through mlir-translate, opt and llc. Both give

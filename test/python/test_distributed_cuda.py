@@ -217,14 +217,11 @@ def worker(rank, world, init, outdir, backend):
 
 
 def _cpu_kernels():
-    """CPU kernels are compiled where they run: a GPU machine without
-    attn-opt (kernels from AOT bundles) runs the NCCL cases only."""
-    from attn_mlir._toolchain import CompileError, attn_opt
-    try:
-        attn_opt()
-    except CompileError as e:
-        return str(e)
-    return None
+    """CPU kernels are compiled where they run: a GPU machine without their
+    toolchain (kernels from AOT bundles, or attn-opt alone) runs the NCCL
+    cases only."""
+    from attn_mlir._toolchain import cpu_toolchain_problem
+    return cpu_toolchain_problem()
 
 
 def _backends():

@@ -22,6 +22,7 @@ import pytest
 import attn_mlir
 from attn_mlir import CacheWarning, _gpu, _log, _toolchain, ops
 from attn_mlir import __main__ as cli
+from reference import needs_cpu_kernels
 from test_cache_integrity import (  # noqa: F401 (nvvm: a fixture)
     MERGE_NAME, MERGE_TEXT, merge_args, nvvm)
 
@@ -75,6 +76,7 @@ def test_version_matches_pyproject():
 
 # --- the log -----------------------------------------------------------------
 
+@needs_cpu_kernels
 def test_one_line_per_compile_none_per_call(cache, info_log):
     _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     (so,) = cache.glob("*.so")
@@ -89,6 +91,7 @@ def test_one_line_per_compile_none_per_call(cache, info_log):
     assert len(lines(info_log)) == 1
 
 
+@needs_cpu_kernels
 def test_cache_hit_is_logged_once_per_process(cache, info_log, monkeypatch):
     _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     monkeypatch.setattr(_toolchain, "_loaded", {})   # as a new process
@@ -105,6 +108,7 @@ def test_cache_hit_is_logged_once_per_process(cache, info_log, monkeypatch):
                      lines(info_log)[1]), lines(info_log)
 
 
+@needs_cpu_kernels
 def test_cpu_plan_is_named(cache, info_log, monkeypatch):
     monkeypatch.setenv("ATTN_MLIR_CPU_PLAN", "nvvm:sm_90a")
     _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
@@ -121,6 +125,7 @@ def test_ops_calls_log_once(cache, info_log):
     assert lines(info_log)[0].startswith(f"attn.merge_states sig={SIG} ")
 
 
+@needs_cpu_kernels
 def test_nothing_is_formatted_when_disabled(cache, monkeypatch):
     # Off (the default: WARNING from the root logger), the first load does
     # no logging work at all.
@@ -169,6 +174,7 @@ for _ in range(3):
 """
 
 
+@needs_cpu_kernels
 def test_log_env_prints_to_stderr(tmp_path):
     proc = run_python(["-c", MERGE_SCRIPT], ATTN_MLIR_CACHE=tmp_path,
                       ATTN_MLIR_LOG="info", ATTN_MLIR_CPU_PLAN=None)
@@ -276,6 +282,7 @@ def populate(cache_path):
     (cache_path / "notes.txt").write_text("mine")
 
 
+@needs_cpu_kernels
 def test_cache_clear_empties_the_cache(cache):
     populate(cache)
     info = run_python(["-m", "attn_mlir", "cache", "info"],
@@ -293,6 +300,7 @@ def test_cache_clear_empties_the_cache(cache):
     assert "kernel libraries: 0\n" in again.stdout, again.stdout
 
 
+@needs_cpu_kernels
 def test_cache_clear_leaves_entries_being_built(cache):
     populate(cache)
     (so,) = cache.glob("*.so")
@@ -304,6 +312,7 @@ def test_cache_clear_leaves_entries_being_built(cache):
     assert not (cache / "gpu").exists()
 
 
+@needs_cpu_kernels
 def test_cleared_kernel_is_compiled_again(cache, info_log, monkeypatch):
     _toolchain.load_kernel(MERGE_TEXT, MERGE_NAME)
     cli.clear_cache(cache)
@@ -340,6 +349,7 @@ def test_default_is_home_cache(home):
     assert (home / ".cache" / "attn_mlir").is_dir()
 
 
+@needs_cpu_kernels
 def test_xdg_cache_home(home, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert resolve_quietly() == (tmp_path / "xdg" / "attn_mlir",
@@ -383,6 +393,7 @@ def check_falls_back(tmp_path, unusable):
     assert len(list(d.glob("*.so"))) == 1
 
 
+@needs_cpu_kernels
 def test_home_that_cannot_be_created_falls_back(home, tmp_path, monkeypatch):
     # HOME under a regular file: mkdir fails even for root.
     (tmp_path / "file").write_text("")
@@ -391,6 +402,7 @@ def test_home_that_cannot_be_created_falls_back(home, tmp_path, monkeypatch):
                      "attn_mlir")
 
 
+@needs_cpu_kernels
 def test_xdg_cache_that_cannot_be_created_falls_back(home, tmp_path,
                                                      monkeypatch):
     (tmp_path / "file").write_text("")
@@ -435,6 +447,7 @@ def test_fallback_must_be_private(home, tmp_path, monkeypatch):
     assert (d.stat().st_mode & 0o777) == 0o700
 
 
+@needs_cpu_kernels
 def test_cache_dir_removed_while_running(cache):
     # Resolved once per process; an entry is still built after the
     # directory is removed behind its back.

@@ -9,6 +9,7 @@ from ml_dtypes import bfloat16
 
 from attn_mlir import _toolchain, aot, ops, precompile, vllm
 from attn_mlir.precompile import AttentionConfig
+from reference import needs_cpu_kernels
 from test_cache_integrity import nvvm  # noqa: F401 (a fixture)
 
 
@@ -54,6 +55,7 @@ def test_collecting_runs_nothing():
     assert len(texts) == 1 and (out == 3).all()
 
 
+@needs_cpu_kernels
 def test_serving_never_compiles_after_precompile(monkeypatch, tmp_path):
     """After precompile(chip="cpu"), prefill, short decode and split-KV
     decode calls of that config find every kernel in the cache."""

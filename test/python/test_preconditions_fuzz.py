@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from reference import needs_cpu_kernels
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
@@ -128,6 +130,7 @@ print(json.dumps(stats))
 """
 
 
+@needs_cpu_kernels
 def test_mutated_calls_raise_or_match_the_reference():
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, str(ROOT / "python"), str(HERE),
