@@ -19,6 +19,11 @@
 
 namespace mlir::attn {
 
+/// ln 2 and log2 e: the softmax runs in base 2 (exp2, log2), and its
+/// natural-log results (lse, segment maxima) convert back.
+inline constexpr double kLn2 = 0.6931471805599453;
+inline constexpr double kLog2e = 1.4426950408889634;
+
 class LoopEmitter {
 public:
   explicit LoopEmitter(ImplicitLocOpBuilder &b) : b(b) {}

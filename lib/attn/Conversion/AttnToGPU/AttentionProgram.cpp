@@ -14,10 +14,6 @@
 using namespace mlir;
 using namespace mlir::attn;
 
-namespace {
-constexpr double kLn2 = 0.6931471805599453;
-} // namespace
-
 void AttentionProgram::emit(const ProgramRows &rows, ArrayRef<KvWalk> walks) {
   setUp(rows, walks);
   allocateState();

@@ -106,7 +106,7 @@ Value LoopEmitter::scaledTanh(Value x, Value a, Value c) {
   // device-library calls, and an IEEE division into a dozen instructions.
   // Near y = 0 the subtraction cancels to an absolute error of a few ulp
   // of c, which is what the scores' softmax sees.
-  Value t = exp2(mulF(x, mulF(a, f32(2.0 * 1.4426950408889634))));
+  Value t = exp2(mulF(x, mulF(a, f32(2.0 * kLog2e))));
   Value r = rcp(addF(t, f32(1.0)));
   // c - 2c r as one fma (llvm.intr.fma: math.fma would become a device
   // library call, and a multiply and a subtraction stay two instructions).

@@ -25,7 +25,7 @@ static constexpr int64_t kFewSegments = 4;
 
 /// exp(x), through the target's exp2: exp2(x * log2(e)).
 static Value expNatural(LoopEmitter &e, Value x) {
-  return e.exp2(e.mulF(x, e.f32(1.4426950408889634)));
+  return e.exp2(e.mulF(x, e.f32(kLog2e)));
 }
 
 /// A max to subtract from the states' maxima: 0 where it is -inf (every
@@ -229,8 +229,8 @@ void mlir::attn::emitMergeRows(
     // stored by the row's first run.
     if (states.lse)
       e.ifThen(e.eq(d0, e.idx(0)), [&] {
-        e.store(e.addF(base, e.mulF(e.log2(den), e.f32(0.6931471805599453))),
-                states.lse, {t, h});
+        e.store(e.addF(base, e.mulF(e.log2(den), e.f32(kLn2))), states.lse,
+                {t, h});
       });
     Value inv = outputFactor(e, den, states.outScale);
     for (int64_t j = 0; j < run; ++j)

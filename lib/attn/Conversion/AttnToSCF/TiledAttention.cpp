@@ -17,9 +17,6 @@
 using namespace mlir;
 using namespace mlir::attn;
 
-static constexpr double kLog2e = 1.4426950408889634;
-static constexpr double kLn2 = 0.6931471805599453;
-
 //===----------------------------------------------------------------------===//
 // AttentionMath: the element-level semantics shared by every target.
 //===----------------------------------------------------------------------===//
