@@ -497,15 +497,7 @@ def context_parallel_decode(q, k_cache, v_cache, block_table,
                                      num_segments < 2):
         raise ValueError(f"num_segments: expected an int >= 2 (or None "
                          f"for one pass), got {num_segments!r}")
-    ov = view(out, "out")
-    if tuple(ov.shape) != shape:
-        raise ValueError(f"out: expected shape {shape} (q's), got "
-                         f"{tuple(ov.shape)}")
-    if lse is not None:
-        lv = view(lse, "lse")
-        if lv.dtype != "f32" or tuple(lv.shape) != shape[:2]:
-            raise ValueError(f"lse: expected float32 {list(shape[:2])}, got "
-                             f"{lv.dtype} {list(lv.shape)}")
+    _check_merged(out, lse, shape)
     _, world = _group_info(group)
     ws = _decode_workspace(device, dtype, shape, world, num_segments)
     cu = _decode_offsets(shape[0], device)
@@ -559,9 +551,9 @@ class _DecodeWorkspace:
             self.seg_max = torch.empty((batch, heads, segments),
                                        dtype=torch.float32, device=device)
             self.seg_sum = torch.empty_like(self.seg_max)
-            # (Left zero by every launch.)
-            self.counters = torch.zeros((batch, heads), dtype=torch.int32,
-                                        device=device)
+            # (The drop-in's: every launch leaves them zero.)
+            from attn_mlir import vllm
+            self.counters = vllm._merge_counters(device, batch, heads)
 
 
 _DECODE_WORKSPACES = {}
@@ -622,15 +614,7 @@ def merge_partials(partial, partial_lse, out, *, sinks=None, lse=None,
             tuple(partial_lse.shape) != want:
         raise ValueError(f"partial_lse: expected float32 {list(want)}, got "
                          f"{partial_lse.dtype} {list(partial_lse.shape)}")
-    ov = view(out, "out")
-    if tuple(ov.shape) != (tokens, heads, dim):
-        raise ValueError(f"out: expected shape {(tokens, heads, dim)} (q's), "
-                         f"got {tuple(ov.shape)}")
-    if lse is not None:
-        lv = view(lse, "lse")
-        if lv.dtype != "f32" or tuple(lv.shape) != (tokens, heads):
-            raise ValueError(f"lse: expected float32 [{tokens}, {heads}], got "
-                             f"{lv.dtype} {list(lv.shape)}")
+    _check_merged(out, lse, (tokens, heads, dim))
     _, world = _group_info(group)
     device = partial.device
     segments = world * pieces
@@ -646,6 +630,20 @@ def merge_partials(partial, partial_lse, out, *, sinks=None, lse=None,
         pieces * tokens, heads), group=group)
     _merge_gathered(gathered.view(segments, tokens, heads, dim),
                     lses.view(segments, tokens, heads), out, sinks, lse)
+
+
+def _check_merged(out, lse, shape):
+    """out must be [tokens, q_heads, D] (`shape`, q's) and lse, if given,
+    float32 [tokens, q_heads]."""
+    ov = view(out, "out")
+    if tuple(ov.shape) != tuple(shape):
+        raise ValueError(f"out: expected shape {tuple(shape)} (q's), got "
+                         f"{tuple(ov.shape)}")
+    if lse is not None:
+        lv = view(lse, "lse")
+        if lv.dtype != "f32" or tuple(lv.shape) != tuple(shape[:2]):
+            raise ValueError(f"lse: expected float32 {list(shape[:2])}, got "
+                             f"{lv.dtype} {list(lv.shape)}")
 
 
 def _merge_gathered(partials, lses, out, sinks, lse):
