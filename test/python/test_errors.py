@@ -232,8 +232,16 @@ def test_rocdl_bundle(tmp_path):
     # would load (no AMD GPU here): an HSACO (AMDGPU ELF) per specialization,
     # its manifest, and resources without scratch.
     from attn_mlir import _gpu
+    from attn_mlir._toolchain import CompileError
     text = (Path(__file__).parents[2] / "examples" / "flash.mlir").read_text()
-    bundle = _gpu.compile_bundle(text, "gfx942", tmp_path / "b")
+    try:
+        bundle = _gpu.compile_bundle(text, "gfx942", tmp_path / "b")
+    except CompileError as e:
+        # A machine given attn-opt alone (the GPU machine's wheel binary)
+        # has no linker for the code object: attn-opt says so by name.
+        if "ld.lld, which was not found" not in str(e):
+            raise
+        pytest.skip("no ld.lld to link HSACO code objects on this machine")
     record = json.loads((bundle / "manifest.json").read_text())
     assert record["binary"] == "kernel.hsaco"
     elf = (bundle / "kernel.hsaco").read_bytes()
