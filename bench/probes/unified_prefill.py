@@ -9,10 +9,12 @@ device call compare:
     ATTN_MLIR_BUNDLES=old python bench/probes/unified_prefill.py
     ATTN_MLIR_BUNDLES=new python bench/probes/unified_prefill.py
 
-ATTN_MLIR_DRY_RUN=1 only records the specializations.
+ATTN_MLIR_DRY_RUN=1 only records the specializations. UNIFIED_CASES=a,b
+runs only the cases whose names contain one of those strings.
 """
 import json
 import math
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -88,7 +90,9 @@ CASES = {
     "mixed 4x1024 + 60x2048 decodes": lambda: case(
         [1024] * 4 + [1] * 60, [1024] * 4 + [2048] * 60, 32, 8, 128),
 }
-cases = {name: make() for name, make in CASES.items()}
+wanted = [w for w in os.environ.get("UNIFIED_CASES", "").split(",") if w]
+cases = {name: make() for name, make in CASES.items()
+         if not wanted or any(w in name for w in wanted)}
 fns, flops = {}, {}
 for name, (fn, work, seed) in cases.items():
     fns[name], flops[name] = fn, work

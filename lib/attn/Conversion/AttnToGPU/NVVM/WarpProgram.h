@@ -508,10 +508,11 @@ private:
   /// down the columns (core-matrix raw tiles) or along the rows (plain).
   /// `asF16`: the exact f16 of each byte instead, whatever the compute
   /// type (no scale). `signs` (i32, or null): xor-ed into each raw word
-  /// first (0x80808080 negates).
+  /// first (0x80808080 negates). `loadsAhead`: the 16-byte loads issued
+  /// before their decodes.
   void dequantize(const SharedTile &raw, const SharedTile &dst, int64_t rows,
                   int64_t cols, Value scale, bool asF16 = false,
-                  Value signs = Value());
+                  Value signs = Value(), int64_t loadsAhead = 8);
   /// Whether a walk stages through the raw buffer the launch reserved
   /// (rawFp8Reserved: its fp8 pages; its scales are then `kScale`,
   /// `vScale`, left null where foldsCacheScales applies them instead).

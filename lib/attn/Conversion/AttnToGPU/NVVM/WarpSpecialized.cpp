@@ -326,11 +326,8 @@ bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,
   // producer (produceConverted).
   rawCache = isFp8(walks.front().keyType);
   walkKeyType = walks.front().keyType;
-  f16CacheValues =
-      rawCache && ranged && !qgmma && ct.getIntOrFloatBitWidth() == 16;
-  // (Prefix prefill's cache walk with f16 values, or unified's one walk of
-  // NHD pages, whose V keeps its scale: f16 P and V there spilled 12
-  // bytes of the consumers' 224 registers.)
+  // Prefix prefill's cache walk, or unified's one walk of NHD pages.
+  f16CacheValues = rawCache && !qgmma && ct.getIntOrFloatBitWidth() == 16;
   keyScaleOnScores = rawCache && !qgmma && ct.getIntOrFloatBitWidth() == 16 &&
                      (ranged ? f16CacheValues : !walks.front().valueKeyMajor) &&
                      math.linearScores() && walks.front().keyScale;
@@ -560,16 +557,20 @@ void WarpAttentionBuilder::produceConverted(const KvWalk &walk, Value lo,
     KvBuffers buf = kvBuffers(s, walk.splitKeys);
     auto fill = [&](const SharedTile &from, const SharedTile &to, int64_t rows,
                     int64_t cols, Value scale, Value full, Value empty,
-                    bool asF16 = false, Value signs = Value()) {
+                    bool asF16 = false, Value signs = Value(),
+                    int64_t loadsAhead = 8) {
       awaitFree(empty, r);
-      dequantize(from, to, rows, cols, scale, asF16, signs);
+      dequantize(from, to, rows, cols, scale, asF16, signs, loadsAhead);
       wgmma::fenceProxyAsync(b);
       nvgpu::MBarrierArriveOp::create(b, bars, full);
     };
     fill(raw.k, buf.k, g.bn, g.dPad, keyScaleOnScores ? Value() : kScale,
          fullK(s), emptyK(s), /*asF16=*/false, keySigns);
+    // (f16 V rows with 8 loads ahead spilled 12 bytes at 56 registers.)
     if (valueRows)
-      fill(raw.v, buf.v, g.bn, g.dPad, vScale, fullV(s), emptyV(s));
+      fill(raw.v, buf.v, g.bn, g.dPad, f16CacheValues ? Value() : vScale,
+           fullV(s), emptyV(s), f16CacheValues, Value(),
+           f16CacheValues ? 4 : 8);
     else
       fill(raw.vt, buf.vt, g.dPad, g.bn, f16CacheValues ? Value() : vScale,
            fullV(s), emptyV(s), f16CacheValues);
@@ -993,6 +994,13 @@ void WarpAttentionBuilder::walkSpecialized(const ProgramRows &rows,
   Value programFactor = foldedFactor;
   if (keyScaleOnScores)
     foldKeyScale(walk);
+  // A raw fp8 walk of f16CacheValues: P and V in f16, v_scale on O after
+  // the last PV (as the ranged cache walk's).
+  bool f16Walk = f16CacheValues && isFp8(walk.keyType);
+  if (f16Walk) {
+    valueType = pvType = b.getF16Type();
+    cacheValueScale = walk.locate(e, walk.lo).vScale;
+  }
   auto step = [&](Value t, Value n0, bool scores, bool values) {
     specializedStep(rows, walk, t, n0, hi, scores, values, walk.valueKeyMajor);
   };
@@ -1009,6 +1017,9 @@ void WarpAttentionBuilder::walkSpecialized(const ProgramRows &rows,
         });
         Value tiles = e.ceilDiv(e.sub(hi, lo), bn);
         step(tiles, Value(), /*scores=*/false, /*values=*/true);
+        if (f16Walk && cacheValueScale)
+          scaleOutput(
+              SmallVector<Value>(rowSlots(), reloaded(cacheValueScale)));
       },
       [&] {
         if (persistent)
@@ -1016,6 +1027,7 @@ void WarpAttentionBuilder::walkSpecialized(const ProgramRows &rows,
       });
   storeCounters(tilesOf(lo, hi));
   foldedFactor = programFactor;
+  valueType = pvType = Type();
 }
 
 void WarpAttentionBuilder::foldKeyScale(const KvWalk &walk) {

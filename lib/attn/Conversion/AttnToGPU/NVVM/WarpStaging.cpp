@@ -333,20 +333,20 @@ WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawRing(Value keySlot,
 void WarpAttentionBuilder::dequantize(const SharedTile &raw,
                                       const SharedTile &dst, int64_t rows,
                                       int64_t cols, Value scale, bool asF16,
-                                      Value signs) {
+                                      Value signs, int64_t loadsAhead) {
   // Thread t takes unit q = t + i * threads of the [rows, cols / 16] units,
   // going down the columns (row q % rows): a warp's 16-byte reads of raw
   // fp8 are 512 contiguous bytes, and its writes of a unit's 32 bytes of
   // the compute type fill whole core-matrix columns or 32-byte steps.
-  // Loads in batches of 8, ahead of their decodes.
+  // Loads in batches of `loadsAhead`, ahead of their decodes.
   int64_t units = rows * cols / 16;
   assert(units % threads == 0 && "whole units per thread");
   Value t = e.remU(tid, e.idx(threads));
   Type rawType = cast<MemRefType>(raw.mem.getType()).getElementType();
   int64_t iters = units / threads;
-  for (int64_t first = 0; first < iters; first += 8) {
+  for (int64_t first = 0; first < iters; first += loadsAhead) {
     SmallVector<std::tuple<Value, Value, Value>> batch;
-    for (int64_t it = first; it < std::min(iters, first + 8); ++it) {
+    for (int64_t it = first; it < std::min(iters, first + loadsAhead); ++it) {
       Value q = e.add(t, e.idx(it * threads));
       // (Plain raw rows: a warp's reads go along two rows instead.)
       bool along = raw.layout == TileLayout::Padded;
