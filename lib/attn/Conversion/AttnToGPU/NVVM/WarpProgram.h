@@ -852,8 +852,8 @@ private:
   Type walkKeyType; // the fp8 type of those caches
   /// The raw cache walk's V tiles hold the exact f16 of each byte (one
   /// conversion a pair), and its PV multiplies in f16 (P too); v_scale
-  /// multiplies O once its last PV is done (ranged programs whose first
-  /// walk is the cache's: prefix prefill).
+  /// multiplies O once its last PV is done (prefix prefill's cache walk,
+  /// the first of its ranges, and unified's one walk of NHD pages).
   bool f16CacheValues = false;
   /// The types P is packed in (valueType) and of the PV being issued
   /// (pvType): f16 inside that walk (pvType also for its last tile's PV,
