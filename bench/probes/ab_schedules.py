@@ -15,6 +15,17 @@ Prints TFLOP/s per round and the median.
                                                # 16384 (causal), and heads
                                                # of 64 (three warpgroups
                                                # against the persistent two)
+    python bench/probes/ab_schedules.py order  # bf16 D=128 at S = 512 ..
+                                               # 8192: the grid and the
+                                               # persistent form (the order
+                                               # of its claimed programs)
+    python bench/probes/ab_schedules.py order64  # the same for heads of 64
+                                               # (three warpgroups against
+                                               # the persistent two), S =
+                                               # 1024 .. 8192 without mask
+    python bench/probes/ab_schedules.py keys   # bf16 D=128 full at S = 1024
+                                               # .. 8192: 128- or 176-key
+                                               # tiles, grid or persistent
 
 ATTN_MLIR_DRY_RUN=1 only records the specializations.
 """
@@ -54,9 +65,20 @@ LONG_CASES = {
     (128, 16384, True): SHORT_CASES[(512, True)],
     **{(64, S, c): [PLAN64, PERSISTENT]
        for S, c in ((1024, False), (1024, True), (4096, True), (8192, True))}}
+# FlashAttention-3's non-causal tile for heads of 128 is 128 x 176.
+KEY_CASES = {(128, S, False): [(128, n, 1, 8, 1, 4, 1, p)
+                               for p in (0, 1) for n in (128, 176)]
+             for S in (1024, 2048, 4096, 8192)}
+ORDER_CASES = {(128, S, c): SHORT_CASES[(512, c)]
+               for S in (512, 1024, 2048, 4096, 8192) for c in (False, True)}
+ORDER64_CASES = {(64, S, False): [PLAN64, PERSISTENT]
+                 for S in (1024, 2048, 4096, 8192)}
 FP8_SCALES = dict(fp8_scales=(1.0, 1.0, 1.0, 1.0 / 448))
 cases = ({(128, S, c): v for (S, c), v in SHORT_CASES.items()} if SHORT else
          LONG_CASES if "long" in sys.argv[1:] else
+         KEY_CASES if "keys" in sys.argv[1:] else
+         ORDER64_CASES if "order64" in sys.argv[1:] else
+         ORDER_CASES if "order" in sys.argv[1:] else
          {(D, 8192, c): v for (D, c), v in (FP8_CASES if FP8 else CASES).items()})
 for (D, S_, causal), schedules in cases.items():
     H, B = 2048 // D, 16384 // S_

@@ -855,10 +855,15 @@ def _flash(q, k, v, cu_seqlens_q, cu_seqlens_k, out, *, scale, causal=False,
 
 # ops.flash's short-sequences hint: queries per sequence, on average, at or
 # under which sm_90a runs the persistent program, whose blocks claim their
-# programs longest first. On H200 (D = 128, 16K tokens, bench/results/
-# 2026-11-29-h200-session19.md) it ran 3-12% faster than the grid of one
-# block a program at 512 and 1024 (non-causal), level at 2048, 5% slower at
-# 4096; causal 3-16% faster up to 4096, 1-5% slower at 8192 and 16384.
+# programs in turn (causal ones longest first). On H200 (D = 128, 16K
+# tokens, bench/results/2026-11-29-h200-session19.md) it ran 3-12% faster
+# than the grid of one block a program at 512 and 1024 (non-causal), level
+# at 2048, 5% slower at 4096; causal 3-16% faster up to 4096, 1-5% slower
+# at 8192 and 16384. Since its non-causal programs are claimed in sections
+# of head groups that share L2 (bench/results/2026-11-30-h200-session23.md)
+# it runs 1-2% faster than the grid at 2048 and 4096 too, but 2-3% slower
+# on a varlen batch of 8 random lengths up to 4096 (average 1429), so the
+# non-causal bound stays at 1024.
 SHORT_SEQUENCE_TOKENS = 1024
 SHORT_CAUSAL_SEQUENCE_TOKENS = 4096
 

@@ -137,6 +137,10 @@ func.func @tma_without_producer(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xb
 // CHECK-NEXT: scf.condition
 // CHECK: %[[CLAIM:.*]] = scf.if %{{.*}} -> (i32) {
 // CHECK: llvm.atomicrmw add %{{.*}}, %{{.*}} syncscope("device") monotonic : !llvm.ptr<1>, i32
+// Causal programs are claimed tile-major: the query tile is the program's
+// number over the head groups, the head group its remainder.
+// CHECK: arith.divui %{{.*}}, %[[GROUPS:.*]] : i32
+// CHECK-NEXT: arith.remui %{{.*}}, %[[GROUPS]] : i32
 // CHECK: nvgpu.tma.async.load
 // CHECK: nvgpu.mbarrier.try_wait.parity %{{.*}}[%c9{{.*}}]
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}[%c8{{.*}}], %c32768
@@ -171,5 +175,53 @@ func.func @flash_persistent(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>
   attn.flash q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>)
       cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%scale)
       out(%o : memref<?x16x128xbf16>) {causal, schedule = #attn.schedule<block_q = 128, block_n = 128, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4, pingpong = true, persistent = true>}
+  return
+}
+
+// -----
+
+// persistent without the causal mask: programs claimed in sections of
+// the head groups whose K and V (for an average sequence: k's rows times
+// 2 x 128 x 2 bytes over the sequences) fill 1 MB, at least one group and
+// at most all, spread evenly over the sections: each section's tiles in
+// turn, with the section's groups. Program `linear`: its section and place in it,
+// the section's first group and groups (the last may hold fewer), then
+// its tile and group.
+// CHECK-LABEL: gpu.func @flash_persistent_full
+// CHECK: %[[BYTES:.*]] = arith.muli %{{.*}}, %c512 : index
+// CHECK: %[[PER:.*]] = arith.divui %[[BYTES]], %{{.*}} : index
+// CHECK: %[[PER1:.*]] = arith.maxui %[[PER]], %c1{{.*}} : index
+// CHECK-NEXT: arith.divui %c1048576, %[[PER1]] : index
+// CHECK: arith.minui %{{.*}}, %c1073741824 : index
+// CHECK: %[[FIT:.*]] = arith.minui %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT: %[[FIT1:.*]] = arith.maxui %c1_i32{{.*}}, %[[FIT]] : i32
+// CHECK-NEXT: %[[COUNT:.*]] = arith.ceildivui %[[GROUPS:.*]], %[[FIT1]] : i32
+// CHECK-NEXT: %[[SG:.*]] = arith.ceildivui %[[GROUPS]], %[[COUNT]] : i32
+// CHECK-NEXT: arith.muli %[[SG]], %{{.*}} : i32
+// The producer (its copies of those values after setmaxnreg):
+// CHECK: nvvm.setmaxregister  decrease 32
+// CHECK: scf.while {{.*}} : (i32, i32) -> (i32, i32) {
+// CHECK: llvm.atomicrmw add
+// CHECK: %[[SECTION:.*]] = arith.divui %[[LINEAR:.*]], %[[SP:.*]] : i32
+// CHECK-NEXT: %[[WITHIN:.*]] = arith.remui %[[LINEAR]], %[[SP]] : i32
+// CHECK-NEXT: %[[G0:.*]] = arith.muli %[[SECTION]], %[[PSG:.*]] : i32
+// CHECK-NEXT: %[[LEFT:.*]] = arith.subi %{{.*}}, %[[G0]] : i32
+// CHECK-NEXT: %[[IN:.*]] = arith.minui %[[PSG]], %[[LEFT]] : i32
+// CHECK-NEXT: arith.divui %[[WITHIN]], %[[IN]] : i32
+// CHECK-NEXT: %[[R:.*]] = arith.remui %[[WITHIN]], %[[IN]] : i32
+// CHECK-NEXT: arith.addi %[[G0]], %[[R]] : i32
+// The consumers likewise.
+// CHECK: nvvm.setmaxregister  increase 232
+// CHECK: scf.while {{.*}} : (i32, i32) -> (i32, i32) {
+// CHECK: arith.divui %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT: arith.remui
+// CHECK-NEXT: arith.muli
+// CHECK-NEXT: arith.subi
+// CHECK-NEXT: arith.minui
+func.func @flash_persistent_full(%q: memref<?x16x128xbf16>, %k: memref<?x16x128xbf16>, %v: memref<?x16x128xbf16>,
+                 %cq: memref<?xi32>, %ck: memref<?xi32>, %scale: f32, %o: memref<?x16x128xbf16>) {
+  attn.flash q(%q : memref<?x16x128xbf16>) k(%k : memref<?x16x128xbf16>) v(%v : memref<?x16x128xbf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%scale)
+      out(%o : memref<?x16x128xbf16>) {schedule = #attn.schedule<block_q = 128, block_n = 128, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4, pingpong = true, persistent = true>}
   return
 }

@@ -195,6 +195,25 @@ def test_persistent_schedule_same_result(causal, lq, lk):
           f"persistent, causal={causal}")
 
 
+@pytest.mark.parametrize("lengths,hq,hk", [
+    ([700, 650, 690], 7, 7), ([2100, 1500, 2600], 6, 3)])
+def test_persistent_sections_of_head_groups(lengths, hq, hk):
+    """Persistent programs without the causal mask are claimed in sections
+    of the head groups whose K and V of an average sequence fill 1 MB
+    (WarpPersistent.cpp), spread evenly over the sections. 7 heads of
+    about 680 keys (340 KB each) take sections of 3, 3 and 1 heads;
+    6 heads over 3 KV heads of about 2070 keys (1 MB each) one head a
+    section. Every program is walked once: NaN rows of the poisoned
+    output, or wrong heads, would fail the reference."""
+    rng = np.random.default_rng(23)
+    q, k, v, cq, ck = make(rng, lengths, lengths, hq, hk, 128, "bf16")
+    o = np.full(q.shape, np.nan, q.dtype)
+    ops.flash(q, k, v, cq, ck, o, scale=0.09, causal=False,
+              schedule=(128, 128, 1, 8, 1, 4, 1, 1))
+    check(o, reference(q, k, v, cq, ck, 0.09, False), "bf16",
+          f"persistent sections, {hq} heads")
+
+
 def test_persistent_programs_claimed_at_every_launch():
     """The persistent kernel's claim counter lives in its module and each
     launch's last claim resets it: launches one after the other of the same

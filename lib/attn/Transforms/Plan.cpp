@@ -286,10 +286,10 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   // ran 24% faster there on 128-key tiles than on 64 (the MMAs are longer
   // next to the softmax), and heads of 256 4-6% faster without pingpong
   // (their O takes the registers that two tiles in flight need). The
-  // persistent form (one block per SM, each claiming the longest program
-  // left) runs faster where programs are few a sequence: each block's
-  // prologue and epilogue then overlap the next program's loads. On H200
-  // (bench/results/2026-11-29-h200-session19.md) 3-12% at S = 512-1024
+  // persistent form (one block per SM, each claiming the next program:
+  // causal ones longest first) runs faster where programs are few a sequence:
+  // each block's prologue and epilogue then overlap the next program's loads.
+  // On H200 (bench/results/2026-11-29-h200-session19.md) 3-12% at S = 512-1024
   // (non-causal) and 3-26% for causal S = 512-4096 (heads of 64 against
   // their three warpgroups), level or slower above. The shapes are dynamic,
   // so the caller says which regime a call is in: flash ops carrying

@@ -39,6 +39,11 @@ struct KernelLaunch {
   /// The kernel loops over the program grid from its linear block id with
   /// the launch's stride: a runtime launches at most one block per SM.
   bool persistent = false;
+  /// Persistent kernels: programs are claimed query tile by query tile,
+  /// every head group of one tile in turn (causal programs, longest
+  /// first), rather than in sections of the head groups whose K and V fit
+  /// in L2 together (WarpPersistent.cpp).
+  bool claimsTileMajor = false;
   /// NVVM: the shared memory holds a raw buffer for fp8 cache pages
   /// (decode-shaped sm_90a programs; rawStagedFp8Keys).
   bool rawFp8Keys = false;
@@ -81,7 +86,8 @@ public:
       : entry(entry), shared(shared), computeType(computeType),
         threads(threads) {}
   void grid(LoopEmitter &e, ArrayRef<Value> ubs,
-            llvm::function_ref<void(ValueRange)> body) override;
+            llvm::function_ref<void(ValueRange)> body,
+            Value kvBytesPerSequence) override;
   void spread(LoopEmitter &e, Value lo, Value hi,
               llvm::function_ref<void(Value)> body) override;
   /// A block barrier, then thread 0 fences, counts and broadcasts through

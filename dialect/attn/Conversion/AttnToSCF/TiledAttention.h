@@ -262,9 +262,12 @@ private:
 class ProgramTarget {
 public:
   virtual ~ProgramTarget() = default;
-  /// Runs `body` once per grid point of [0, ubs[i]).
+  /// Runs `body` once per grid point of [0, ubs[i]). `kvBytesPerSequence`
+  /// (null where unknown): the K and V bytes one head group of an average
+  /// sequence holds, which a target may weigh in ordering the programs.
   virtual void grid(LoopEmitter &e, ArrayRef<Value> ubs,
-                    llvm::function_ref<void(ValueRange)> body) = 0;
+                    llvm::function_ref<void(ValueRange)> body,
+                    Value kvBytesPerSequence) = 0;
   /// Emits one program: the query tile, the walks, the epilogue.
   virtual void emitProgram(LoopEmitter &e, const TileShape &shape,
                            const AttentionFeatures &f, const AttentionOutput &o,
@@ -341,7 +344,8 @@ private:
 class LoopProgramTarget : public ProgramTarget {
 public:
   void grid(LoopEmitter &e, ArrayRef<Value> ubs,
-            llvm::function_ref<void(ValueRange)> body) override;
+            llvm::function_ref<void(ValueRange)> body,
+            Value kvBytesPerSequence) override;
   void emitProgram(LoopEmitter &e, const TileShape &shape,
                    const AttentionFeatures &f, const AttentionOutput &o,
                    Value q, const ProgramRows &rows,

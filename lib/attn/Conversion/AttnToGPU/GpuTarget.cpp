@@ -20,7 +20,7 @@ FailureOr<Type> mlir::attn::gpuComputeType(Type qType, bool f32) {
 }
 
 void GpuProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
-                            llvm::function_ref<void(ValueRange)> body) {
+                            llvm::function_ref<void(ValueRange)> body, Value) {
   // The launch grid is exactly `ubs` (the host computes the same extents).
   ImplicitLocOpBuilder &b = e.builder();
   SmallVector<Value> ids;

@@ -132,6 +132,26 @@ KeyLocator denseKeys(Value k, Value v, Value base, Value kvHead, Value kScale,
   };
 }
 
+/// Dense flash under a persistent schedule (whose programs a target
+/// orders): the K and V bytes of one KV head of an average sequence, from
+/// the shapes alone (null otherwise).
+Value kvBytesPerSequence(LoopEmitter &e, Operation *op, Value batch) {
+  auto flash = dyn_cast<FlashOp>(op);
+  if (!flash || !scheduleOrDefault(op).getPersistent() ||
+      ShapedType::isDynamic(flash.getK().getType().getShape().back()) ||
+      ShapedType::isDynamic(flash.getV().getType().getShape().back()))
+    return Value();
+  auto rowBytes = [](Value m) {
+    auto type = cast<MemRefType>(m.getType());
+    return type.getShape().back() *
+           std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  };
+  Value keys = memref::DimOp::create(e.builder(), flash.getK(), 0);
+  Value bytes =
+      e.mul(keys, e.idx(rowBytes(flash.getK()) + rowBytes(flash.getV())));
+  return e.divU(bytes, arith::MaxUIOp::create(e.builder(), batch, e.idx(1)));
+}
+
 /// Runs `body(b, t, g, s)` for every query tile t of sequence b, head group
 /// g and segment s of a varlen op's grid (see varlenGrid).
 void forEachTile(LoopEmitter &e, ProgramTarget &target, Operation *op, Value q,
@@ -142,10 +162,13 @@ void forEachTile(LoopEmitter &e, ProgramTarget &target, Operation *op, Value q,
   for (const GridExtent &x : *extents)
     ubs.push_back(x.materialize(e, op->getOperands()));
   Value batch = e.sub(memref::DimOp::create(e.builder(), offsets, 0), e.idx(1));
-  target.grid(e, ubs, [&](ValueRange iv) {
-    auto [seq, tile] = locateTile(e, target, offsets, batch, iv[0], blockQ);
-    body(seq, tile, iv[1], iv[2]);
-  });
+  target.grid(
+      e, ubs,
+      [&](ValueRange iv) {
+        auto [seq, tile] = locateTile(e, target, offsets, batch, iv[0], blockQ);
+        body(seq, tile, iv[1], iv[2]);
+      },
+      kvBytesPerSequence(e, op, batch));
 }
 
 /// The dense varlen ops (flash, blocksparse): keys are rows of k/v, with

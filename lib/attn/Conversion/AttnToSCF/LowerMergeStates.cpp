@@ -60,7 +60,7 @@ void mlir::attn::emitMergeStates(LoopEmitter &e, ProgramTarget &target,
   SmallVector<Value> ubs;
   for (const GridExtent &x : *extents)
     ubs.push_back(x.materialize(e, op->getOperands()));
-  target.grid(e, ubs, [&](ValueRange iv) {
+  auto program = [&](ValueRange iv) {
     Value h = iv[1];
     auto exp = [&](Value x) { return expNatural(e, x); };
     // Program p merges tokens [p * kMergeRowsPerProgram, ...) of head h,
@@ -158,7 +158,8 @@ void mlir::attn::emitMergeStates(LoopEmitter &e, ProgramTarget &target,
             [&] { merge(kSegmentGroup); });
       });
     });
-  });
+  };
+  target.grid(e, ubs, program, /*kvBytesPerSequence=*/Value());
 }
 
 void mlir::attn::emitMergeRows(

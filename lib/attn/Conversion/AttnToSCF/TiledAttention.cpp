@@ -462,7 +462,7 @@ void TiledAttentionBuilder::epilogue(const ProgramRows &rows) {
 }
 
 void LoopProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
-                             llvm::function_ref<void(ValueRange)> body) {
+                             llvm::function_ref<void(ValueRange)> body, Value) {
   ImplicitLocOpBuilder &b = e.builder();
   SmallVector<Value> lbs(ubs.size(), e.idx(0)), steps(ubs.size(), e.idx(1));
   auto par = scf::ParallelOp::create(b, lbs, ubs, steps);

@@ -874,7 +874,13 @@ KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
     bytes = saturatingAdd(bytes, kAlignSlack);
   // (Persistence carries the producer's ring from program to program.)
   bool persistent = shape.persistent && shape.tma && shape.producerWarps > 0;
-  return {saturatingMul(warps, kLanes), bytes, persistent, rawFp8Keys};
+  // Causal programs differ in length: claiming the longest first across
+  // every head group (tile-major) ran 2-4% faster at 1024-8192 keys than
+  // head group by head group (bench/results/2026-11-30-h200-session23.md).
+  auto flash = dyn_cast<FlashOp>(op);
+  bool tileMajor = persistent && flash && flash.getCausal();
+  return {saturatingMul(warps, kLanes), bytes, persistent, tileMajor,
+          rawFp8Keys};
 }
 
 SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
@@ -1160,7 +1166,8 @@ public:
         entry, shared, ct, launch.threads, chip, exactF32, maps,
         launch.rawFp8Keys);
     if (launch.persistent)
-      target->setPersistent(launch.threads / kLanes - kProducerWarps);
+      target->setPersistent(launch.threads / kLanes - kProducerWarps,
+                            launch.claimsTileMajor);
     return target;
   }
 

@@ -94,18 +94,21 @@ public:
 
   /// Persistent launches (KernelLaunch::persistent): the mbarriers and
   /// counters once, then the producer and consumer warpgroups each loop
-  /// over the block's programs, tile-major: its own, then those its
-  /// producer claims from the module's counter (any launch grid covers the
-  /// programs once).
+  /// over the block's programs, tile by tile (KernelLaunch::
+  /// claimsTileMajor) or in sections of head groups that share L2
+  /// (`kvBytesPerSequence`): its own, then those its producer claims from
+  /// the module's counter (any launch grid covers the programs once).
   /// Otherwise the launch grid is the program grid.
   void grid(LoopEmitter &e, ArrayRef<Value> ubs,
-            llvm::function_ref<void(ValueRange)> body) override;
+            llvm::function_ref<void(ValueRange)> body,
+            Value kvBytesPerSequence) override;
   /// A warp-parallel search (32 probes per round).
   Value
   searchLast(LoopEmitter &e, Value n, Value x,
              llvm::function_ref<Value(LoopEmitter &, Value)> key) override;
-  void setPersistent(int64_t consumerWarps) {
+  void setPersistent(int64_t consumerWarps, bool tileMajor) {
     persistentConsumerWarps = consumerWarps;
+    claimsTileMajor = tileMajor;
   }
 
   void emitProgram(LoopEmitter &e, const TileShape &shape,
@@ -129,6 +132,7 @@ private:
   /// Persistent kernels: the consumer warps (0: not persistent), and the
   /// state of the role being emitted.
   int64_t persistentConsumerWarps = 0;
+  bool claimsTileMajor = false;
   std::optional<PersistentKernel> persistent;
 };
 

@@ -33,6 +33,12 @@ constexpr llvm::StringLiteral kProgramCounter = "attn_program_counter";
 /// Claimed programs handed from the producer's first thread to the block's
 /// threads: two i32 of shared memory, the one after round r's at r % 2.
 constexpr llvm::StringLiteral kClaimedPrograms = "attn_claimed_programs";
+/// The K and V bytes (of an average sequence) of the head groups whose
+/// programs a persistent grid claims together, unless causal. On H200
+/// (bench/results/2026-11-30-h200-session23.md) dense calls ran fastest
+/// with one group a section from 1 MB a group up: sections of 8 MB were
+/// 1-2% slower than the grid at 2048-8192 keys, one group 1-3% faster.
+constexpr int64_t kSectionBytes = 1 << 20;
 
 gpu::GPUModuleOp kernelModule(Block *entry) {
   return entry->getParentOp()->getParentOfType<gpu::GPUModuleOp>();
@@ -132,9 +138,10 @@ Value handOver(LoopEmitter &e, Block *entry, Value bars, Value round,
 } // namespace
 
 void WarpProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
-                             llvm::function_ref<void(ValueRange)> body) {
+                             llvm::function_ref<void(ValueRange)> body,
+                             Value kvBytesPerSequence) {
   if (!persistentConsumerWarps)
-    return GpuProgramTarget::grid(e, ubs, body);
+    return GpuProgramTarget::grid(e, ubs, body, kvBytesPerSequence);
   ImplicitLocOpBuilder &b = e.builder();
   // (An opaque read: the programs' own reads of the thread id are then not
   // merged into this one, which would live across setmaxnreg.)
@@ -167,21 +174,46 @@ void WarpProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
   Value first32 = e.toI32(first, /*isSigned=*/false),
         total32 = e.toI32(total, /*isSigned=*/false),
         blocks32 = e.toI32(blocks, /*isSigned=*/false);
-  // The programs in tile-major order: the grid's query tiles (over the
-  // whole varlen batch) last first, each with all its head groups. A block
-  // starts with the program of its own id and claims each next one from a
-  // counter: whichever block is free takes the longest program left, as
-  // the hardware deals a full grid's blocks. (A static deal, a snake over
-  // the blocks, left SMs idle 10% of dense S = 1024: bench/results/
-  // 2026-11-29-h200-session18.md; a stride over the grid's own order was
-  // 26-41% slower still on causal work, bench/results/2026-11-27-h100-
-  // persistent-snake.md.) The producer's first thread claims at a
-  // program's start and hands the claim to the block's threads after the
-  // program (handOver); programs without rows (past a sequence's tiles)
-  // claim too, so a launch's claims number its programs exactly.
+  // The programs in sections of head groups: each section's query tiles
+  // (over the whole varlen batch) last first, each with the section's
+  // groups in turn. A block starts with the program of its own id and
+  // claims each next one from a counter, so whichever block is free takes
+  // the next. Causal programs take one section of every group
+  // (claimsTileMajor), as do calls of unknown sequences: the longest programs
+  // of all groups come first and the short ones fill the tail. Others take as
+  // many groups a section as hold kSectionBytes of K and V for an average
+  // sequence, at least one: the blocks in flight then share those groups' K and
+  // V in L2, and short sequences still have the tail of tile-major order. On
+  // H200 (bench/results/2026-11-30-h200-session23.md) one section of every
+  // group ran 4-8% slower than the grid at 4096-8192 keys without the mask
+  // (every group's K and V in flight) and 2-4% faster than sections of one
+  // group with it. (A static deal, a snake over the blocks, left SMs
+  // idle 10% of dense S = 1024: bench/results/2026-11-29-h200-session18.md;
+  // a stride over the grid's own order was 26-41% slower still on causal
+  // work, bench/results/2026-11-27-h100-persistent-snake.md.) The
+  // producer's first thread claims at a program's start and hands the claim
+  // to the block's threads after the program (handOver); programs without
+  // rows (past a sequence's tiles) claim too, so a launch's claims number
+  // its programs exactly.
   Value groups32 = e.i32(1);
   for (size_t i = 1; i < extents.size(); ++i)
     groups32 = arith::MulIOp::create(b, groups32, extents[i]);
+  bool sections = !claimsTileMajor && kvBytesPerSequence;
+  Value sectionGroups32, sectionPrograms32;
+  if (sections) {
+    // As many groups as fit (at least one), then spread evenly over the
+    // sections it takes, so that the last section is not a small remainder
+    // whose long programs would start last.
+    Value fit = e.divU(e.idx(kSectionBytes),
+                       arith::MaxUIOp::create(b, kvBytesPerSequence, e.idx(1)));
+    fit = e.toI32(arith::MinUIOp::create(b, fit, e.idx(1 << 30)),
+                  /*isSigned=*/false);
+    fit = arith::MaxUIOp::create(b, e.i32(1),
+                                 arith::MinUIOp::create(b, fit, groups32));
+    Value count = arith::CeilDivUIOp::create(b, groups32, fit);
+    sectionGroups32 = arith::CeilDivUIOp::create(b, groups32, count);
+    sectionPrograms32 = arith::MulIOp::create(b, sectionGroups32, extents[0]);
+  }
   Type i32 = b.getI32Type();
   auto loop = [&](PersistentKernel::Role role) {
     state.role = role;
@@ -206,9 +238,26 @@ void WarpProgramTarget::grid(LoopEmitter &e, ArrayRef<Value> ubs,
                            e.idx(persistentConsumerWarps * kLanes));
             claimed = claimProgram(e, entry, claimer);
           }
-          // The query tile counted from the last, and the head group.
-          Value tile = arith::DivUIOp::create(b, linear, groups32);
-          Value rest = arith::RemUIOp::create(b, linear, groups32);
+          // The query tile counted from the last, and the head group:
+          // in one section of every group, the program's number over the
+          // groups and its remainder; otherwise its section, the section's
+          // first group and groups (the last section may hold fewer), then
+          // the tile and group within the section.
+          Value tile, rest;
+          if (sections) {
+            Value section =
+                arith::DivUIOp::create(b, linear, sectionPrograms32);
+            Value within = arith::RemUIOp::create(b, linear, sectionPrograms32);
+            Value group0 = arith::MulIOp::create(b, section, sectionGroups32);
+            Value inSection = arith::MinUIOp::create(
+                b, sectionGroups32, arith::SubIOp::create(b, groups32, group0));
+            tile = arith::DivUIOp::create(b, within, inSection);
+            rest = arith::AddIOp::create(
+                b, group0, arith::RemUIOp::create(b, within, inSection));
+          } else {
+            tile = arith::DivUIOp::create(b, linear, groups32);
+            rest = arith::RemUIOp::create(b, linear, groups32);
+          }
           SmallVector<Value> ids(extents.size());
           for (size_t i = 1; i < extents.size(); ++i) {
             ids[i] = arith::IndexCastUIOp::create(
