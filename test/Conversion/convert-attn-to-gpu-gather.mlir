@@ -139,24 +139,46 @@ func.func @prefix_fp8(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: m
 // -----
 
 // Unified prefill rows over fp8 NHD caches with one descale each: the same
-// producer, copying each key's 128 bytes of K and of V (16-byte cp.async;
-// no TMA boxes of fp8 pages; Q, bf16, comes by TMA) into the raw ring,
-// then dequantizing K and V as rows (a V page holds keys' rows, not V^T).
+// producer, loading each whole tile's K and V pages as raw bytes by TMA
+// (heads of 128: boxes [1 block, 16 slots, 1 head, 128 bytes], one
+// 128-byte swizzled atom a row) into the raw ring: the first producer
+// thread expects both tiles' 32 KB on the slot's own mbarrier (10 + slot,
+// one arrival) and issues eight pages of K and eight of V. A ragged tile
+// is gathered (16-byte cp.async into the same swizzled rows, zero-filled)
+// and the first thread arrives on the slot's barrier plainly. Every
+// producer thread waits for the slot's phase, then dequantizes K and V as
+// rows (a V page holds keys' rows, not V^T), reading along the swizzled
+// rows. Q (bf16) comes by TMA too.
 // CHECK-LABEL: func.func @unified_fp8
+// CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%{{.*}}, %c4, %c64]
+// CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%c1{{.*}}, %c16, %c1{{.*}}, %c128] : memref<*xf8E4M3FN>
+// CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%c1{{.*}}, %c16{{.*}}, %c1{{.*}}, %c128{{.*}}] : memref<*xf8E4M3FN>
 // CHECK: gpu.launch_func @attn_kernels::@unified_fp8 {{.*}} dynamic_shared_memory_size %c230400_i32
 // CHECK: gpu.func @unified_fp8
+// CHECK: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 12>
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c10], %c1
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c11], %c1
 // CHECK: nvvm.setmaxregister  decrease 56
 // CHECK: nvgpu.tma.async.load {{.*}} -> memref<32x4x64xbf16, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.device_async_copy %arg2{{.*}}, 16, %{{.*}} {bypassL1} : memref<?x16x8x128xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.device_async_copy %arg3{{.*}}, 16, %{{.*}} {bypassL1} : memref<?x16x8x128xf8E4M3FN> to memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}[%[[RAW:.*]]], %c32768
+// CHECK-COUNT-16: nvgpu.tma.async.load %{{.*}}[%c0{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}[%[[RAW]]] to %{{.*}} : <tensor = memref<1x16x1x128xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: } else {
+// CHECK: nvgpu.device_async_copy %arg4{{.*}}, 16, %{{.*}} {bypassL1} : memref<?x16x8x128xf8E4M3FN> to memref<128x128xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %arg5{{.*}}, 16, %{{.*}} {bypassL1} : memref<?x16x8x128xf8E4M3FN> to memref<128x128xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.mbarrier.arrive %{{.*}}[%[[RAW]]]
 // CHECK: scf.for
 // CHECK: nvvm.barrier id = %c5_i32{{.*}} number_of_threads = %c128_i32
-// CHECK: vector.load {{.*}} : memref<1024x16xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
+// CHECK: nvvm.barrier id = %c5_i32{{.*}} number_of_threads = %c128_i32
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK: vector.load {{.*}} : memref<128x128xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
 // CHECK: cvt.rn.f16x2.e4m3x2
+// The tiles the consumers read stay bf16 ones of two atoms a row (the
+// fp8 maps are no fp8 wgmma program's).
+// CHECK: vector.store {{.*}} : memref<256x64xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: "fence.proxy.async.shared::cta;"
 // CHECK-NEXT: nvgpu.mbarrier.arrive
 // CHECK: nvvm.setmaxregister  increase 224
-// CHECK-NOT: nvgpu.tma.async.load {{.*}}f8E4M3FN
 func.func @unified_fp8(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xf8E4M3FN>, %vc: memref<?x16x8x128xf8E4M3FN>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %ks: memref<1xf32>, %vs: memref<1xf32>, %o: memref<?x32x128xbf16>) {
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xf8E4M3FN>) v_cache(%vc : memref<?x16x8x128xf8E4M3FN>)
       block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)

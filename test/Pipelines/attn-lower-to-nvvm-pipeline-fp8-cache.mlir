@@ -103,24 +103,28 @@
 // B16-NOT: st.shared.b16
 // B16: .visible .entry prefix_e4m3_d256(
 // Unified prefill rows over fp8 NHD pages (attn.prefill_rows) on the same
-// producer: raw K and V rows, 16 bytes a copy; K decoded into bf16 tiles
-// (times the sign of k_scale), V rows into exact f16 ones (a conversion
-// a pair, no scale), whose PV multiplies f16 P and V; v_scale multiplies
-// O after the last PV.
+// producer: the raw K and V rows of whole tiles' pages by TMA (4-D boxes
+// of the caches), a ragged tile's 16 bytes a copy; K decoded into bf16
+// tiles (times the sign of k_scale), V rows into exact f16 ones (a
+// conversion a pair, no scale), whose PV multiplies f16 P and V; v_scale
+// multiplies O after the last PV. (ptxas places the consumers' code
+// first.)
 // CHECK: .visible .entry unified_e4m3_prefill_rows(
 // CHECK: setmaxnreg.dec.sync.aligned.u32 56;
-// CHECK: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16, {{.*}};
-// CHECK: cvt.rn.f16x2.e4m3x2
-// CHECK-NOT: mul.rn.f32
-// CHECK: st.shared.v4.b32
-// CHECK: mbarrier.arrive.shared.b64
-// CHECK: xor.b32
-// CHECK: cvt.rn.bf16x2.f32
-// CHECK: mbarrier.arrive.shared.b64
 // CHECK: setmaxnreg.inc.sync.aligned.u32 224;
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: cvt.rn.f16x2.f32
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+// CHECK: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// CHECK: cvt.rn.f16x2.e4m3x2
+// CHECK-NOT: mul.rn.f32
+// CHECK: st.shared.v4.b32
+// CHECK: mbarrier.arrive.shared.b64
+// CHECK: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16, {{.*}};
+// CHECK: mbarrier.try_wait.parity
+// CHECK: xor.b32
+// CHECK: cvt.rn.bf16x2.f32
+// CHECK: mbarrier.arrive.shared.b64
 // B16: .visible .entry unified_e4m3_prefill_rows(
 // B16-NOT: st.shared.b16
 // PTXAS-NOT: bytes spill stores

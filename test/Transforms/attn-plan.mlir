@@ -265,15 +265,15 @@ func.func @unified_long_queries(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x12
 // programs of heads of 64 or 128 over caches like Q take prefix prefill's
 // gathering producer warpgroup (128 rows, 128-key tiles, pingpong; pages
 // of 16 are whole TMA boxes: tma, pages of 48 are not), and so do fp8
-// caches with one descale each (their bytes copied and dequantized: no
-// boxes); lse outputs and sqrt ALiBi keep the schedule they would have
-// anyway, as do other targets.
+// caches with one descale each (their bytes copied and dequantized; heads
+// of 128 as raw page boxes: tma); lse outputs and sqrt ALiBi keep the
+// schedule they would have anyway, as do other targets.
 // NVVM-LABEL: func.func @unified_prefill_rows
 // NVVM-COUNT-6: schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4>}
 // HOPPER-LABEL: func.func @unified_prefill_rows
 // HOPPER: {attn.long_queries, attn.prefill_rows, schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>}
 // HOPPER: {attn.long_queries, attn.prefill_rows, schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>}
-// HOPPER: {attn.long_queries, attn.prefill_rows, schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, producer_warps = 4, pingpong = true>}
+// HOPPER: k_cache(%{{.*}} : memref<?x16x8x128xf8E4M3FN>) {{.*}} {attn.long_queries, attn.prefill_rows, schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>}
 // HOPPER: {attn.long_queries, attn.prefill_rows, schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4, stages = 3>}
 // HOPPER: {alibi_form = #attn.alibi<sqrt>, attn.long_queries, attn.prefill_rows, schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4, stages = 3>}
 // HOPPER: {attn.long_queries, attn.prefill_rows, schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, producer_warps = 4, pingpong = true>}

@@ -414,14 +414,17 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   // key's K and V bytes and dequantizes them into the same tiles
   // (produceConverted). On H200 (bench/results/2026-11-29-h200-session18.md)
   // unified prefill over e4m3 caches ran 1.42-1.46x faster than on the
-  // one-stage programs (4 x 2048: 681.8 -> 465.5 us).
+  // one-stage programs (4 x 2048: 681.8 -> 465.5 us). Their whole tiles'
+  // pages come by TMA too, as raw bytes (heads of 128: rows of one 128-byte
+  // atom; bench/results/2026-11-30-h200-session23.md).
   if (auto unified = dyn_cast<UnifiedOp>(op);
       unified && target == "nvvm" && chip == "sm_90a" &&
       op->hasAttr(kPrefillRowsHint) && (headDim == 64 || headDim == 128) &&
       128 % pack == 0 && gathersCaches(op)) {
-    // (fp8 pages are copied as bytes and dequantized: no boxes.)
-    bool boxes =
-        !gathersFp8Caches(op) && pageBoxRows(unified.getBlockSize(), 128) > 0;
+    // (fp8 pages are copied as bytes and dequantized: as boxes of one
+    // 128-byte atom a row, so for heads of 128.)
+    bool boxes = pageBoxRows(unified.getBlockSize(), 128) > 0 &&
+                 (!gathersFp8Caches(op) || headDim == 128);
     return ScheduleAttr::get(op->getContext(), 128 / pack, 128, pack,
                              /*warps=*/8, /*tma=*/boxes, /*producer_warps=*/4,
                              /*pingpong=*/true, /*persistent=*/false,

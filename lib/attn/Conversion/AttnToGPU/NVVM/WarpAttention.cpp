@@ -859,7 +859,8 @@ KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
   int64_t bytes = saturatingMul(elems, ct.getIntOrFloatBitWidth() / 8);
   // A gathering producer of fp8 caches stages their bytes first: two slots
   // of K and V^T at one byte an element (WarpSpecialized.cpp).
-  if (shape.producerWarps && !shape.tma && gathersFp8Caches(op))
+  if (shape.producerWarps && gathersFp8Caches(op) &&
+      (!shape.tma || isa<UnifiedOp>(op)))
     bytes = saturatingAdd(bytes, saturatingMul(4, g.bn * g.dPad));
   // Decode-shaped fp8 programs: their raw K (rows padded) and V ring
   // (walkRawFp8).
@@ -937,13 +938,17 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
     SmallVector<TensorMapRequest> requests = {
         {unified.getQMutable().getOperandNumber(),
          {shape.blockQ, shape.pack, atomCols}}};
-    if (shape.tma) {
+    // (fp8 caches: raw pages, one 128-byte atom of a head of 128 a row,
+    // for the raw ring: rawPagesByTma.)
+    bool fp8 = gathersFp8Caches(op);
+    if (shape.tma && (!fp8 || shape.headDim == wgmma::kAtomRowBytes)) {
       Geometry g =
           geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8);
       int64_t rows = pageBoxRows(unified.getBlockSize(), g.bn);
+      int64_t cols = fp8 ? wgmma::kAtomRowBytes : atomCols;
       for (OpOperand *cache :
            {&unified.getKCacheMutable(), &unified.getVCacheMutable()})
-        requests.push_back({cache->getOperandNumber(), {1, rows, 1, atomCols}});
+        requests.push_back({cache->getOperandNumber(), {1, rows, 1, cols}});
     }
     return requests;
   }

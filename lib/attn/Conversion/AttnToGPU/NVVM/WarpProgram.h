@@ -178,7 +178,8 @@ enum class TileLayout {
   /// holds columns [64a, 64a + 64) of every row, row r at byte 128 r of the
   /// atom, and the 16-byte chunk c of that row at chunk c ^ (r % 8); `mem`
   /// is then [atoms * rows, 64], atoms of the row stride (of fp8 tiles,
-  /// their bytes: fp8WgmmaGeometry).
+  /// their bytes: fp8WgmmaGeometry). Raw fp8 tiles loaded by TMA
+  /// (SharedTile::unit 16): atoms of 128 bytes, `mem` [atoms * rows, 128].
   Swizzled,
   /// wgmma's no-swizzle core matrices: chunk c of row r at 16 (c * rows + r)
   /// bytes (`mem` [cols / 8 * rows, 8]). A chunk column is contiguous, as
@@ -199,7 +200,7 @@ struct SharedTile {
   Value offset; // elements from the start of the tiles
   int64_t rows = 0;
   TileLayout layout = TileLayout::Padded;
-  /// Elements of a CoreMatrices chunk: 8, or 16 of raw fp8.
+  /// Elements of a CoreMatrices or Swizzled chunk: 8, or 16 of raw fp8.
   int64_t unit = 8;
 };
 
@@ -257,11 +258,13 @@ public:
         exactF32(exactF32 && ct.isF32()), maps(maps.begin(), maps.end()),
         persistent(persistent), rawFp8Reserved(rawFp8Reserved) {
     narrowOutputRows = shape.producerWarps > 0;
-    // (warpTensorMaps maps fp8 operands only for fp8 wgmma programs.)
+    // (warpTensorMaps maps dense fp8 operands only for fp8 wgmma programs;
+    // unified's fp8 caches, 4-D, are raw pages for the raw ring.)
     if (g.wgmma && shape.tma && shape.producerWarps &&
         llvm::any_of(maps, [](const TensorMapArg &m) {
-          return mlir::attn::isFp8(
-              cast<MemRefType>(m.operand.getType()).getElementType());
+          auto type = cast<MemRefType>(m.operand.getType());
+          return type.getRank() == 3 &&
+                 mlir::attn::isFp8(type.getElementType());
         }))
       g = fp8WgmmaGeometry(g, ct.getIntOrFloatBitWidth() / 8);
   }
@@ -480,10 +483,11 @@ private:
   /// expects the tile's bytes and runs `issue`, every other producer thread
   /// arrives plainly (the full barriers count 128 arrivals).
   void leaderLoads(Value leader, Value full, llvm::function_ref<void()> issue);
-  /// Issues the [1, rows, 1, 64] page boxes of `tile` (keys [n0, n0 + bn)
-  /// of the walk, `isK`: K, else V), completing on mbarrier `barrier`.
+  /// Issues the [1, rows, 1, atom] page boxes of `tile` (keys [n0, n0 +
+  /// bn) of the walk, `isK`: K, else V), completing on mbarrier `barrier`:
+  /// 128-byte atoms of the operand type, or of raw fp8 bytes (`rawBytes`).
   void issuePageBoxes(const KvWalk &walk, const SharedTile &tile, Value map,
-                      Value barrier, Value n0, bool isK);
+                      Value barrier, Value n0, bool isK, bool rawBytes = false);
   /// Where a walk's tiles start: `lo`, or `lo` rounded down to whole page
   /// boxes where the producer loads pages by TMA (the keys below `lo` are
   /// masked like any other invisible key).
@@ -492,11 +496,12 @@ private:
   void arriveOnCopies(Value barrier);
   /// The gathering producer's loop over keys [lo, hi) of a walk over fp8
   /// caches (rawCache): each tile's bytes are copied one tile ahead into
-  /// the raw ring (cp.async), then dequantized from shared memory into the
-  /// ring the consumers read.
+  /// the raw ring (cp.async, or page boxes by TMA: rawPagesByTma), then
+  /// dequantized from shared memory into the ring the consumers read.
   void produceConverted(const KvWalk &walk, Value lo, Value hi, Value base);
   /// Raw fp8 K [bn, D] and V^T [D, bn] of raw ring slot `slot`, in core
-  /// matrices of 16-byte chunks (the caches' runs stay contiguous).
+  /// matrices of 16-byte chunks (the caches' runs stay contiguous); with
+  /// rawPagesByTma, K and V [bn, D] rows in 128-byte swizzled atoms.
   KvBuffers rawBuffers(Value slot);
   /// Raw K slot `keySlot` and V slot `valueSlot` of a raw-staged decode
   /// program's ring (rawKeySlots K slots, rawTilesAhead V slots): K and V
@@ -849,6 +854,10 @@ private:
   /// The gathering producer's cache walk is over fp8 caches, staged through
   /// the raw ring (produceConverted).
   bool rawCache = false;
+  /// That walk's whole tiles of NHD pages come into the raw ring as page
+  /// boxes (kMap, vMap of the fp8 caches), each slot's on its own mbarrier
+  /// (kRawValueBarrier + slot); a ragged last tile is gathered.
+  bool rawPagesByTma = false;
   Type walkKeyType; // the fp8 type of those caches
   /// The raw cache walk's V tiles hold the exact f16 of each byte (one
   /// conversion a pair), and its PV multiplies in f16 (P too); v_scale

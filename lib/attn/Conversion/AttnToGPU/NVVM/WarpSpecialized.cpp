@@ -353,10 +353,13 @@ bool WarpAttentionBuilder::setUpGather(const ProgramRows &rows,
     pageBoxRows = cast<nvgpu::TensorMapDescriptorType>(kMap.getType())
                       .getTensor()
                       .getDimSize(1);
+  // fp8 NHD pages (unified's one walk; warpTensorMaps maps them for heads
+  // of 128, one 128-byte atom a row) come as boxes into the raw ring.
+  rawPagesByTma = rawCache && pageBoxRows && walks.size() == 1;
   bars = createRingBarriers(b, e, tid, consumerThreads(), /*specialized=*/true,
                             /*persistent=*/false,
                             /*fillers=*/kProducerWarps * kLanes,
-                            /*rawValues=*/false,
+                            /*rawValues=*/rawPagesByTma,
                             /*queryFillers=*/qMap ? 1 : 0);
   return true;
 }
@@ -513,9 +516,7 @@ void WarpAttentionBuilder::produceConverted(const KvWalk &walk, Value lo,
   bool valueRows = !walk.valueKeyMajor;
   bool wholeRuns = valueRows || (walk.splitKeys && kCacheType.getRank() == 5 &&
                                  kCacheType.getShape().back() % 16 == 0);
-  auto copyRaw = [&](Value n0, Value slot) {
-    Value nValid = e.min(bn, e.sub(hi, n0));
-    KvBuffers raw = rawBuffers(slot);
+  auto gatherRaw = [&](Value n0, Value nValid, const KvBuffers &raw) {
     KvTileRows tile(e, walk, n0, nValid, shape.headDim);
     for (bool isK : {true, false}) {
       if (!isK && !valueRows)
@@ -532,6 +533,38 @@ void WarpAttentionBuilder::produceConverted(const KvWalk &walk, Value lo,
           [&](Value d) { return tile.valueColumn(d, g.bn); },
           ChunkOrder::ColumnPairs, /*unrollTail=*/false,
           /*rawChunk=*/copiesValueRuns16(walk) ? 16 : 8);
+  };
+  // rawPagesByTma: a whole tile's K and V pages are boxes that the first
+  // producer thread issues on the slot's mbarrier; a ragged tile (the
+  // walk's last: pages past hi may be unnamed, or hold the last page's
+  // slack, whose NaN would survive P = 0 in PV) is gathered, zero-filled,
+  // and the first thread arrives on the slot's barrier plainly, so that
+  // every tile completes one phase of it. (The gathered copies land by
+  // the wait below, as without boxes.)
+  Value leader = rawPagesByTma ? e.eq(tid, e.idx(0)) : Value();
+  auto copyRaw = [&](Value n0, Value slot) {
+    Value nValid = e.min(bn, e.sub(hi, n0));
+    KvBuffers raw = rawBuffers(slot);
+    if (!rawPagesByTma)
+      return gatherRaw(n0, nValid, raw);
+    Value barrier = e.add(e.idx(kRawValueBarrier), slot);
+    e.ifThenElse(
+        e.eq(nValid, bn),
+        [&] {
+          e.ifThen(leader, [&] {
+            nvgpu::MBarrierArriveExpectTxOp::create(
+                b, bars, e.idx(2 * g.bn * g.dPad), barrier, Value());
+            issuePageBoxes(walk, raw.k, kMap, barrier, n0, /*isK=*/true,
+                           /*rawBytes=*/true);
+            issuePageBoxes(walk, raw.v, vMap, barrier, n0, /*isK=*/false,
+                           /*rawBytes=*/true);
+          });
+        },
+        [&] {
+          gatherRaw(n0, nValid, raw);
+          e.ifThen(leader,
+                   [&] { nvgpu::MBarrierArriveOp::create(b, bars, barrier); });
+        });
   };
   Value loopTid = tid;
   tid = pinned(tid);
@@ -551,8 +584,12 @@ void WarpAttentionBuilder::produceConverted(const KvWalk &walk, Value lo,
     e.ifThen(e.lt(next, hi),
              [&] { copyRaw(next, e.remU(e.add(i, e.idx(1)), e.idx(2))); });
     nvgpu::DeviceAsyncWaitOp::create(b, commitGroup(), b.getI32IntegerAttr(1));
-    // Tile i's bytes, from every thread's copies.
+    // Tile i's bytes, from every thread's copies (and the copy engine's:
+    // phase i / 2 of its slot's barrier).
     syncProducer();
+    if (rawPagesByTma)
+      waitBarrier(e.add(e.idx(kRawValueBarrier), e.remU(i, e.idx(2))),
+                  parityOf(i));
     KvBuffers raw = rawBuffers(e.remU(i, e.idx(2)));
     KvBuffers buf = kvBuffers(s, walk.splitKeys);
     auto fill = [&](const SharedTile &from, const SharedTile &to, int64_t rows,

@@ -172,11 +172,12 @@ SmallVector<Value> WarpAttentionBuilder::tileAt(const SharedTile &t, Value r,
   case TileLayout::Swizzled:
     break;
   }
-  Value atomCols = e.idx(wgmma::kAtomCols);
+  // (Eight chunks an atom's row: of 8 elements, or of 16 raw fp8 bytes.)
+  Value atomCols = e.idx(8 * t.unit);
   Value atom = e.divU(x0, atomCols);
-  Value inAtom = e.divU(e.remU(x0, atomCols), e.idx(8));
+  Value inAtom = e.divU(e.remU(x0, atomCols), e.idx(t.unit));
   Value swizzled = arith::XOrIOp::create(b, inAtom, e.remU(r, e.idx(8)));
-  return {e.add(e.mul(atom, e.idx(t.rows)), r), e.mul(swizzled, e.idx(8))};
+  return {e.add(e.mul(atom, e.idx(t.rows)), r), e.mul(swizzled, e.idx(t.unit))};
 }
 
 Value WarpAttentionBuilder::tileAddress(const SharedTile &t, int64_t bytes) {
@@ -293,9 +294,13 @@ WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawBuffers(Value slot) {
     SharedTile t;
     t.offset = offset;
     t.rows = rows;
-    t.layout = TileLayout::CoreMatrices;
     t.unit = 16;
-    t.mem = view(offset, cols / 16 * rows, 16, walkKeyType);
+    // (Page boxes by TMA write 128-byte swizzled rows: 1024-byte aligned,
+    // as the ring before them.)
+    t.layout = rawPagesByTma ? TileLayout::Swizzled : TileLayout::CoreMatrices;
+    t.mem = rawPagesByTma ? view(offset, cols / wgmma::kAtomRowBytes * rows,
+                                 wgmma::kAtomRowBytes, walkKeyType)
+                          : view(offset, cols / 16 * rows, 16, walkKeyType);
     return t;
   };
   // (NHD caches, whose V rows are keys: raw V as [bn, D] rows, like K.)
@@ -348,8 +353,10 @@ void WarpAttentionBuilder::dequantize(const SharedTile &raw,
     SmallVector<std::tuple<Value, Value, Value>> batch;
     for (int64_t it = first; it < std::min(iters, first + loadsAhead); ++it) {
       Value q = e.add(t, e.idx(it * threads));
-      // (Plain raw rows: a warp's reads go along two rows instead.)
-      bool along = raw.layout == TileLayout::Padded;
+      // (Plain or swizzled raw rows: a warp's reads go along two or four
+      // rows instead.)
+      bool along = raw.layout == TileLayout::Padded ||
+                   raw.layout == TileLayout::Swizzled;
       Value r = along ? e.divU(q, e.idx(cols / 16)) : e.remU(q, e.idx(rows));
       Value x0 =
           e.mul(along ? e.remU(q, e.idx(cols / 16)) : e.divU(q, e.idx(rows)),

@@ -210,17 +210,20 @@ void WarpAttentionBuilder::issueTmaBoxes(const KvWalk &walk,
 
 void WarpAttentionBuilder::issuePageBoxes(const KvWalk &walk,
                                           const SharedTile &tile, Value map,
-                                          Value barrier, Value n0, bool isK) {
+                                          Value barrier, Value n0, bool isK,
+                                          bool rawBytes) {
   // Box p of the tile is keys [n0 + p rows, n0 + (p + 1) rows): one page
   // (or a bn-row part of one), located once through the block table; its
   // atoms land at rows p rows .. of each of the tile's atoms (the 128-byte
   // swizzle follows the address, so rows of a box continue the tile's).
-  int64_t atomCols = wgmma::kAtomRowBytes / operandBytes();
+  int64_t elemBytes = rawBytes ? 1 : operandBytes();
+  int64_t atomCols = wgmma::kAtomRowBytes / elemBytes;
+  int64_t atoms = llvm::divideCeil(g.dPad * elemBytes, wgmma::kAtomRowBytes);
   MemRefType boxType =
       cast<nvgpu::TensorMapDescriptorType>(map.getType()).getTensor();
   for (int64_t p = 0; p < g.bn / pageBoxRows; ++p) {
     KeyRow row = walk.locate(e, e.add(n0, e.idx(p * pageBoxRows)));
-    for (int64_t a = 0; a < tmaAtoms(); ++a) {
+    for (int64_t a = 0; a < atoms; ++a) {
       SmallVector<Value> at =
           isK ? row.kAt(e.idx(a * atomCols)) : row.vAt(e.idx(a * atomCols));
       Value bytes = e.add(
