@@ -113,6 +113,9 @@ class _Call:
         self.params = []   # (ssa, type, kind, value)
         self.clauses = []
         self.attrs = []
+        # Attribute lists of several ops over the same operands (a mixed
+        # batch's halves), each added to `attrs`; None: one op.
+        self.variants = None
         self.device = None   # torch device of the first operand on a GPU
         self.inputs = []     # (View, bytes spanned)
         self.outputs = []
@@ -288,7 +291,7 @@ class _Call:
                 parts.append(f"gqa{int(heads) // int(kv_heads)}")
             if kv and kv[-1] != q[-1]:
                 parts.append(f"kv{kv[-1].lower()}")
-        attrs = " ".join(self.attrs)
+        attrs = " ".join(self.attrs + sum(self.variants or [], []))
         operands = {ssa[1:] for ssa, _, _, _ in self.params}
         if self.op == "unified" and "segment_max" in operands:
             operands.add("split")  # split-KV: split<S>, or split (run time)
@@ -299,7 +302,8 @@ class _Call:
                           ("short_sequences", "short"),
                           ("long_queries", "long"),
                           ("prefill_rows", "prefill"),
-                          ("decode_rows", "decode")):
+                          ("decode_rows", "decode"),
+                          ("min_query_len", "mixed")):
             if word in attrs or word in operands:
                 m = re.search(r"num_segments = (\d+)", attrs)
                 parts.append(tag + (m.group(1) if m and tag == "split"
@@ -314,18 +318,21 @@ class _Call:
 
     def text(self):
         sig = ", ".join(f"{ssa}: {t}" for ssa, t, _, _ in self.params)
-        attrs = (" {" + ", ".join(self.attrs) + "}") if self.attrs else ""
+        ops = []
+        for extra in self.variants or [[]]:
+            attrs = self.attrs + extra
+            attrs = (" {" + ", ".join(attrs) + "}") if attrs else ""
+            ops.append(f"  attn.{self.op} {' '.join(self.clauses)}{attrs}\n")
         # The name depends on the signature and attributes alone: memoized,
         # as every call builds its text (computing it is ~4 us).
-        key = (self.op, sig, attrs)
+        key = (self.op, sig, "".join(ops))
         self.name = _KERNEL_NAMES.get(key)
         if self.name is None:
             if len(_KERNEL_NAMES) > 4096:
                 _KERNEL_NAMES.clear()
             self.name = _KERNEL_NAMES[key] = self.kernel_name()
-        return (f"func.func @{self.name}({sig}) {{\n"
-                f"  attn.{self.op} {' '.join(self.clauses)}{attrs}\n"
-                f"  return\n}}\n")
+        return (f"func.func @{self.name}({sig}) {{\n" + "".join(ops) +
+                "  return\n}\n")
 
     @staticmethod
     def record(text):
@@ -607,9 +614,9 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     # one specialization.
     def one_value(d):   # a descale of one value, not [num_seqs, kv_heads]
         return d is None or getattr(d, "ndim", 0) != 2
-    c.attr("attn.prefill_rows", schedule is None and sequences > 0 and
+    prefill_rows_but_length = (
+           schedule is None and sequences > 0 and
            kc is not None and vc is not None and
-           qv.shape[0] >= PREFILL_ROW_TOKENS * sequences and
            qv.dtype in ("bf16", "f16") and
            ((kc.dtype == qv.dtype and vc.dtype == qv.dtype and
              k_descale is None and v_descale is None) or
@@ -623,21 +630,42 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
            mm_prefix_range is None and rswa_prefix_lens is None and
            chunk_lookback is None and isinstance(causal, (bool, np.bool_)) and
            (alibi_slopes is None or alibi_form != "sqrt"))
+    c.attr("attn.prefill_rows", prefill_rows_but_length and
+           qv.shape[0] >= PREFILL_ROW_TOKENS * sequences)
     # The decode-rows hint: a sequence's queries times the query heads of a
     # KV head average at most DECODE_ROWS (decode, speculative decode), over
     # fp8 caches (16-bit queries, heads of whole 16-dim steps up to 128). On
     # sm_90a the plan then gives the programs one 16-row slab whose four
     # warps split each KV tile's keys (Plan.cpp, kDecodeRowsHint). Set only
     # where the plan can take it.
-    c.attr("attn.decode_rows", schedule is None and sequences > 0 and
-           kc is not None and vc is not None and kv_heads > 0 and
-           qv.shape[1] // kv_heads <= DECODE_ROWS and
+    decode_rows = (schedule is None and sequences > 0 and
+                   kc is not None and vc is not None and kv_heads > 0 and
+                   qv.shape[1] // kv_heads <= DECODE_ROWS and
+                   qv.dtype in ("bf16", "f16") and kc.dtype in FP8 and
+                   vc.dtype in FP8 and qv.shape[-1] <= 128 and
+                   qv.shape[-1] % 16 == 0)
+    c.attr("attn.decode_rows", decode_rows and
            qv.shape[0] * (qv.shape[1] // kv_heads) <=
-           DECODE_ROWS * sequences and
-           qv.dtype in ("bf16", "f16") and kc.dtype in FP8 and
-           vc.dtype in FP8 and qv.shape[-1] <= 128 and
-           qv.shape[-1] % 16 == 0)
+           DECODE_ROWS * sequences)
     c.attr("schedule", _schedule_attr(schedule))
+    # A mixed batch (several sequences whose queries average more than
+    # LONG_QUERY_TOKENS and fewer than PREFILL_ROW_TOKENS, so no hint above
+    # suits it whole) over caches MIXED_SPLIT_CACHES names runs as two
+    # ops: sequences of at most a decode program's tokens on decode
+    # programs, the others as prefill rows (AttnOps.td, min_query_len).
+    if (prefill_rows_but_length and sequences > 1 and
+            LONG_QUERY_TOKENS * sequences < qv.shape[0] <
+            PREFILL_ROW_TOKENS * sequences and
+            (("fp8" if kc.dtype in FP8 else "16-bit") in MIXED_SPLIT_CACHES)
+            and (kc.dtype not in FP8 or decode_rows)):
+        pack = qv.shape[1] // kv_heads
+        rows = DECODE_ROWS if kc.dtype in FP8 else 64
+        short = max(MIXED_DECODE_TOKENS, rows // pack)
+        c.attrs = [a for a in c.attrs if a != "attn.long_queries"]
+        c.variants = [
+            ["attn.decode_rows"] * (kc.dtype in FP8) +
+            [f"max_query_len = {short} : i64"],
+            ["attn.prefill_rows", f"min_query_len = {short + 1} : i64"]]
     c.check_aliasing()
     operands = {ssa[1:]: value for ssa, _, kind, value in c.params
                 if kind == "mem"}
@@ -669,6 +697,17 @@ PREFILL_ROW_TOKENS = 128
 # 1.27-1.31x for decode of 1 and 4 tokens, B=64 ctx 4096 GQA 32/8:
 # bench/results/2026-11-29-h200-decode-key-split.md).
 DECODE_ROWS = 16
+# ops.unified's mixed-batch split: the cache kinds ("fp8", "16-bit") whose
+# mixed batches run as a decode op and a prefill-rows op, and the query
+# tokens a sequence (at least) that the decode op takes. H200, GQA 32/8
+# D=128 (bench/results/2026-11-30-h200-session24.md): over e4m3 caches
+# 1.43-1.54x on four mixed batches (4 prefills of 1k and 60 decodes: 328
+# -> 230 us); over bf16 caches 0.92x on that batch (221.5 -> 240.5: its
+# one op overlaps the prefills' compute with the decodes' reads), 1.14x
+# on 8 prefills of 512 after 1536 cached beside 56 decodes, which the
+# shapes cannot tell apart. So fp8 only.
+MIXED_SPLIT_CACHES = ("fp8",)
+MIXED_DECODE_TOKENS = 4
 
 
 def _check_token_scales(kc, qv, k_scales, v_scales, k_descale, v_descale):

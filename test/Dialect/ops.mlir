@@ -164,6 +164,21 @@ func.func @unified_token_scales_and_flags(%q: memref<?x32x128xbf16>, %kc: memref
   return
 }
 
+// A mixed batch as two ops over the same operands: decodes, then prefills.
+// CHECK-LABEL: func.func @unified_query_len_ranges
+// CHECK: out(%{{.*}} : memref<?x32x128xbf16>) {max_query_len = 4 : i64}
+// CHECK: out(%{{.*}} : memref<?x32x128xbf16>) {min_query_len = 5 : i64}
+func.func @unified_query_len_ranges(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>,
+    %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s)
+      out(%o : memref<?x32x128xbf16>) {max_query_len = 4 : i64}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s)
+      out(%o : memref<?x32x128xbf16>) {min_query_len = 5 : i64}
+  return
+}
+
 // CHECK-LABEL: func.func @unified_bidirectional
 // CHECK: {bidirectional}
 func.func @unified_bidirectional(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>,

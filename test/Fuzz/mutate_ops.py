@@ -64,6 +64,8 @@ INT_ATTR_RANGES = {"sliding_window": (1, 2**31 - 1),
                    "num_segments": (1, 4096),
                    "rswa_window": (1, 2**31 - 1),
                    "chunk_lookback": (0, 2**31 - 2),
+                   "min_query_len": (1, 2**63 - 1),
+                   "max_query_len": (1, 2**63 - 1),
                    "block_size": (1, 65536),
                    "q_block_size": (1, 65536)}
 SCHEDULE_RANGES = {"block_q": (1, 4096), "block_n": (1, 4096),

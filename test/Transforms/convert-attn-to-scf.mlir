@@ -75,6 +75,37 @@ func.func @unified_split(%q: memref<?x8x64xbf16>, %kc: memref<?x16x2x64xf8E4M3FN
   return
 }
 
+// Query-count ranges: the decode op (max_query_len = 4, block_q = 2) runs
+// 2 tiles x batch programs, each indexing (sequence, tile) without the
+// search; the prefill op keeps the searched varlen grid. Each skips the
+// sequences outside its range.
+// CHECK-LABEL: func.func @unified_query_len_ranges
+// CHECK: %[[NCU:.*]] = memref.dim %arg4, %c0
+// CHECK: %[[M2:.*]] = arith.addi %[[NCU]], %c-2
+// CHECK: %[[EXT:.*]] = arith.addi %[[M2]], %[[NCU]]
+// CHECK: scf.parallel (%[[P:.*]], %{{.*}}) = (%c0, %c0) to (%[[EXT]], %c2)
+// CHECK-NEXT: %[[SEQ:.*]] = arith.divui %[[P]], %c2
+// CHECK-NEXT: arith.remui %[[P]], %c2
+// CHECK: %[[LEN:.*]] = arith.subi
+// CHECK: %[[SHORT:.*]] = arith.cmpi ule, %[[LEN]], %c4
+// CHECK: arith.andi %{{.*}}, %[[SHORT]]
+// CHECK: scf.parallel
+// CHECK-NEXT: scf.while
+// CHECK: arith.addi %{{.*}}#0, %c1
+// CHECK: %[[LEN2:.*]] = arith.subi
+// CHECK: %[[LONG:.*]] = arith.cmpi uge, %[[LEN2]], %c5
+// CHECK: arith.andi %{{.*}}, %[[LONG]]
+func.func @unified_query_len_ranges(%q: memref<?x8x64xbf16>, %kc: memref<?x16x2x64xbf16>, %vc: memref<?x16x2x64xbf16>,
+    %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x8x64xbf16>) {
+  attn.unified q(%q : memref<?x8x64xbf16>) k_cache(%kc : memref<?x16x2x64xbf16>) v_cache(%vc : memref<?x16x2x64xbf16>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s)
+      out(%o : memref<?x8x64xbf16>) {max_query_len = 4 : i64, schedule = #attn.schedule<block_q = 2, block_n = 16, heads_per_program = 4>}
+  attn.unified q(%q : memref<?x8x64xbf16>) k_cache(%kc : memref<?x16x2x64xbf16>) v_cache(%vc : memref<?x16x2x64xbf16>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s)
+      out(%o : memref<?x8x64xbf16>) {min_query_len = 5 : i64, schedule = #attn.schedule<block_q = 2, block_n = 16, heads_per_program = 4>}
+  return
+}
+
 // fp8 cache entries are decoded exactly with integer code (no fp8 in LLVM).
 // CHECK-LABEL: func.func @fp8_decode
 // CHECK: memref.load {{.*}} : memref<?x16x2x64xf8E5M2>

@@ -2,8 +2,10 @@
 runner replays it: the same buffers every step, new query values and new
 sequence lengths written into them between replays (lengths up to the
 max_seqlen_k the graph was captured with). Decode, speculative decode (4
-query tokens per sequence) and a mixed batch of prefill and decode rows;
-each replay must equal an eager call on the same inputs (the kernels and
+query tokens per sequence) and a mixed batch of prefill and decode rows
+(over an fp8 cache too: its decodes and prefills run as two ops, and the
+replays also move query rows between sequences, so that a sequence
+changes class between replays); each replay must equal an eager call on the same inputs (the kernels and
 the split-KV plan are the same, so bit for bit). Skipped without a CUDA
 GPU, except in a recording run (ATTN_MLIR_TEST_RECORD_ALL with the dry
 run), which makes each case's eager call on host tensors so that the GPU
@@ -25,9 +27,9 @@ DEV = "cuda" if torch.cuda.is_available() else "cpu"
 HQ, HK, D, PAGE = 32, 8, 128, 16
 
 
-def batch(q_lens, max_keys, seed=0):
-    """Static buffers of a paged batch: q, caches, block table, offsets,
-    lengths and out, on the GPU."""
+def batch(q_lens, max_keys, seed=0, cache="bf16"):
+    """Static buffers of a paged batch: q, caches (bf16, or e4m3 with
+    descales), block table, offsets, lengths and out, on the GPU."""
     rng = np.random.default_rng(seed)
     b = len(q_lens)
     pages = -(-max_keys // PAGE)
@@ -44,28 +46,34 @@ def batch(q_lens, max_keys, seed=0):
     used = torch.full((b,), max_keys, dtype=torch.int32, device=DEV)
     q = randn(sum(q_lens), HQ, D)
     out = torch.empty_like(q)
+    kd = vd = None
+    if cache == "fp8":
+        kc, vc = kc.to(torch.float8_e4m3fn), vc.to(torch.float8_e4m3fn)
+        kd = torch.full((1,), 0.5, dtype=torch.float32, device=DEV)
+        vd = torch.full((1,), 1.5, dtype=torch.float32, device=DEV)
     return dict(q=q, kc=kc, vc=vc, table=table, cu=cu, used=used, out=out,
-                max_q=max(q_lens), max_keys=max_keys)
+                max_q=max(q_lens), max_keys=max_keys, kd=kd, vd=vd)
 
 
 def step(bt, out):
     vllm.unified_attention(bt["q"], bt["kc"], bt["vc"], out, bt["cu"],
                            bt["max_q"], bt["used"], bt["max_keys"],
                            D ** -0.5, True, (-1, -1), bt["table"], 0.0, None,
-                           None, None)
+                           bt["kd"], bt["vd"])
 
 
 CASES = {
     "decode": ([1] * 8, 4096),
     "speculative": ([4] * 8, 4096),
     "mixed": ([200, 1, 1, 64, 1, 1, 1, 1], 2048),
+    "mixed_fp8": ([200, 1, 1, 64, 1, 1, 1, 1], 2048),
 }
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_replays_with_new_lengths_equal_eager(name):
     q_lens, max_keys = CASES[name]
-    bt = batch(q_lens, max_keys)
+    bt = batch(q_lens, max_keys, cache="fp8" if "fp8" in name else "bf16")
     if DEV != "cuda":   # recording: the call the graph captures
         step(bt, bt["out"])
         return
@@ -82,7 +90,12 @@ def test_replays_with_new_lengths_equal_eager(name):
     seen = set()
     for _ in range(3):
         # New lengths (each at least its query count: vLLM's invariant)
-        # and new queries, written into the captured buffers.
+        # and new queries, written into the captured buffers; a mixed
+        # batch's query counts rotate over its sequences (the same tokens).
+        if name.startswith("mixed"):
+            q_lens = q_lens[1:] + q_lens[:1]
+            bt["cu"].copy_(torch.tensor(np.cumsum([0, *q_lens]),
+                                        dtype=torch.int32))
         lens = [int(rng.integers(q, max_keys + 1)) for q in q_lens]
         seen.add(tuple(lens))
         bt["used"].copy_(torch.tensor(lens, dtype=torch.int32))

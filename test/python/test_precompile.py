@@ -36,12 +36,13 @@ def test_specializations_of_a_config():
     one = AttentionConfig(8, 2, 64, split_kv=False, kv_cache_dtype="fp8",
                           sliding_window=32, softcap=20.0, sinks=True)
     # fp8 caches: decode batches take the decode-rows hint (sm_90a: warps
-    # splitting the keys), mixed batches the one-pass kernel, prefill
-    # batches the prefill-rows hint (sm_90a: the gathering producer, which
-    # dequantizes the pages' bytes).
+    # splitting the keys), mixed batches a decode op and a prefill-rows op
+    # (min_query_len), prefill batches the prefill-rows hint (sm_90a: the
+    # gathering producer, which dequantizes the pages' bytes).
     assert names(precompile.specializations(one)) == [
         "attn_unified_bf16_d64_h8_gqa4_kvf8e4m3fn_window_decode_softcap_sinks",
-        "attn_unified_bf16_d64_h8_gqa4_kvf8e4m3fn_window_softcap_sinks",
+        "attn_unified_bf16_d64_h8_gqa4_kvf8e4m3fn_window_prefill_decode_mixed"
+        "_softcap_sinks",
         "attn_unified_bf16_d64_h8_gqa4_kvf8e4m3fn_window_prefill_softcap_sinks"]
 
 

@@ -1,5 +1,7 @@
 """attn.unified (one pass and split-KV + merge) through vllm.unified_attention."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -223,7 +225,9 @@ def test_long_queries_hint():
     def attrs(q_lens, d=64, **kw):
         return specialization(3, q_lens, lambda n: max(n, 20), d=d, **kw)
     assert "attn.long_queries" in attrs([17])
-    assert "attn.long_queries" in attrs([1, 40], d=128, dtype="f16")
+    # (Several sequences: a mixed batch, split where that is on.)
+    assert "attn.long_queries" in attrs([1, 40], d=128, dtype="f16",
+                                        lse=np.zeros((41, 8), np.float32))
     assert "attn.long_queries" not in attrs([16])
     assert "attn.long_queries" not in attrs([1, 31])
     assert "attn.long_queries" not in attrs(
@@ -233,7 +237,7 @@ def test_long_queries_hint():
     assert "attn.long_queries" not in attrs([40], fp8="f8E4M3FN")
 
 
-def test_prefill_rows_hint():
+def test_prefill_rows_hint(monkeypatch):
     """Calls whose queries average at least 128 a sequence, over heads of
     64 or 128 and caches of Q's 16-bit type or fp8 caches with one descale
     each, carry attn.prefill_rows (sm_90a: the gathering producer
@@ -248,7 +252,12 @@ def test_prefill_rows_hint():
                          sinks=np.zeros(8, np.float32))
     assert hint in attrs([200], causal=False)
     assert hint not in attrs([127])
+    # (Several sequences averaging fewer: a mixed batch, whose prefill op
+    # carries the hint where the split is on.)
+    monkeypatch.setattr(ops, "MIXED_SPLIT_CACHES", ())
     assert hint not in attrs([1, 254])
+    monkeypatch.setattr(ops, "MIXED_SPLIT_CACHES", ("16-bit",))
+    assert f"{hint}, min_query_len" in attrs([1, 254])
     assert hint in attrs([200], d=64)
     assert hint not in attrs([200], d=96)
     assert hint not in attrs([200], schedule=(16, 64, 4, 0, 0, 0, 0, 0, 2))
@@ -415,11 +424,116 @@ def test_decode_rows_same_result(case):
           f"decode rows {case}")
 
 
+def test_mixed_split_hint(monkeypatch):
+    """Several sequences whose queries average more than 16 and fewer than
+    128 (a mixed batch) run as two attn.unified ops over the same operands:
+    sequences of at most a decode program's tokens (max(4, its rows / GQA
+    ratio): 16-bit caches 64 rows, fp8 caches 16) with max_query_len, the
+    others with min_query_len and the prefill-rows hint; fp8 caches' decode
+    op carries the decode-rows hint. Not for one sequence, other averages,
+    a pinned schedule, features the prefill-rows pipeline keeps off, or
+    cache kinds MIXED_SPLIT_CACHES leaves out."""
+    def text(q_lens, **kw):
+        return specialization(6, q_lens, lambda n: n + 30, **kw)
+    monkeypatch.setattr(ops, "MIXED_SPLIT_CACHES", ("fp8", "16-bit"))
+    t = text([1, 1, 70])   # GQA 4, bf16: decode programs of 16 tokens
+    assert t.count("attn.unified") == 2
+    assert "max_query_len = 16 : i64" in t and "min_query_len = 17 : i64" in t
+    assert "attn.prefill_rows" in t and "attn.long_queries" not in t
+    assert "attn.decode_rows" not in t
+    t = text([1, 1, 70], fp8="f8E4M3FN")   # 16-row slabs: 4 tokens
+    assert "max_query_len = 4 : i64" in t and "min_query_len = 5 : i64" in t
+    assert "attn.decode_rows" in t and "attn.prefill_rows" in t
+    t = text([1, 1, 70], hq=2)   # MHA: a 64-row program holds 64 tokens
+    assert "max_query_len = 64 : i64" in t
+    for q_lens, kw in (([40], {}), ([1, 1, 1, 20], {}), ([1, 300], {}),
+                       ([1, 1, 70], dict(d=96)),
+                       ([1, 1, 70], dict(schedule=(16, 64, 4))),
+                       ([1, 1, 70], dict(lse=np.zeros((72, 8), np.float32)))):
+        assert "min_query_len" not in text(q_lens, **kw), (q_lens, kw)
+    monkeypatch.setattr(ops, "MIXED_SPLIT_CACHES", ("fp8",))
+    assert "min_query_len" not in text([1, 1, 70])
+    assert "min_query_len" in text([1, 1, 70], fp8="f8E4M3FN")
+
+
+@pytest.mark.parametrize("case", ["bf16", "f16_d64", "e4m3", "e5m2_f16",
+                                  "window_softcap_sinks", "decodes_last"])
+def test_mixed_split_same_result(case, monkeypatch):
+    """A mixed batch run as a decode op and a prefill-rows op matches the
+    float64 reference on every row (the output is poisoned first, so a row
+    neither op writes fails): decodes before and after the prefills,
+    speculative rows of 4 and 5 tokens on either side of the fp8 decode
+    programs' bound, contexts ending inside a page and a tile, GQA 4."""
+    monkeypatch.setattr(ops, "MIXED_SPLIT_CACHES", ("fp8", "16-bit"))
+    rng = np.random.default_rng(80 + len(case))
+    dtype = "f16" if "f16" in case else "bf16"
+    d = 64 if case == "f16_d64" else 128
+    fp8 = {"e4m3": "f8E4M3FN", "e5m2_f16": "f8E5M2"}.get(case)
+    q_lens, k_lens = [1, 70, 4, 1, 5, 40, 1, 17], [300, 70, 90, 9, 64, 231,
+                                                   1, 17]
+    if case == "decodes_last":
+        q_lens, k_lens = q_lens[1:] + q_lens[:1], k_lens[1:] + k_lens[:1]
+    q, kc, vc, cu, su, table = make(rng, hq=16, hk=4, d=d, block_size=16,
+                                    dtype=dtype, fp8=fp8, q_lens=q_lens,
+                                    k_lens=k_lens)
+    kw, rkw = {}, {}
+    if fp8:
+        kw, rkw = dict(k_descale=0.5, v_descale=-1.5), dict(k_scale=0.5,
+                                                           v_scale=-1.5)
+    if case == "window_softcap_sinks":
+        kw.update(sliding_window=40, softcap=8.0)
+        rkw.update(window=40, softcap=8.0)
+        kw["sinks"] = rkw["sinks"] = rng.standard_normal(16).astype(
+            np.float32)
+    o = np.full(q.shape, np.nan, DTYPES[dtype])
+    with ops.collect_specializations() as texts:
+        ops.unified(q, kc, vc, table, cu, su, o, scale=0.09, **kw)
+    assert "min_query_len" in texts[0] and "max_query_len" in texts[0]
+    ops.unified(q, kc, vc, table, cu, su, o, scale=0.09, **kw)
+    check(o, reference(q, kc, vc, cu, su, table, 0.09, **rkw), dtype,
+          f"mixed split {case}")
+
+
+@pytest.mark.skipif(os.environ.get("ATTN_MLIR_TEST_DEVICE", "cpu") != "cpu",
+                    reason="runs MLIR text on the CPU")
+@pytest.mark.parametrize("half", ["max_query_len", "min_query_len"])
+def test_query_len_range_leaves_other_rows(half, monkeypatch):
+    """One op of a mixed batch's pair alone (docs/semantics.md): the rows
+    of the sequences it computes match the float64 reference, and every
+    other row of the output is left as it was (NaN)."""
+    from attn_mlir.run_mlir import run_function
+    monkeypatch.setattr(ops, "MIXED_SPLIT_CACHES", ("fp8", "16-bit"))
+    rng = np.random.default_rng(90)
+    q_lens, k_lens = [1, 70, 16, 17, 40, 1], [300, 70, 90, 40, 231, 5]
+    q, kc, vc, cu, su, table = make(rng, hq=8, hk=2, d=64, block_size=16,
+                                    dtype="bf16", q_lens=q_lens,
+                                    k_lens=k_lens)
+    with ops.collect_specializations() as texts:
+        ops.unified(q, kc, vc, table, cu, su, np.zeros_like(q), scale=0.1)
+    lines = texts[0].splitlines()
+    text = "\n".join(line for line in lines if "attn.unified" not in line or
+                     half in line)
+    assert text.count("attn.unified") == 1
+    name = text.split("@", 1)[1].split("(", 1)[0]
+    o = np.full(q.shape, np.nan, DTYPES["bf16"])
+    run_function(text, name, [q, kc, vc, table, cu, su, 0.1, o])
+    ref = reference(q, kc, vc, cu, su, table, 0.1)
+    mine = [n <= 16 if half == "max_query_len" else n > 16 for n in q_lens]
+    for b, ours in enumerate(mine):
+        rows = slice(cu[b], cu[b + 1])
+        if ours:
+            check(o[rows], ref[rows], "bf16", f"sequence {b}")
+        else:
+            assert np.isnan(f64(o[rows])).all(), f"sequence {b} was written"
+
+
 @pytest.mark.parametrize("dtype,d", [("bf16", 128), ("f16", 64)])
-def test_long_queries_same_result(dtype, d):
+def test_long_queries_same_result(dtype, d, monkeypatch):
     """A hinted batch (prefill rows beside decodes; three K/V stages on
     sm_90a) matches the float64 reference: rows that end inside a tile and
-    a page, a prefill longer than the ring, and decodes."""
+    a page, a prefill longer than the ring, and decodes. (A mixed batch
+    that is not split: MIXED_SPLIT_CACHES off.)"""
+    monkeypatch.setattr(ops, "MIXED_SPLIT_CACHES", ())
     rng = np.random.default_rng(50 + d)
     q, kc, vc, cu, su, table = make(rng, hq=16, hk=4, d=d, block_size=16,
                                     dtype=dtype, q_lens=[1, 70, 1, 40, 3],

@@ -190,6 +190,14 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
     W`) replaces the window by chunked attention: with `C = W / (L + 1)`,
     key `j` is visible to query position `p` when `p / C - j / C <= L`.
 
+    Query-count ranges (`min_query_len`, `max_query_len`, either or both,
+    at least 1): the op computes only the sequences whose `L_b` lies in the
+    range; the rows of the other sequences, in every output, are left as
+    they are. A mixed batch then runs as two ops over the same operands,
+    one for its decodes and one for its prefills, each with the program
+    shape that suits it (ops.unified does this for the batches it deems
+    mixed; no device value is read to decide).
+
     Per-token-head scale caches (vLLM's `kv_quant_mode` 2 and 3): with
     `k_scale_cache` / `v_scale_cache` (`[num_blocks, block_size, kv_heads]`
     f32) the caches hold i8 or fp8 values and key `j` of KV head `g` is
@@ -240,6 +248,8 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
     UnitAttr:$mm_prefix_clamp_window,
     UnitAttr:$bidirectional,
     OptionalAttr<I64Attr>:$chunk_lookback,
+    OptionalAttr<I64Attr>:$min_query_len,
+    OptionalAttr<I64Attr>:$max_query_len,
     OptionalAttr<Attn_ScheduleAttr>:$schedule
   );
   let assemblyFormat = [{
@@ -296,6 +306,8 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
     }
     /// bidirectional, causal_flags and chunk_lookback.
     ::llvm::LogicalResult verifyCausality();
+    /// min_query_len and max_query_len.
+    ::llvm::LogicalResult verifyQueryLenRange();
     bool hasTokenScales() { return getKScaleCache() != nullptr; }
   }];
 }

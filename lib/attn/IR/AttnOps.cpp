@@ -470,7 +470,8 @@ LogicalResult UnifiedOp::verify() {
 
   if (failed(verifySchedule(*this, getScheduleAttr(),
                             groupOf(getQ(), getKCache(), 2))) ||
-      failed(verifyMasksAndBias(*this, c)) || failed(verifyCausality()))
+      failed(verifyMasksAndBias(*this, c)) || failed(verifyCausality()) ||
+      failed(verifyQueryLenRange()))
     return failure();
   if (!isSplitKv()) {
     if (getSegmentSum())
@@ -584,6 +585,21 @@ LogicalResult UnifiedOp::verifyCausality() {
   if (getRswaPrefixLens())
     return emitOpError() << "attribute 'chunk_lookback' cannot be combined "
                             "with R-SWA";
+  return success();
+}
+
+LogicalResult UnifiedOp::verifyQueryLenRange() {
+  IntegerAttr lo = getMinQueryLenAttr(), hi = getMaxQueryLenAttr();
+  for (auto [attr, name] :
+       {std::pair{lo, "min_query_len"}, std::pair{hi, "max_query_len"}})
+    if (attr && attr.getInt() < 1)
+      return emitOpError() << "attribute '" << name
+                           << "' must be at least 1 (a query count), got "
+                           << attr.getInt();
+  if (lo && hi && lo.getInt() > hi.getInt())
+    return emitOpError() << "attribute 'min_query_len' (" << lo.getInt()
+                         << ") must not exceed 'max_query_len' (" << hi.getInt()
+                         << "): no sequence would be computed";
   return success();
 }
 

@@ -56,8 +56,24 @@ unsigned operandIndex(Operation *op, Value v) {
   llvm_unreachable("value is not an operand of op");
 }
 
+/// Sequences of a unified op bounded by `max_query_len` have at most that
+/// many query tiles: its programs then index (sequence, tile) directly, a
+/// grid of tiles x batch without the search, so that the decode half of a
+/// mixed batch launches no program for each prefill tile. 0: the varlen
+/// grid (other ops, no bound, or a bound of many tiles).
+int64_t tilesPerSequence(Operation *op, int64_t blockQ) {
+  constexpr int64_t kMaxTilesPerSequence = 4;
+  auto unified = dyn_cast<UnifiedOp>(op);
+  if (!unified || !unified.getMaxQueryLenAttr())
+    return 0;
+  int64_t tiles =
+      llvm::divideCeil(unified.getMaxQueryLenAttr().getInt(), blockQ);
+  return tiles <= kMaxTilesPerSequence ? tiles : 0;
+}
+
 /// [floor(tokens / blockQ) + batch, groups, segments] for a varlen op whose
-/// queries are `q` and sequence offsets `offsets` (batch + 1 entries).
+/// queries are `q` and sequence offsets `offsets` (batch + 1 entries), or
+/// [tilesPerSequence x batch, groups, segments].
 /// `segments` 0: dim 2 of `partial` at run time.
 SmallVector<GridExtent> varlenGrid(Operation *op, Value q, Value offsets,
                                    int64_t blockQ, int64_t groups,
@@ -66,6 +82,10 @@ SmallVector<GridExtent> varlenGrid(Operation *op, Value q, Value offsets,
   tiles.terms = {{operandIndex(op, q), 0, blockQ},
                  {operandIndex(op, offsets), 0, 1}};
   tiles.constant = -1;
+  if (int64_t perSeq = tilesPerSequence(op, blockQ)) {
+    tiles.terms.assign(perSeq, {operandIndex(op, offsets), 0, 1});
+    tiles.constant = -perSeq;
+  }
   GridExtent g, s;
   g.constant = groups;
   if (segments)
@@ -162,9 +182,15 @@ void forEachTile(LoopEmitter &e, ProgramTarget &target, Operation *op, Value q,
   for (const GridExtent &x : *extents)
     ubs.push_back(x.materialize(e, op->getOperands()));
   Value batch = e.sub(memref::DimOp::create(e.builder(), offsets, 0), e.idx(1));
+  int64_t perSeq = tilesPerSequence(op, blockQ);
   target.grid(
       e, ubs,
       [&](ValueRange iv) {
+        if (perSeq) {
+          body(e.divU(iv[0], e.idx(perSeq)), e.remU(iv[0], e.idx(perSeq)),
+               iv[1], iv[2]);
+          return;
+        }
         auto [seq, tile] = locateTile(e, target, offsets, batch, iv[0], blockQ);
         body(seq, tile, iv[1], iv[2]);
       },
@@ -363,7 +389,15 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
         Value qStart = qRange.start, lenQ = qRange.len;
         Value lenK = e.loadIndex(op.getSequsedK(), {bIdx});
         Value ctx = e.sub(lenK, lenQ);
-        e.ifThen(e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ), [&] {
+        Value run = e.lt(e.mul(t, e.idx(shape.blockQ)), lenQ);
+        // Sequences outside the query-count range belong to another op.
+        if (IntegerAttr lo = op.getMinQueryLenAttr())
+          run = e.andI(
+              run, e.cmp(arith::CmpIPredicate::uge, lenQ, e.idx(lo.getInt())));
+        if (IntegerAttr hi = op.getMaxQueryLenAttr())
+          run = e.andI(
+              run, e.cmp(arith::CmpIPredicate::ule, lenQ, e.idx(hi.getInt())));
+        e.ifThen(run, [&] {
           ProgramRows rows =
               tileRows(e, shape, bIdx, t, g, qStart, lenQ, lenK, ctx);
           rows.segment = s;

@@ -1,0 +1,113 @@
+"""Mixed batches (prefills and decodes in one ops.unified call) run as one op
+or split into a decode op and a prefill-rows op (ops.MIXED_SPLIT_CACHES,
+AttnOps.td `min_query_len` / `max_query_len`): microseconds of the batch,
+beside each half alone (the prefills alone, the decodes alone) and the
+seed's unified kernel, for bf16 and fp8 e4m3 caches. MIXED_SPLIT=0 runs
+every batch as one op, MIXED_SPLIT=1 splits both cache kinds; otherwise
+ops' default. (The replay of a call's plan is keyed by its arguments, not
+by that setting: hence one setting a process, and the processes
+alternate.)
+
+    MIXED_SPLIT=0 python bench/probes/mixed_split.py
+    MIXED_SPLIT=1 python bench/probes/mixed_split.py
+
+ATTN_MLIR_DRY_RUN=1 only records the specializations. MIXED_CASES=a,b runs
+only the cases whose names contain one of those strings.
+"""
+import json
+import math
+import os
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import bench_gpu as G  # noqa: E402
+from bench_gpu import ops, np  # noqa: E402
+
+ROUNDS = 5
+BS, HQ, HK, D = 16, 32, 8, 128
+
+
+def batch(qlens, seqlens, cache):
+    """ops.unified's operands for sequences of `qlens` queries over
+    `seqlens` keys, pages of BS in a shuffled block table."""
+    B = len(qlens)
+    maxblk = max((s + BS - 1) // BS for s in seqlens)
+    nb = B * maxblk + 8
+    kc, vc = G.randn(nb, BS, HK, D, dtype=cache), \
+        G.randn(nb, BS, HK, D, dtype=cache)
+    kw = {}
+    if cache == "fp8":
+        descale = np.full(1, 0.5, np.float32) if G.DRY else \
+            G.torch.full((1,), 0.5, dtype=G.torch.float32, device=G.dev)
+        kw.update(k_descale=descale, v_descale=descale)
+    bt = G.ints(np.random.default_rng(3).permutation(nb)[: B * maxblk]
+                .reshape(B, maxblk))
+    q, o = G.randn(sum(qlens), HQ, D), G.randn(sum(qlens), HQ, D)
+    cu = G.ints(np.concatenate([[0], np.cumsum(qlens)]))
+    su = G.ints(seqlens)
+    return q, kc, vc, bt, cu, su, o, kw
+
+
+SPLIT = os.environ.get("MIXED_SPLIT")
+if SPLIT is not None:
+    ops.MIXED_SPLIT_CACHES = ("fp8", "16-bit") if SPLIT == "1" else ()
+
+
+def call(args):
+    q, kc, vc, bt, cu, su, o, kw = args
+    return lambda: ops.unified(q, kc, vc, bt, cu, su, o,
+                               scale=1 / math.sqrt(D), **kw)
+
+
+def seed_call(args, qlens, seqlens):
+    q, kc, vc, bt, cu, su, o, kw = args
+    one = G.torch.ones(1, dtype=G.torch.float32, device=G.dev)
+    d = kw.get("k_descale", one)
+    o2 = G.torch.empty_like(o)
+    return lambda: G.S.unified.unified_attention(
+        q, kc, vc, o2, cu, max(qlens), su, max(seqlens), 1 / math.sqrt(D),
+        True, (-1, -1), bt, 0.0, None, d, d)
+
+
+MIXES = {
+    # bench_gpu.py's mixed row (prefills first) and vLLM's order (decodes
+    # first: its batches are reordered so).
+    "4x1024 + 60 decodes of 2048": ([1024] * 4 + [1] * 60,
+                                    [1024] * 4 + [2048] * 60),
+    "60 decodes of 2048 + 4x1024": ([1] * 60 + [1024] * 4,
+                                    [2048] * 60 + [1024] * 4),
+    "2x2048 + 62 decodes of 4096": ([2048] * 2 + [1] * 62,
+                                    [2048] * 2 + [4096] * 62),
+    "8x512 after 1536 + 56 decodes of 2048": ([512] * 8 + [1] * 56,
+                                              [2048] * 8 + [2048] * 56),
+}
+wanted = [w for w in os.environ.get("MIXED_CASES", "").split(",") if w]
+form = {None: "default", "0": "one op", "1": "split"}.get(SPLIT, SPLIT)
+fns, outs = {}, []
+for cache in ("bf16", "fp8"):
+    for name, (qlens, seqlens) in MIXES.items():
+        label = f"{name}, {cache}"
+        if wanted and not any(w in label for w in wanted):
+            continue
+        whole = batch(qlens, seqlens, cache)
+        fns[f"{label}: {form}"] = call(whole)
+        outs.append((label, whole[6]))
+        pre = [i for i, n in enumerate(qlens) if n > 1]
+        dec = [i for i, n in enumerate(qlens) if n == 1]
+        for part, idx in (("prefills alone", pre), ("decodes alone", dec)):
+            sub = batch([qlens[i] for i in idx], [seqlens[i] for i in idx],
+                        cache)
+            fns[f"{label}: {part}"] = call(sub)
+        if not G.DRY:
+            fns[f"{label}: seed"] = seed_call(whole, qlens, seqlens)
+runs = G.rounds(fns, ROUNDS)
+for name, r in runs.items():
+    print(json.dumps(dict(case=name, us=r, median=statistics.median(r))),
+          flush=True)
+if not G.DRY:
+    for label, o in outs:
+        print(json.dumps(dict(case=f"{label}: {form}",
+                              finite=bool(G.torch.isfinite(o).all()))),
+              flush=True)
