@@ -706,10 +706,16 @@ def _check(rc, err):
 class Kernel:
     """One kernel of a bundle, loaded on one device."""
 
-    def __init__(self, record, function, module, image, blocks=None):
+    def __init__(self, record, function, module, image, blocks=None,
+                 multiprocessors=None):
         self.record, self.function = record, function
         # Persistent kernels: at most one block per SM walks the programs.
         self._blocks = blocks
+        # Kernels with a small-grid footprint (manifest "small_grid"): grids
+        # of fewer than this many programs launch with it.
+        small = record.get("small_grid")
+        self._small_below = (small["programs_per_sm"] * multiprocessors
+                             if small and multiprocessors else 0)
         self._module, self._image = module, image   # keep alive
         # The parameter buffer and its slot pointers, reused by every launch
         # (the driver copies the parameters when the launch is enqueued).
@@ -746,6 +752,23 @@ class Kernel:
             return [min(dims[0] * dims[1] * dims[2], self._blocks), 1, 1]
         return dims
 
+    def shared_bytes(self, grid):
+        """The dynamic shared memory a launch of `grid` asks for: the
+        manifest's, or for a grid of fewer programs than its small-grid
+        rule names, the larger small-grid footprint (fewer blocks an SM,
+        spread over more SMs; docs/runtime.md)."""
+        return launch_shared_bytes(self.record, grid[0] * grid[1] * grid[2],
+                                   self._small_below)
+
+
+def launch_shared_bytes(record, programs, small_below):
+    """`record`'s dynamic shared memory for a grid of `programs` programs,
+    where grids of fewer than `small_below` take the manifest's
+    "small_grid" footprint."""
+    if programs < small_below:
+        return record["small_grid"]["shared_bytes"]
+    return record["shared_bytes"]
+
 
 _kernels = {}
 
@@ -769,18 +792,23 @@ def load_bundle(bundle, device_index, backend=0):
     for record in manifest["kernels"]:
         fn, mod = ctypes.c_void_p(), ctypes.c_void_p()
         err = ctypes.create_string_buffer(1024)
+        small = record.get("small_grid")
+        # (The function's limit admits the larger of both footprints.)
+        most = max(record["shared_bytes"],
+                   small["shared_bytes"] if small else 0)
         _check(lib.attn_rt_load(backend, device_index, image,
-                                record["name"].encode(),
-                                record["shared_bytes"], ctypes.byref(fn),
-                                ctypes.byref(mod), err, len(err)), err)
-        blocks = None
-        if record.get("persistent"):
+                                record["name"].encode(), most,
+                                ctypes.byref(fn), ctypes.byref(mod), err,
+                                len(err)), err)
+        sms = None
+        if record.get("persistent") or small:
             count = ctypes.c_int(0)
             _check(lib.attn_rt_multiprocessors(backend, device_index,
                                                ctypes.byref(count), err,
                                                len(err)), err)
-            blocks = count.value
-        kernels.append(Kernel(record, fn, mod, image, blocks))
+            sms = count.value
+        kernels.append(Kernel(record, fn, mod, image,
+                              sms if record.get("persistent") else None, sms))
     _kernels[cache_key] = kernels
     return kernels
 
@@ -867,7 +895,7 @@ class PreparedLaunch:
         self._patches = (ctypes.c_int * max(len(flat), 1))(*flat)
         self.grid = kernel.grid(shapes)
         self._dims = (*self.grid, kernel.record["threads"],
-                      kernel.record["shared_bytes"])
+                      kernel.shared_bytes(self.grid))
 
 
 def launch_prepared(launches, ptrs, stream, backend=0):
@@ -989,5 +1017,5 @@ def launch(kernel, args, stream, backend=0):
     gx, gy, gz = kernel.grid(shapes)
     _check(runtime().attn_rt_launch(
         backend, kernel.function, gx, gy, gz, kernel.record["threads"],
-        kernel.record["shared_bytes"], ctypes.c_void_p(stream), kernel._slots,
-        kernel._err, len(kernel._err)), kernel._err)
+        kernel.shared_bytes((gx, gy, gz)), ctypes.c_void_p(stream),
+        kernel._slots, kernel._err, len(kernel._err)), kernel._err)

@@ -120,3 +120,40 @@ def test_prepared_launch_has_its_own_maps_and_words(fake):
     assert words[:3] == [0x50000, 0x50000, 0]     # q
     assert words[9:12] == [0x60000, 0x60000, 0]   # k
     assert list(kernel._words[:3]) == [0, 0, 0]
+
+
+def test_small_grids_launch_with_the_spread_footprint(monkeypatch):
+    """A kernel whose manifest names a small-grid footprint (sm_90a's fp8
+    decode programs: three an SM at 66,816 bytes, two at 84,224) asks for
+    the larger one on grids of fewer programs than programs_per_sm x SMs,
+    eagerly and in a prepared (replayed) launch, and for its own on larger
+    grids; a kernel without the rule always asks for its own."""
+    launched = []
+
+    class Runtime(FakeRuntime):
+        def attn_rt_launch(self, backend, fn, gx, gy, gz, threads, smem,
+                           stream, slots, err, n):
+            launched.append((gx * gy * gz, smem))
+            return 0
+    monkeypatch.setattr(_gpu, "runtime", lambda: Runtime())
+    record = {"name": "decode", "op": "attn.unified", "threads": 128,
+              "shared_bytes": 66816,
+              "small_grid": {"programs_per_sm": 5, "shared_bytes": 84224},
+              "grid": [{"terms": [[0, 0, 1]], "add": 0},
+                       {"terms": [], "add": 8}],
+              "params": [{"arg": 0, "kind": "memref", "rank": 1,
+                          "dtype": "i32"}]}
+    kernel = _gpu.Kernel(record, None, None, None, None, multiprocessors=132)
+
+    def seqs(n):
+        return View("cu", 0x1000, (n,), (1,), "i32", None)
+    _gpu.launch(kernel, [seqs(64)], 0)      # 512 programs < 5 x 132
+    _gpu.launch(kernel, [seqs(256)], 0)     # 2048 programs
+    _gpu.launch(kernel, [seqs(83)], 0)      # 664: from 660 up, compact
+    assert launched == [(512, 84224), (2048, 66816), (664, 66816)]
+    prepared = _gpu.PreparedLaunch(kernel, [seqs(64)], [0])
+    assert prepared._dims == (64, 8, 1, 128, 84224)
+    plain = _gpu.Kernel({**record, "small_grid": None}, None, None, None)
+    assert plain.shared_bytes((64, 8, 1)) == 66816
+    unknown_sms = _gpu.Kernel(record, None, None, None)
+    assert unknown_sms.shared_bytes((64, 8, 1)) == 66816

@@ -47,6 +47,11 @@ struct KernelLaunch {
   /// NVVM: the shared memory holds a raw buffer for fp8 cache pages
   /// (decode-shaped sm_90a programs; rawStagedFp8Keys).
   bool rawFp8Keys = false;
+  /// Grids of fewer than smallGridProgramsPerSM programs an SM launch with
+  /// smallGridSharedBytes of shared memory (more than sharedBytes, so fewer
+  /// blocks an SM), which spreads them over more SMs; 0: no such rule.
+  int64_t smallGridProgramsPerSM = 0;
+  int64_t smallGridSharedBytes = 0;
 };
 
 /// What one warp (or wave) of a program unrolls: its rows, each 16-row MMA

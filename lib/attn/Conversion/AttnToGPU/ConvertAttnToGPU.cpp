@@ -377,6 +377,10 @@ struct ConvertAttnToGPUPass
         {"grid", std::move(extentsJson)}, {"params", std::move(params)}};
     if (launch.persistent)
       record["persistent"] = true;
+    if (launch.smallGridProgramsPerSM)
+      record["small_grid"] =
+          llvm::json::Object{{"programs_per_sm", launch.smallGridProgramsPerSM},
+                             {"shared_bytes", launch.smallGridSharedBytes}};
     return success();
   }
 };

@@ -867,6 +867,19 @@ KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
   bool rawFp8Keys = rawStagedFp8Keys(op, shape, ct, chip);
   if (rawFp8Keys)
     bytes = saturatingAdd(bytes, rawRingBytes(g));
+  // (Unified's raw-staged programs fold the cache scales, so QK reads K
+  // raw wherever the head allows: WarpRawFp8.cpp, foldCacheScales.) Their
+  // V takes the K tile's place: three blocks an SM instead of two for
+  // heads of 128. On H200 (GQA 32/8 D=128 e4m3 decode rows,
+  // bench/results/2026-11-30-h200-session24.md) that ran 1.06-1.17x
+  // faster from 768 programs up, but 8-20% slower at 264 and 512, where
+  // three an SM leave SMs idle or a short last wave: such grids launch
+  // with the two-an-SM footprint.
+  int64_t keyTileBytes = 0;
+  if (rawFp8Keys && isa<UnifiedOp>(op) && rawKeysFit(g)) {
+    keyTileBytes = (g.stages * g.kvElems() - kvTileElems(g, true)) * ctBytes;
+    bytes -= keyTileBytes;
+  }
   if (fp8Wgmma)
     bytes = saturatingAdd(bytes, g.stages * g.dPad * g.bn);
   if (int64_t merge = keySplitScratchBytes(g))
@@ -880,8 +893,13 @@ KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
   // head group by head group (bench/results/2026-11-30-h200-session23.md).
   auto flash = dyn_cast<FlashOp>(op);
   bool tileMajor = persistent && flash && flash.getCausal();
-  return {saturatingMul(warps, kLanes), bytes, persistent, tileMajor,
-          rawFp8Keys};
+  KernelLaunch launch{saturatingMul(warps, kLanes), bytes, persistent,
+                      tileMajor, rawFp8Keys};
+  if (keyTileBytes) {
+    launch.smallGridProgramsPerSM = kCompactFromProgramsPerSM;
+    launch.smallGridSharedBytes = bytes + keyTileBytes;
+  }
+  return launch;
 }
 
 SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,

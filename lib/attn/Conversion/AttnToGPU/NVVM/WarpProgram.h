@@ -170,6 +170,19 @@ inline int64_t rawRingBytes(const Geometry &g) {
          (rawKeySlots(g) * (g.dPad + kRawKeyPad) + rawTilesAhead(g) * g.dPad);
 }
 
+/// Programs an SM from which a grid of compact raw-staged decode programs
+/// (kvTileElems without the K tile) launches with their compact footprint;
+/// smaller grids take the K tile's bytes too (warpLaunchFor).
+constexpr int64_t kCompactFromProgramsPerSM = 5;
+
+/// Compute-type elements of a program's K/V tiles (after the query tile).
+/// A raw-staged program whose QK reads K raw (`rawKeysDirect`) decodes
+/// only V, into the K tile's place: 17 KB less for heads of 128, three
+/// decode programs an SM instead of two.
+inline int64_t kvTileElems(const Geometry &g, bool rawKeysDirect) {
+  return g.stages * g.kvElems() - (rawKeysDirect ? g.bn * g.stride : 0);
+}
+
 /// How a [rows, cols] tile of the compute type lies in shared memory.
 enum class TileLayout {
   /// Row-major with a padded stride (read by ldmatrix).

@@ -288,7 +288,7 @@ WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawBuffers(Value slot) {
   // fp8 split-x cache's runs of 16 dims per key, raw V^T the [D, page]
   // cache's 16 keys per dim; an NHD cache's rows are whole runs.
   int64_t rawElems = g.bn * g.dPad / (ct.getIntOrFloatBitWidth() / 8);
-  Value base = e.add(e.idx(g.mRows * g.stride + g.stages * g.kvElems()),
+  Value base = e.add(e.idx(g.mRows * g.stride + kvTileElems(g, rawKeysDirect)),
                      e.mul(slot, e.idx(2 * rawElems)));
   auto raw = [&](Value offset, int64_t rows, int64_t cols) {
     SharedTile t;
@@ -319,7 +319,7 @@ WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawRing(Value keySlot,
   int64_t elemBytes = ct.getIntOrFloatBitWidth() / 8;
   int64_t kElems = g.bn * (g.dPad + kRawKeyPad) / elemBytes;
   int64_t slotElems = kElems + g.bn * g.dPad / elemBytes;
-  Value base = e.idx(g.mRows * g.stride + g.stages * g.kvElems());
+  Value base = e.idx(g.mRows * g.stride + kvTileElems(g, rawKeysDirect));
   auto rowsOf = [&](Value offset, int64_t stride) {
     SharedTile t;
     t.offset = offset;
@@ -432,7 +432,8 @@ WarpAttentionBuilder::KvBuffers
 WarpAttentionBuilder::kvBuffers(Value stage, bool splitKeys) {
   Value base =
       e.add(e.idx(g.mRows * g.stride), e.mul(stage, e.idx(g.kvElems())));
-  Value vBase = e.add(base, e.idx(g.bn * g.stride));
+  // (QK reading K raw leaves the K tile unused: V takes its place.)
+  Value vBase = rawKeysDirect ? base : e.add(base, e.idx(g.bn * g.stride));
   // The gathering producer keeps the layouts of vLLM's caches so that each
   // 32-byte sector it copies lands on 32 contiguous bytes (a cp.async warp
   // instruction otherwise takes a shared wavefront and an L2 sector per
