@@ -138,7 +138,7 @@ def test_small_grids_launch_with_the_spread_footprint(monkeypatch):
     monkeypatch.setattr(_gpu, "runtime", lambda: Runtime())
     record = {"name": "decode", "op": "attn.unified", "threads": 128,
               "shared_bytes": 66816,
-              "small_grid": {"programs_per_sm": 5, "shared_bytes": 84224},
+              "small_grid": {"programs_per_sm": 4, "shared_bytes": 84224},
               "grid": [{"terms": [[0, 0, 1]], "add": 0},
                        {"terms": [], "add": 8}],
               "params": [{"arg": 0, "kind": "memref", "rank": 1,
@@ -147,10 +147,10 @@ def test_small_grids_launch_with_the_spread_footprint(monkeypatch):
 
     def seqs(n):
         return View("cu", 0x1000, (n,), (1,), "i32", None)
-    _gpu.launch(kernel, [seqs(64)], 0)      # 512 programs < 5 x 132
+    _gpu.launch(kernel, [seqs(64)], 0)      # 512 programs < 4 x 132
     _gpu.launch(kernel, [seqs(256)], 0)     # 2048 programs
-    _gpu.launch(kernel, [seqs(83)], 0)      # 664: from 660 up, compact
-    assert launched == [(512, 84224), (2048, 66816), (664, 66816)]
+    _gpu.launch(kernel, [seqs(66)], 0)      # 528: from 4 x 132 up, compact
+    assert launched == [(512, 84224), (2048, 66816), (528, 66816)]
     prepared = _gpu.PreparedLaunch(kernel, [seqs(64)], [0])
     assert prepared._dims == (64, 8, 1, 128, 84224)
     plain = _gpu.Kernel({**record, "small_grid": None}, None, None, None)

@@ -871,8 +871,8 @@ KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
   // raw wherever the head allows: WarpRawFp8.cpp, foldCacheScales.) Their
   // V takes the K tile's place: three blocks an SM instead of two for
   // heads of 128. On H200 (GQA 32/8 D=128 e4m3 decode rows,
-  // bench/results/2026-11-30-h200-session24.md) that ran 1.06-1.17x
-  // faster from 768 programs up, but 8-20% slower at 264 and 512, where
+  // bench/results/2026-11-30-h200-session24.md) that ran 1.06-1.21x
+  // faster from 576 programs up, but 8-20% slower at 264 and 512, where
   // three an SM leave SMs idle or a short last wave: such grids launch
   // with the two-an-SM footprint.
   int64_t keyTileBytes = 0;

@@ -172,8 +172,11 @@ inline int64_t rawRingBytes(const Geometry &g) {
 
 /// Programs an SM from which a grid of compact raw-staged decode programs
 /// (kvTileElems without the K tile) launches with their compact footprint;
-/// smaller grids take the K tile's bytes too (warpLaunchFor).
-constexpr int64_t kCompactFromProgramsPerSM = 5;
+/// smaller grids take the K tile's bytes too (warpLaunchFor). On H200 two
+/// an SM won at 264 and 512 programs (one and two whole waves of them),
+/// three an SM from 576 up (1.14-1.21x at 576-704: bench/results/
+/// 2026-11-30-h200-session24.md).
+constexpr int64_t kCompactFromProgramsPerSM = 4;
 
 /// Compute-type elements of a program's K/V tiles (after the query tile).
 /// A raw-staged program whose QK reads K raw (`rawKeysDirect`) decodes
