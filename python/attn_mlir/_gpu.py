@@ -757,17 +757,9 @@ class Kernel:
         manifest's, or for a grid of fewer programs than its small-grid
         rule names, the larger small-grid footprint (fewer blocks an SM,
         spread over more SMs; docs/runtime.md)."""
-        return launch_shared_bytes(self.record, grid[0] * grid[1] * grid[2],
-                                   self._small_below)
-
-
-def launch_shared_bytes(record, programs, small_below):
-    """`record`'s dynamic shared memory for a grid of `programs` programs,
-    where grids of fewer than `small_below` take the manifest's
-    "small_grid" footprint."""
-    if programs < small_below:
-        return record["small_grid"]["shared_bytes"]
-    return record["shared_bytes"]
+        if grid[0] * grid[1] * grid[2] < self._small_below:
+            return self.record["small_grid"]["shared_bytes"]
+        return self.record["shared_bytes"]
 
 
 _kernels = {}

@@ -3,8 +3,9 @@
 // Internal to the NVVM program target (WarpAttention.h): the static geometry
 // of a program and the builder that emits it, split by responsibility over
 // WarpAttention.cpp (the program: Q, KV walks, softmax, epilogue),
-// WarpStaging.cpp (shared-memory tiles and their staging) and WarpMma.cpp
-// (tensor-core operands and MMAs: mma.sync, wgmma).
+// WarpStaging.cpp (shared-memory tiles and their staging), WarpMma.cpp
+// (tensor-core operands and MMAs: mma.sync, wgmma) and WarpLaunch.cpp
+// (block size, shared-memory footprint and tensor maps of a launch).
 //
 // Fragment layouts are those of mma.sync.m16n8k16 (PTX ISA, "Matrix
 // Fragments for mma.m16n8k16"): with lane = 4 * quadRow + quadCol, a thread
