@@ -147,8 +147,11 @@ func.func @prefix_fp8(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: m
 // is gathered (16-byte cp.async into the same swizzled rows, zero-filled)
 // and the first thread arrives on the slot's barrier plainly. Every
 // producer thread waits for the slot's phase, then dequantizes K and V as
-// rows (a V page holds keys' rows, not V^T), reading along the swizzled
-// rows. Q (bf16) comes by TMA too.
+// rows (a V page holds keys' rows, not V^T). Thread units go down the
+// columns (row = unit % 128): the eight lanes that one 16-byte access
+// serves at a time take eight rows' units, eight distinct swizzled chunks
+// read and written (along a row, both atoms' halves of its units fell on
+// the same four chunks, two lanes a bank). Q (bf16) comes by TMA too.
 // CHECK-LABEL: func.func @unified_fp8
 // CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%{{.*}}, %c4, %c64]
 // CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%c1{{.*}}, %c16, %c1{{.*}}, %c128] : memref<*xf8E4M3FN>
@@ -171,6 +174,9 @@ func.func @prefix_fp8(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: m
 // CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
 // CHECK: nvvm.barrier id = %c5_i32{{.*}} number_of_threads = %c128_i32
 // CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK: %[[UNIT:[0-9]+]] = arith.addi %{{[0-9]+}}, %c0{{.*}} : index
+// CHECK: arith.remui %[[UNIT]], %c128{{.*}} : index
+// CHECK: arith.divui %[[UNIT]], %c128{{.*}} : index
 // CHECK: vector.load {{.*}} : memref<128x128xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
 // CHECK: cvt.rn.f16x2.e4m3x2
 // The tiles the consumers read stay bf16 ones of two atoms a row (the

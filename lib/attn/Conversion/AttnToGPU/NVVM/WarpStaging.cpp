@@ -349,14 +349,24 @@ void WarpAttentionBuilder::dequantize(const SharedTile &raw,
   Value t = e.remU(tid, e.idx(threads));
   Type rawType = cast<MemRefType>(raw.mem.getType()).getElementType();
   int64_t iters = units / threads;
+  // Swizzled raw tiles (fp8 pages by TMA), four loads ahead: down the
+  // columns each unit has an address of its own, and eight of them beside
+  // the producer's 56 registers spilled 28-40 bytes (on H200, fp8 prefill
+  // rows ran 1.05x faster spilled, 1.08-1.10x not; four ahead along the
+  // rows was level with eight: bench/results/2026-11-30-h200-session25.md).
+  if (raw.layout == TileLayout::Swizzled)
+    loadsAhead = std::min<int64_t>(loadsAhead, 4);
   for (int64_t first = 0; first < iters; first += loadsAhead) {
     SmallVector<std::tuple<Value, Value, Value>> batch;
     for (int64_t it = first; it < std::min(iters, first + loadsAhead); ++it) {
       Value q = e.add(t, e.idx(it * threads));
-      // (Plain or swizzled raw rows: a warp's reads go along two or four
-      // rows instead.)
-      bool along = raw.layout == TileLayout::Padded ||
-                   raw.layout == TileLayout::Swizzled;
+      // (Plain raw rows: a warp's reads go along two or four rows instead.
+      // Not 128-byte swizzled ones: 16-byte accesses are served eight
+      // lanes at a time, and eight lanes along one row wrote both atoms'
+      // halves of its unit to the same four swizzled chunks, two lanes a
+      // bank; down the columns, eight rows' units land on eight chunks,
+      // read and written.)
+      bool along = raw.layout == TileLayout::Padded;
       Value r = along ? e.divU(q, e.idx(cols / 16)) : e.remU(q, e.idx(rows));
       Value x0 =
           e.mul(along ? e.remU(q, e.idx(cols / 16)) : e.divU(q, e.idx(rows)),
