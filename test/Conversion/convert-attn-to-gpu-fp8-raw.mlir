@@ -16,7 +16,10 @@
 // as converted), in the K tile's place. Raw K has two slots (QK reads tile
 // t's while tile t + 1's bytes land): the launch reserves Q, the V tile,
 // two raw K and one raw V: 62464 bytes (79872 with the unused K tile, the
-// footprint its record names for small grids).
+// footprint its record names for small grids). Each eight lanes decode
+// units 0-3 of one raw V row and units 4-7 of the next (the other eight of
+// the pair of rows the other way round): along one row, units u and u + 4
+// of the 272-byte f16 rows shared their banks.
 // CHECK-LABEL: func.func @decode_fp8
 // CHECK: gpu.launch_func @attn_kernels::@decode_fp8 {{.*}} dynamic_shared_memory_size %c62464_i32
 // CHECK: gpu.func @decode_fp8
@@ -29,7 +32,16 @@
 // CHECK: scf.for
 // CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
 // CHECK-NOT: memref<64x144xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
-// CHECK: vector.load {{.*}} : memref<64x128xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
+// CHECK: %[[HALF:.*]] = arith.divui %{{.*}}, %c4{{.*}} : index
+// CHECK-NEXT: %c8{{.*}} = arith.constant 8 : index
+// CHECK-NEXT: %[[EIGHTS:.*]] = arith.divui %[[Q:.*]], %c8{{.*}} : index
+// CHECK-NEXT: %c2{{.*}} = arith.constant 2 : index
+// CHECK-NEXT: %[[ODD:.*]] = arith.remui %[[EIGHTS]], %c2{{.*}} : index
+// CHECK-NEXT: %[[FLIP:.*]] = arith.xori %[[HALF]], %[[ODD]] : index
+// CHECK: %[[PAIR:.*]] = arith.divui %[[Q]], %c16{{.*}} : index
+// CHECK: %[[FIRST:.*]] = arith.muli %[[PAIR]], %c2{{.*}} : index
+// CHECK-NEXT: %[[ROW:.*]] = arith.addi %[[FIRST]], %[[FLIP]] : index
+// CHECK: vector.load %{{.*}}[%[[ROW]], %{{.*}}] {{.*}} : memref<64x128xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
 // CHECK: cvt.rn.f16x2.e4m3x2
 // CHECK-NOT: arith.mulf
 // CHECK: vector.store %{{.*}} : memref<64x136xf16, #gpu.address_space<workgroup>>, vector<8xf16>

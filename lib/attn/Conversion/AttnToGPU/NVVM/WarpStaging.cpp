@@ -356,6 +356,22 @@ void WarpAttentionBuilder::dequantize(const SharedTile &raw,
   // rows was level with eight: bench/results/2026-11-30-h200-session25.md).
   if (raw.layout == TileLayout::Swizzled)
     loadsAhead = std::min<int64_t>(loadsAhead, 4);
+  // Plain rows of eight units (heads of 128) into plain rows whose stride
+  // is an odd number of 16-byte chunks (the mma.sync tiles' 272 bytes):
+  // eight lanes along one row wrote units u and u + 4 to the same banks
+  // (ncu: twice the ideal wavefronts a store). Lanes 0-3 of each eight take
+  // units 0-3 of one row and lanes 4-7 units 4-7 of the next (in the other
+  // eight of a pair of rows, the other way round): the next row's stride
+  // moves its halves onto the other banks, and raw rows of 128 bytes read
+  // a different half line each.
+  auto strideBytes = [](const SharedTile &tile) {
+    auto type = cast<MemRefType>(tile.mem.getType());
+    return type.getDimSize(1) * type.getElementTypeBitWidth() / 8;
+  };
+  bool rowPairs = raw.layout == TileLayout::Padded &&
+                  dst.layout == TileLayout::Padded && cols == 128 &&
+                  rows % 2 == 0 && threads % 16 == 0 &&
+                  strideBytes(raw) == 128 && strideBytes(dst) % 32 == 16;
   for (int64_t first = 0; first < iters; first += loadsAhead) {
     SmallVector<std::tuple<Value, Value, Value>> batch;
     for (int64_t it = first; it < std::min(iters, first + loadsAhead); ++it) {
@@ -371,6 +387,13 @@ void WarpAttentionBuilder::dequantize(const SharedTile &raw,
       Value x0 =
           e.mul(along ? e.remU(q, e.idx(cols / 16)) : e.divU(q, e.idx(rows)),
                 e.idx(16));
+      if (rowPairs) {
+        Value j = e.remU(q, e.idx(8));
+        Value flip = arith::XOrIOp::create(
+            b, e.divU(j, e.idx(4)), e.remU(e.divU(q, e.idx(8)), e.idx(2)));
+        r = e.add(e.mul(e.divU(q, e.idx(16)), e.idx(2)), flip);
+        x0 = e.mul(j, e.idx(16));
+      }
       Value bytes = vector::LoadOp::create(
           b, VectorType::get({16}, rawType), raw.mem, tileAt(raw, r, x0),
           /*nontemporal=*/false, llvm::MaybeAlign(16));
