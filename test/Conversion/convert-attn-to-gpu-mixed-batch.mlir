@@ -6,10 +6,10 @@
 // (min_query_len), each planned for its rows, launched one after the other
 // over the same operands.
 // The decode kernel's record: V decoded into the K tile's place (QK reads
-// K raw), 66,816 bytes (three blocks an SM), and the two-an-SM footprint
+// K raw), 63,744 bytes (three blocks an SM), and the two-an-SM footprint
 // for grids of fewer than 4 programs an SM.
 // CHECK: \22name\22:\22mixed_fp8\22,\22op\22:\22attn.unified\22,
-// CHECK-SAME: \22shared_bytes\22:66816,\22small_grid\22:{\22programs_per_sm\22:4,\22shared_bytes\22:84224},\22threads\22:128
+// CHECK-SAME: \22shared_bytes\22:63744,\22small_grid\22:{\22programs_per_sm\22:4,\22shared_bytes\22:81152},\22threads\22:128
 // The decode op: one program per (sequence, KV head) (4 queries fit one
 // 16-row slab of GQA 4: a grid of batch = dim(cu_seqlens_q) - 1 tiles, no
 // per-token term), four warps splitting the keys.

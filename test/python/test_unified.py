@@ -97,6 +97,26 @@ def test_pages_and_fp8_cache(block_size, fp8):
     check(o, ref, "bf16", f"block {block_size} {fp8}")
 
 
+@pytest.mark.parametrize("d,hq,hk", [(64, 8, 2), (128, 16, 4), (256, 4, 1)])
+@pytest.mark.parametrize("fp8", ["f8E4M3FN", "f8E5M2"])
+def test_fp8_cache_decode_heads(d, hq, hk, fp8):
+    """Decode over fp8 caches for heads whose raw K rows are padded (64) or
+    whole 128-byte lines swizzled by the row (128: QK reads K raw; 256:
+    K decoded from the swizzled rows), contexts ending inside a page and
+    a KV tile, against the float64 reference."""
+    rng = np.random.default_rng(d + len(fp8))
+    q, kc, vc, cu, su, table = make(rng, hq=hq, hk=hk, d=d, block_size=16,
+                                    dtype="bf16", fp8=fp8,
+                                    q_lens=[1, 1, 1, 1, 1],
+                                    k_lens=[300, 1, 77, 140, 1000])
+    o = np.full(q.shape, np.nan, DTYPES["bf16"])
+    vllm.unified_attention(q, kc, vc, o, cu, 1, su, 1000, d ** -0.5, True,
+                           (-1, -1), table, 0, None, 0.5, 2.0)
+    ref = reference(q, kc, vc, cu, su, table, d ** -0.5, k_scale=0.5,
+                    v_scale=2.0)
+    check(o, ref, "bf16", f"d {d} {fp8}")
+
+
 @pytest.mark.parametrize("feature", ["softcap", "window1", "window50", "alibi",
                                      "sinks", "fp8_out", "fp8_q",
                                      "fp8_q_softcap"])

@@ -116,7 +116,8 @@ constexpr int64_t kWaitTicks = 10000000;
 /// 1024-byte boundary (the descriptors' base offset is 0).
 constexpr int64_t kAlignSlack = wgmma::kGroupBytes;
 
-/// Bytes past each raw K row of decode-shaped fp8 programs (rawBuffers).
+/// Bytes past each raw K row of decode-shaped fp8 programs whose rows are
+/// not whole 128-byte lines (rawRing; whole lines are swizzled instead).
 constexpr int64_t kRawKeyPad = 16;
 
 /// The geometry of a program with tile shape `s` and compute-type elements
@@ -164,11 +165,24 @@ inline int64_t rawKeySlots(const Geometry &g) {
   return rawTilesAhead(g) + (rawKeysFit(g) ? 1 : 0);
 }
 
-/// Shared-memory bytes of such a program's raw ring: K rows padded by
-/// kRawKeyPad, V rows of dPad.
+/// Whether such a program's raw K rows are whole 128-byte lines, their
+/// 16-byte chunks swizzled by the row (rawRing): eight rows of one chunk
+/// then fall on eight banks for QK's ldmatrix, as the padding of other
+/// rows gives, and each row's copies fill one aligned line.
+inline bool rawKeysSwizzled(const Geometry &g) {
+  return g.dPad % wgmma::kAtomRowBytes == 0;
+}
+
+/// The bytes of a raw K row: dPad, or dPad + kRawKeyPad unless swizzled.
+inline int64_t rawKeyRowBytes(const Geometry &g) {
+  return rawKeysSwizzled(g) ? g.dPad : g.dPad + kRawKeyPad;
+}
+
+/// Shared-memory bytes of such a program's raw ring: K rows of
+/// rawKeyRowBytes, V rows of dPad.
 inline int64_t rawRingBytes(const Geometry &g) {
   return g.bn *
-         (rawKeySlots(g) * (g.dPad + kRawKeyPad) + rawTilesAhead(g) * g.dPad);
+         (rawKeySlots(g) * rawKeyRowBytes(g) + rawTilesAhead(g) * g.dPad);
 }
 
 /// Programs an SM from which a grid of compact raw-staged decode programs

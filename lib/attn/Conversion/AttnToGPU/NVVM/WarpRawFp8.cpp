@@ -62,8 +62,12 @@ SmallVector<Value> WarpAttentionBuilder::rawKeyOperands(int64_t j, int64_t kk) {
   Value row = e.add(e.idx(8 * j), e.remU(lane, e.idx(8)));
   if (g.keyWarps > 1)
     row = e.add(warpKey0, row);
-  Value col = e.add(e.idx(8 * kk),
-                    e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)), e.idx(8)));
+  // (16-byte chunk kk + h of the row; swizzled rows keep it at chunk
+  // (kk + h) ^ (row % 8): rawRing.)
+  Value chunk = e.add(e.idx(kk), e.remU(e.divU(lane, e.idx(8)), e.idx(2)));
+  if (rawKeysSwizzled(g))
+    chunk = arith::XOrIOp::create(b, chunk, e.remU(row, e.idx(8)));
+  Value col = e.mul(chunk, e.idx(8));
   SmallVector<Value> regs = ldmatrix(rawKeyPairs, row, col, 2, false);
   std::string cvt = isa<Float8E4M3FNType>(walkKeyType)
                         ? "cvt.rn.f16x2.e4m3x2 $0, $1;"
@@ -227,7 +231,7 @@ void WarpAttentionBuilder::walkRawFp8(const ProgramRows &rows,
     // with tile t - 1. (The wait counts groups; any token will do.)
     waitGroups(token, ahead - 1);
     if (rawKeysDirect)
-      rawKeyPairs = view(raw.k.offset, g.bn, (g.dPad + kRawKeyPad) / 2);
+      rawKeyPairs = view(raw.k.offset, g.bn, rawKeyRowBytes(g) / 2);
     else
       dequantize(raw.k, cur.k, g.bn, g.dPad, kScale);
     dequantize(raw.v, cur.v, g.bn, g.dPad, vScale);

@@ -311,13 +311,17 @@ WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawBuffers(Value slot) {
 
 WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawRing(Value keySlot,
                                                               Value valueSlot) {
-  // K's rows padded by kRawKeyPad bytes: QK may read them raw with
-  // ldmatrix (rawKeyOperands), eight rows of 16 bytes at a time, which a
-  // stride of whole 128-byte lines would put in the same banks.
+  // QK may read K raw with ldmatrix (rawKeyOperands), eight rows of 16
+  // bytes at a time, which a stride of whole 128-byte lines would put in
+  // the same banks. Rows of whole lines (heads of 128 and 256) swizzle
+  // their 16-byte chunks by the row instead (rawKeysSwizzled); others are
+  // padded by kRawKeyPad bytes. (Padded to 144 bytes, a row's 16-byte
+  // cp.async copies straddled two lines: 2.6 times the ideal shared
+  // wavefronts on an H200, bench/results/2026-11-30-h200-session25.md.)
   // Slot s of both is K then V, at s (K + V); the extra K slot (where QK
   // reads K raw) follows the last V.
   int64_t elemBytes = ct.getIntOrFloatBitWidth() / 8;
-  int64_t kElems = g.bn * (g.dPad + kRawKeyPad) / elemBytes;
+  int64_t kElems = g.bn * rawKeyRowBytes(g) / elemBytes;
   int64_t slotElems = kElems + g.bn * g.dPad / elemBytes;
   Value base = e.idx(g.mRows * g.stride + kvTileElems(g, rawKeysDirect));
   auto rowsOf = [&](Value offset, int64_t stride) {
@@ -327,8 +331,15 @@ WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawRing(Value keySlot,
     t.mem = view(offset, g.bn, stride, walkKeyType);
     return t;
   };
-  return {rowsOf(e.add(base, e.mul(keySlot, e.idx(slotElems))),
-                 g.dPad + kRawKeyPad),
+  Value kOffset = e.add(base, e.mul(keySlot, e.idx(slotElems)));
+  SharedTile k = rowsOf(kOffset, rawKeyRowBytes(g));
+  if (rawKeysSwizzled(g)) {
+    k.layout = TileLayout::Swizzled;
+    k.unit = 16;
+    k.mem = view(kOffset, g.dPad / wgmma::kAtomRowBytes * g.bn,
+                 wgmma::kAtomRowBytes, walkKeyType);
+  }
+  return {k,
           rowsOf(e.add(e.add(base, e.idx(kElems)),
                        e.mul(valueSlot, e.idx(slotElems))),
                  g.dPad),
