@@ -530,6 +530,9 @@ private:
   /// the raw ring (cp.async, or page boxes by TMA: rawPagesByTma), then
   /// dequantized from shared memory into the ring the consumers read.
   void produceConverted(const KvWalk &walk, Value lo, Value hi, Value base);
+  /// A raw fp8 tile of `rows` rows of `cols` bytes at `offset`, in 128-byte
+  /// atoms whose 16-byte chunks are swizzled by the row.
+  SharedTile swizzledRawTile(Value offset, int64_t rows, int64_t cols);
   /// Raw fp8 K [bn, D] and V^T [D, bn] of raw ring slot `slot`, in core
   /// matrices of 16-byte chunks (the caches' runs stay contiguous); with
   /// rawPagesByTma, K and V [bn, D] rows in 128-byte swizzled atoms.

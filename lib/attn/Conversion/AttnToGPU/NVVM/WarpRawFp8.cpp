@@ -64,15 +64,10 @@ SmallVector<Value> WarpAttentionBuilder::rawKeyOperands(int64_t j, int64_t kk) {
     row = e.add(warpKey0, row);
   // (16-byte chunk kk + h of the row; swizzled rows keep it at chunk
   // (kk + h) ^ (row % 8): rawRing.)
-  Value col;
-  if (rawKeysSwizzled(g)) {
-    Value chunk = e.add(e.idx(kk), e.remU(e.divU(lane, e.idx(8)), e.idx(2)));
-    col =
-        e.mul(arith::XOrIOp::create(b, chunk, e.remU(row, e.idx(8))), e.idx(8));
-  } else {
-    col = e.add(e.idx(8 * kk),
-                e.mul(e.remU(e.divU(lane, e.idx(8)), e.idx(2)), e.idx(8)));
-  }
+  Value chunk = e.add(e.idx(kk), e.remU(e.divU(lane, e.idx(8)), e.idx(2)));
+  if (rawKeysSwizzled(g))
+    chunk = arith::XOrIOp::create(b, chunk, e.remU(row, e.idx(8)));
+  Value col = e.mul(chunk, e.idx(8));
   SmallVector<Value> regs = ldmatrix(rawKeyPairs, row, col, 2, false);
   std::string cvt = isa<Float8E4M3FNType>(walkKeyType)
                         ? "cvt.rn.f16x2.e4m3x2 $0, $1;"

@@ -281,6 +281,18 @@ SmallVector<Value> WarpAttentionBuilder::decodeFp8(Value raw) {
   return decoded;
 }
 
+SharedTile WarpAttentionBuilder::swizzledRawTile(Value offset, int64_t rows,
+                                                 int64_t cols) {
+  SharedTile t;
+  t.offset = offset;
+  t.rows = rows;
+  t.unit = 16;
+  t.layout = TileLayout::Swizzled;
+  t.mem = view(offset, cols / wgmma::kAtomRowBytes * rows, wgmma::kAtomRowBytes,
+               walkKeyType);
+  return t;
+}
+
 WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawBuffers(Value slot) {
   // After the K/V ring: two slots of raw K and V (V^T for key-major
   // caches), bn * dPad bytes each (offsets in compute-type elements, as
@@ -291,16 +303,16 @@ WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawBuffers(Value slot) {
   Value base = e.add(e.idx(g.mRows * g.stride + kvTileElems(g, rawKeysDirect)),
                      e.mul(slot, e.idx(2 * rawElems)));
   auto raw = [&](Value offset, int64_t rows, int64_t cols) {
+    // (Page boxes by TMA write 128-byte swizzled rows: 1024-byte aligned,
+    // as the ring before them.)
+    if (rawPagesByTma)
+      return swizzledRawTile(offset, rows, cols);
     SharedTile t;
     t.offset = offset;
     t.rows = rows;
     t.unit = 16;
-    // (Page boxes by TMA write 128-byte swizzled rows: 1024-byte aligned,
-    // as the ring before them.)
-    t.layout = rawPagesByTma ? TileLayout::Swizzled : TileLayout::CoreMatrices;
-    t.mem = rawPagesByTma ? view(offset, cols / wgmma::kAtomRowBytes * rows,
-                                 wgmma::kAtomRowBytes, walkKeyType)
-                          : view(offset, cols / 16 * rows, 16, walkKeyType);
+    t.layout = TileLayout::CoreMatrices;
+    t.mem = view(offset, cols / 16 * rows, 16, walkKeyType);
     return t;
   };
   // (NHD caches, whose V rows are keys: raw V as [bn, D] rows, like K.)
@@ -332,14 +344,8 @@ WarpAttentionBuilder::KvBuffers WarpAttentionBuilder::rawRing(Value keySlot,
     return t;
   };
   Value kOffset = e.add(base, e.mul(keySlot, e.idx(slotElems)));
-  SharedTile k = rowsOf(kOffset, rawKeyRowBytes(g));
-  if (rawKeysSwizzled(g)) {
-    k.layout = TileLayout::Swizzled;
-    k.unit = 16;
-    k.mem = view(kOffset, g.dPad / wgmma::kAtomRowBytes * g.bn,
-                 wgmma::kAtomRowBytes, walkKeyType);
-  }
-  return {k,
+  return {rawKeysSwizzled(g) ? swizzledRawTile(kOffset, g.bn, g.dPad)
+                             : rowsOf(kOffset, rawKeyRowBytes(g)),
           rowsOf(e.add(e.add(base, e.idx(kElems)),
                        e.mul(valueSlot, e.idx(slotElems))),
                  g.dPad),
@@ -383,28 +389,30 @@ void WarpAttentionBuilder::dequantize(const SharedTile &raw,
                   dst.layout == TileLayout::Padded && cols == 128 &&
                   rows % 2 == 0 && threads % 16 == 0 &&
                   strideBytes(raw) == 128 && strideBytes(dst) % 32 == 16;
+  // (Other plain raw rows: a warp's reads go along two or four rows. Not
+  // 128-byte swizzled ones: 16-byte accesses are served eight lanes at a
+  // time, and eight lanes along one row wrote both atoms' halves of its
+  // unit to the same four swizzled chunks, two lanes a bank; down the
+  // columns, eight rows' units land on eight chunks, read and written.)
+  bool along = raw.layout == TileLayout::Padded;
+  // Row and first column of unit q.
+  auto unitAt = [&](Value q) -> std::pair<Value, Value> {
+    if (rowPairs) {
+      Value j = e.remU(q, e.idx(8));
+      Value flip = arith::XOrIOp::create(b, e.divU(j, e.idx(4)),
+                                         e.remU(e.divU(q, e.idx(8)), e.idx(2)));
+      return {e.add(e.mul(e.divU(q, e.idx(16)), e.idx(2)), flip),
+              e.mul(j, e.idx(16))};
+    }
+    if (along)
+      return {e.divU(q, e.idx(cols / 16)),
+              e.mul(e.remU(q, e.idx(cols / 16)), e.idx(16))};
+    return {e.remU(q, e.idx(rows)), e.mul(e.divU(q, e.idx(rows)), e.idx(16))};
+  };
   for (int64_t first = 0; first < iters; first += loadsAhead) {
     SmallVector<std::tuple<Value, Value, Value>> batch;
     for (int64_t it = first; it < std::min(iters, first + loadsAhead); ++it) {
-      Value q = e.add(t, e.idx(it * threads));
-      // (Plain raw rows: a warp's reads go along two or four rows instead.
-      // Not 128-byte swizzled ones: 16-byte accesses are served eight
-      // lanes at a time, and eight lanes along one row wrote both atoms'
-      // halves of its unit to the same four swizzled chunks, two lanes a
-      // bank; down the columns, eight rows' units land on eight chunks,
-      // read and written.)
-      bool along = raw.layout == TileLayout::Padded;
-      Value r = along ? e.divU(q, e.idx(cols / 16)) : e.remU(q, e.idx(rows));
-      Value x0 =
-          e.mul(along ? e.remU(q, e.idx(cols / 16)) : e.divU(q, e.idx(rows)),
-                e.idx(16));
-      if (rowPairs) {
-        Value j = e.remU(q, e.idx(8));
-        Value flip = arith::XOrIOp::create(
-            b, e.divU(j, e.idx(4)), e.remU(e.divU(q, e.idx(8)), e.idx(2)));
-        r = e.add(e.mul(e.divU(q, e.idx(16)), e.idx(2)), flip);
-        x0 = e.mul(j, e.idx(16));
-      }
+      auto [r, x0] = unitAt(e.add(t, e.idx(it * threads)));
       Value bytes = vector::LoadOp::create(
           b, VectorType::get({16}, rawType), raw.mem, tileAt(raw, r, x0),
           /*nontemporal=*/false, llvm::MaybeAlign(16));
