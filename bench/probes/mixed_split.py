@@ -11,6 +11,7 @@ alternate.)
     MIXED_SPLIT=0 python bench/probes/mixed_split.py
     MIXED_SPLIT=1 python bench/probes/mixed_split.py
 
+MIXED_SIDE=0 runs the split's ops one after the other on one stream.
 ATTN_MLIR_DRY_RUN=1 only records the specializations. MIXED_CASES=a,b runs
 only the cases whose names contain one of those strings.
 """
@@ -53,6 +54,16 @@ def batch(qlens, seqlens, cache):
 SPLIT = os.environ.get("MIXED_SPLIT")
 if SPLIT is not None:
     ops.MIXED_SPLIT_CACHES = ("fp8", "16-bit") if SPLIT == "1" else ()
+# MIXED_SIDE=0: the split's two ops one after the other on one stream (no
+# side stream from the runtime), as before the side stream.
+# MIXED_SIDE_HIGH=fp8,16-bit: the cache kinds whose decode op's side stream
+# runs at the greatest priority (ops.MIXED_SIDE_HIGH).
+if os.environ.get("MIXED_SIDE_HIGH") is not None:
+    ops.MIXED_SIDE_HIGH = tuple(
+        k for k in os.environ["MIXED_SIDE_HIGH"].split(",") if k)
+if os.environ.get("MIXED_SIDE") == "0":
+    from attn_mlir import _gpu
+    _gpu.fork = lambda *args, **kwargs: None
 
 
 def call(args):
@@ -83,31 +94,49 @@ MIXES = {
     "8x512 after 1536 + 56 decodes of 2048": ([512] * 8 + [1] * 56,
                                               [2048] * 8 + [2048] * 56),
 }
-wanted = [w for w in os.environ.get("MIXED_CASES", "").split(",") if w]
-form = {None: "default", "0": "one op", "1": "split"}.get(SPLIT, SPLIT)
-fns, outs = {}, []
-for cache in ("bf16", "fp8"):
-    for name, (qlens, seqlens) in MIXES.items():
-        label = f"{name}, {cache}"
-        if wanted and not any(w in label for w in wanted):
-            continue
-        whole = batch(qlens, seqlens, cache)
-        fns[f"{label}: {form}"] = call(whole)
-        outs.append((label, whole[6]))
-        pre = [i for i, n in enumerate(qlens) if n > 1]
-        dec = [i for i, n in enumerate(qlens) if n == 1]
-        for part, idx in (("prefills alone", pre), ("decodes alone", dec)):
-            sub = batch([qlens[i] for i in idx], [seqlens[i] for i in idx],
-                        cache)
-            fns[f"{label}: {part}"] = call(sub)
-        if not G.DRY:
-            fns[f"{label}: seed"] = seed_call(whole, qlens, seqlens)
-runs = G.rounds(fns, ROUNDS)
-for name, r in runs.items():
-    print(json.dumps(dict(case=name, us=r, median=statistics.median(r))),
-          flush=True)
-if not G.DRY:
-    for label, o in outs:
-        print(json.dumps(dict(case=f"{label}: {form}",
-                              finite=bool(G.torch.isfinite(o).all()))),
+
+
+def main():
+    wanted = [w for w in os.environ.get("MIXED_CASES", "").split(",") if w]
+    form = {None: "default", "0": "one op", "1": "split"}.get(SPLIT, SPLIT)
+    if os.environ.get("MIXED_SIDE") == "0":
+        form += ", one stream"
+    elif os.environ.get("MIXED_SIDE_HIGH") is not None:
+        form += ", high: " + os.environ["MIXED_SIDE_HIGH"]
+    fns, outs = {}, []
+    for cache in ("bf16", "fp8"):
+        for name, (qlens, seqlens) in MIXES.items():
+            label = f"{name}, {cache}"
+            if wanted and not any(w in label for w in wanted):
+                continue
+            whole = batch(qlens, seqlens, cache)
+            fns[f"{label}: {form}"] = call(whole)
+            outs.append((label, whole[6]))
+            pre = [i for i, n in enumerate(qlens) if n > 1]
+            dec = [i for i, n in enumerate(qlens) if n == 1]
+            for part, idx in (("prefills alone", pre), ("decodes alone", dec)):
+                sub = batch([qlens[i] for i in idx], [seqlens[i] for i in idx],
+                            cache)
+                fns[f"{label}: {part}"] = call(sub)
+            if not G.DRY:
+                fns[f"{label}: seed"] = seed_call(whole, qlens, seqlens)
+    runs = G.rounds(fns, ROUNDS)
+    for name, r in runs.items():
+        print(json.dumps(dict(case=name, us=r, median=statistics.median(r))),
               flush=True)
+    if not G.DRY:
+        # The batch in a CUDA graph (as vLLM replays it), three times.
+        for name, fn in fns.items():
+            if name.endswith(form):
+                r = [round(G.timed_graph(fn) * 1e3, 1) for _ in range(3)]
+                print(json.dumps(dict(case=name, graph_us=r,
+                                      median=statistics.median(r))),
+                      flush=True)
+        for label, o in outs:
+            print(json.dumps(dict(case=f"{label}: {form}",
+                                  finite=bool(G.torch.isfinite(o).all()))),
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()

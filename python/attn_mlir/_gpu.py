@@ -690,6 +690,10 @@ def runtime():
     ull = ctypes.POINTER(ctypes.c_ulonglong)
     lib.attn_rt_encode_tensor_map.argtypes = [
         ci, ci, vp, ull, ull, ctypes.POINTER(cu), vp, ctypes.c_char_p, ci]
+    if hasattr(lib, "attn_rt_fork"):   # (an ATTN_MLIR_RUNTIME may predate it)
+        lib.attn_rt_fork.argtypes = [ci, vp, ci, ctypes.POINTER(vp),
+                                     ctypes.c_char_p, ci]
+        lib.attn_rt_join.argtypes = [ci, vp, vp, ctypes.c_char_p, ci]
     _runtime = lib
     return lib
 
@@ -888,6 +892,30 @@ class PreparedLaunch:
         self.grid = kernel.grid(shapes)
         self._dims = (*self.grid, kernel.record["threads"],
                       kernel.shared_bytes(self.grid))
+
+
+def fork(stream, high=False, backend=0):
+    """The calling thread's side stream (a raw handle), ordered after the
+    work queued on `stream` so far (high: at the device's greatest
+    priority), or None where the runtime or driver has none: the caller then
+    launches on `stream` alone. A CUDA graph capturing `stream` takes in the
+    side stream's launches; join() hands them back."""
+    lib = runtime()
+    if not hasattr(lib, "attn_rt_fork"):
+        return None
+    side, err = ctypes.c_void_p(), ctypes.create_string_buffer(512)
+    rc = lib.attn_rt_fork(backend, stream, int(high), ctypes.byref(side), err,
+                          len(err))
+    if rc == 10:
+        return None
+    _check(rc, err)
+    return side.value
+
+
+def join(stream, side, backend=0):
+    """`stream` waits for the work queued on `side` (fork's) so far."""
+    err = ctypes.create_string_buffer(512)
+    _check(runtime().attn_rt_join(backend, stream, side, err, len(err)), err)
 
 
 def launch_prepared(launches, ptrs, stream, backend=0):

@@ -313,7 +313,7 @@ class _Plan:
                       list(kwargs))
         self.pointers = []   # ("arg", position, offset) | ("const", ptr)
         self.keep = []       # owners of constant pointers
-        self.steps = []      # per op call: (device, name, launches)
+        self.steps = []      # per op call: (device, name, launches, side)
         aligned, pairs = {}, set()
         for call, kernels in captured:
             if call.device is None:
@@ -344,7 +344,8 @@ class _Plan:
                 launches.append(_gpu.PreparedLaunch(
                     kernel, [values[i] for i in args_of],
                     [at[i] for i in args_of]))
-            self.steps.append((call.device, call.name, launches))
+            self.steps.append((call.device, call.name, launches,
+                               _ops._side_lane(call, kernels)))
         self.aligned = sorted(aligned.items())
         self.pairs = sorted(pairs)
         # The arguments that pointers come from, each once, and the runtime's
@@ -360,13 +361,16 @@ class _Plan:
                                 for j in positions)
         self.device = self.steps[0][0] if self.steps else None
         one_device = all(step[0] == self.device for step in self.steps)
+        # The runtime's one round trip launches on one stream: calls with a
+        # side stream launch from Python.
+        one_stream = all(step[3] is None for step in self.steps)
         # The current stream's getter and the runtime's backend, looked up
         # once per plan, not per call.
         self.stream, self.backend = _ops._stream_getter(self.device)
         self.engine = _gpu.ReplayEngine(
             spec, len(positions), self.aligned, self.pairs,
             [launch for step in self.steps for launch in step[2]]
-            if one_device else [])
+            if one_device and one_stream else [])
 
     def _may_move(self, o, i):
         """Whether pointers o and i can lie otherwise on another call: only
@@ -418,8 +422,8 @@ class _Plan:
         ptrs = engine.pointers()
         if ptrs is None:
             return False
-        for device, name, launches in self.steps:
-            _ops._launch_prepared(launches, ptrs, device, name)
+        for device, name, launches, side in self.steps:
+            _ops._launch_prepared(launches, ptrs, device, name, side)
         return True
 
 

@@ -116,6 +116,10 @@ class _Call:
         # Attribute lists of several ops over the same operands (a mixed
         # batch's halves), each added to `attrs`; None: one op.
         self.variants = None
+        # Variants that write disjoint rows may run at once: (the variant
+        # whose kernel runs on a side stream, whether at high priority), or
+        # None (every kernel on the caller's stream, in order).
+        self.side = None
         self.device = None   # torch device of the first operand on a GPU
         self.inputs = []     # (View, bytes spanned)
         self.outputs = []
@@ -387,7 +391,8 @@ class _Call:
             kernels = _gpu.load_bundle(_gpu.bundle_for(text, chip), dev.index,
                                        _hip(torch))
             _GPU_KERNELS[(text, dev.index)] = kernels
-        _launch_kernels(kernels, [p[3] for p in self.params], dev, self.name)
+        _launch_kernels(kernels, [p[3] for p in self.params], dev, self.name,
+                        _side_lane(self, kernels))
         _replay.captured(self, kernels)
 
 
@@ -411,22 +416,61 @@ def _stream_getter(dev):
     return (lambda: _current_stream(torch, dev)), _hip(torch)
 
 
-def _launch_prepared(launches, ptrs, dev, name):
-    """attn_mlir._replay's launches from Python (tensor maps, NVTX ranges):
-    _gpu.PreparedLaunch objects given the call's operand pointers."""
-    from . import _gpu
-    _on_stream(dev, name, lambda stream, backend: _gpu.launch_prepared(
-        launches, ptrs, stream, backend))
+def _side_lane(call, kernels):
+    """(index of the kernel to launch on a side stream, high priority) for a
+    call whose variants may run at once (call.side), or None. Each variant
+    must be one kernel (the bundle lists them in the ops' order), and none
+    persistent: a persistent kernel's program counter is its module's, so
+    launches of one must not overlap (docs/runtime.md)."""
+    if call.side is None or len(kernels) != len(call.variants or ()) or \
+            any(k.record.get("persistent") for k in kernels):
+        return None
+    return call.side
 
 
-def _launch_kernels(kernels, values, dev, name):
-    """Launches a specialization's kernels on `dev`'s current stream;
-    values[i] is the call's i-th parameter (a View or a scalar)."""
+def _launch_prepared(launches, ptrs, dev, name, side=None):
+    """attn_mlir._replay's launches from Python (tensor maps, NVTX ranges,
+    a side stream): _gpu.PreparedLaunch objects given the call's operand
+    pointers."""
     from . import _gpu
-    _on_stream(dev, name, lambda stream, backend: [
-        _gpu.launch(kernel, [values[p["arg"]]
-                             for p in kernel.record["params"]],
-                    stream, backend) for kernel in kernels])
+    _on_stream(dev, name, lambda stream, backend: _in_lanes(
+        len(launches), side, stream, backend,
+        lambda i, s: _gpu.launch_prepared([launches[i]], ptrs, s, backend)))
+
+
+def _launch_kernels(kernels, values, dev, name, side=None):
+    """Launches a specialization's kernels on `dev`'s current stream (one
+    on a side stream where `side`, _side_lane's, says); values[i] is the
+    call's i-th parameter (a View or a scalar)."""
+    from . import _gpu
+    _on_stream(dev, name, lambda stream, backend: _in_lanes(
+        len(kernels), side, stream, backend,
+        lambda i, s: _gpu.launch(kernels[i], [
+            values[p["arg"]] for p in kernels[i].record["params"]],
+            s, backend)))
+
+
+def _in_lanes(count, side, stream, backend, launch):
+    """launch(i, stream) for kernels 0 .. count - 1 on `stream` in order;
+    where side = (j, high), kernel j instead on the thread's side stream
+    (forked off `stream` first, joined after): it runs beside the others.
+    The others are issued first. A mixed batch's decode kernel on a side
+    stream at the greatest priority takes SMs as the prefill kernel's
+    programs leave them (H200: bench/results/2026-11-30-h200-session26.md).
+    Without a side stream from the runtime, all on `stream`."""
+    from . import _gpu
+    lane = _gpu.fork(stream, side[1], backend) if side else None
+    if lane is None:
+        for i in range(count):
+            launch(i, stream)
+        return
+    try:
+        for i in range(count):
+            if i != side[0]:
+                launch(i, stream)
+        launch(side[0], lane)
+    finally:
+        _gpu.join(stream, lane, backend)
 
 
 def _on_stream(dev, name, launch):
@@ -666,6 +710,10 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
             ["attn.decode_rows"] * (kc.dtype in FP8) +
             [f"max_query_len = {short} : i64"],
             ["attn.prefill_rows", f"min_query_len = {short + 1} : i64"]]
+        # The two ops write disjoint rows: the decode op runs on a side
+        # stream beside the prefill op (MIXED_SIDE_HIGH).
+        c.side = (0, ("fp8" if kc.dtype in FP8 else "16-bit")
+                  in MIXED_SIDE_HIGH)
     c.check_aliasing()
     operands = {ssa[1:]: value for ssa, _, kind, value in c.params
                 if kind == "mem"}
@@ -699,14 +747,20 @@ PREFILL_ROW_TOKENS = 128
 DECODE_ROWS = 16
 # ops.unified's mixed-batch split: the cache kinds ("fp8", "16-bit") whose
 # mixed batches run as a decode op and a prefill-rows op, and the query
-# tokens a sequence (at least) that the decode op takes. H200, GQA 32/8
-# D=128 (bench/results/2026-11-30-h200-session24.md): over e4m3 caches
-# 1.43-1.54x on four mixed batches (4 prefills of 1k and 60 decodes: 328
-# -> 230 us); over bf16 caches 0.92x on that batch (221.5 -> 240.5: its
-# one op overlaps the prefills' compute with the decodes' reads), 1.14x
-# on 8 prefills of 512 after 1536 cached beside 56 decodes, which the
-# shapes cannot tell apart. So fp8 only.
-MIXED_SPLIT_CACHES = ("fp8",)
+# tokens a sequence (at least) that the decode op takes. The two ops run at
+# once: the decode op's kernel on a side stream (ops._in_lanes) at the
+# device's least priority, or its greatest for the cache kinds
+# MIXED_SIDE_HIGH names. H200, GQA 32/8 D=128, four mixed batches, CUDA
+# graphs (bench/results/2026-11-30-h200-session26.md), against the split on
+# one stream: over e4m3 caches 1.04-1.07x (4 prefills of 1k and 60 decodes:
+# 219.9 -> 206.5 us), the greatest priority 1.5-2% behind the least; over
+# bf16 caches, against the one op these batches ran as before, 0.99-1.17x
+# (that batch 224.0 -> 226.5; 8 prefills of 512 after 1536 cached beside 56
+# decodes 445 -> 380). On one stream the split lost to the one op over bf16
+# (0.93x on the first batch: the one op runs the prefills' compute beside
+# the decodes' reads, which the side stream now does).
+MIXED_SPLIT_CACHES = ("fp8", "16-bit")
+MIXED_SIDE_HIGH = ()
 MIXED_DECODE_TOKENS = 4
 
 

@@ -20,12 +20,13 @@ def names(texts):
 def test_specializations_of_a_config():
     cfg = AttentionConfig(num_q_heads=8, num_kv_heads=2, head_dim=64)
     got = names(precompile.specializations(cfg))
-    # One pass, its forms for mixed and prefill batches (the long-queries
-    # and prefill-rows hints), one split-KV kernel for every segment count
-    # the plan picks (2-16: the count is read at run time) that merges its
+    # One pass, its forms for mixed batches (a decode op and a prefill-rows
+    # op: min_query_len) and prefill batches (the long-queries and
+    # prefill-rows hints), one split-KV kernel for every segment count the
+    # plan picks (2-16: the count is read at run time) that merges its
     # segments itself.
     assert got == ["attn_unified_bf16_d64_h8_gqa4",
-                   "attn_unified_bf16_d64_h8_gqa4_long",
+                   "attn_unified_bf16_d64_h8_gqa4_prefill_mixed",
                    "attn_unified_bf16_d64_h8_gqa4_long_prefill",
                    "attn_unified_bf16_d64_h8_gqa4_split_merged"]
     # Heads of 96 take neither hint.
@@ -111,11 +112,12 @@ def test_aot_from_a_model_description(nvvm, tmp_path):  # noqa: F811
     assert aot.main(["--chip", "sm_80", "--model", str(model), "--out",
                      str(tmp_path / "b")]) == 0
     bundles = [p for p in (tmp_path / "b").iterdir() if p.is_dir()]
-    # Decode, mixed (long queries) and prefill batches (prefill rows).
+    # Decode, mixed (a decode op and a prefill-rows op) and prefill batches
+    # (prefill rows).
     assert len(bundles) == 3
     texts = sorted(json.loads((b / "manifest.json").read_text())["mlir"]
                    for b in bundles)
     names_ = sorted(re.search(r"func\.func @(\w+)\(", t)[1] for t in texts)
     assert names_ == ["attn_unified_bf16_d64_h8_gqa4",
-                      "attn_unified_bf16_d64_h8_gqa4_long",
-                      "attn_unified_bf16_d64_h8_gqa4_long_prefill"]
+                      "attn_unified_bf16_d64_h8_gqa4_long_prefill",
+                      "attn_unified_bf16_d64_h8_gqa4_prefill_mixed"]

@@ -69,7 +69,7 @@ def gpu(monkeypatch):
                     if s is not None else a
                     for a, s in zip(self.args, self.sources)]
 
-    def launch_prepared(prepared, ptrs, dev, name):
+    def launch_prepared(prepared, ptrs, dev, name, side=None):
         launches.append(("replay", [v for p in prepared
                                     for v in p.flat(ptrs)]))
 

@@ -18,6 +18,8 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace {
 
@@ -50,6 +52,13 @@ struct Driver {
                                  const unsigned long long *, const unsigned *,
                                  const unsigned *, int, int, int,
                                  int) = nullptr;
+  /// Streams and events, for a side stream beside the caller's (attn_rt_fork;
+  /// optional: without them every launch goes to the caller's stream).
+  Result (*streamPriorityRange)(int *, int *) = nullptr;
+  Result (*streamCreateWithPriority)(Handle *, unsigned, int) = nullptr;
+  Result (*eventCreate)(Handle *, unsigned) = nullptr;
+  Result (*eventRecord)(Handle, Handle) = nullptr;
+  Result (*streamWaitEvent)(Handle, Handle, unsigned) = nullptr;
 };
 
 Driver cudaDriver, hipDriver;
@@ -116,6 +125,17 @@ Driver *open(int backend, char *err, int len) {
   if (!d.hip)
     d.tensorMapEncodeTiled = reinterpret_cast<decltype(d.tensorMapEncodeTiled)>(
         dlsym(d.lib, "cuTensorMapEncodeTiled"));
+  auto optional = [&](auto &fn, const char *cuda, const char *hip) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+        dlsym(d.lib, d.hip ? hip : cuda));
+  };
+  optional(d.streamPriorityRange, "cuCtxGetStreamPriorityRange",
+           "hipDeviceGetStreamPriorityRange");
+  optional(d.streamCreateWithPriority, "cuStreamCreateWithPriority",
+           "hipStreamCreateWithPriority");
+  optional(d.eventCreate, "cuEventCreate", "hipEventCreateWithFlags");
+  optional(d.eventRecord, "cuEventRecord", "hipEventRecord");
+  optional(d.streamWaitEvent, "cuStreamWaitEvent", "hipStreamWaitEvent");
   if (!ok) {
     setError(err, len,
              std::string("the driver library lacks ") +
@@ -152,9 +172,103 @@ bool ensureContext(Driver &d, int device, char *err, int len) {
   return true;
 }
 
+/// A side stream of the calling thread in one context (attn_rt_fork), with
+/// the events that order it after the caller's stream and the caller's
+/// stream after it. One a thread: a graph captured in one thread never takes
+/// in another thread's launches. Kept for the thread's life.
+struct SideStream {
+  bool hip;
+  Handle context;
+  int high;
+  Handle stream, forked, joined;
+};
+
+thread_local std::vector<SideStream> sideStreams;
+
+SideStream *sideStream(Driver &d, int high) {
+  if (!d.streamPriorityRange || !d.streamCreateWithPriority || !d.eventCreate ||
+      !d.eventRecord || !d.streamWaitEvent)
+    return nullptr;
+  Handle ctx = nullptr;
+  if (d.ctxGetCurrent(&ctx) != 0 || !ctx)
+    return nullptr;
+  SideStream *s = nullptr;
+  for (SideStream &candidate : sideStreams)
+    if (candidate.hip == d.hip && candidate.context == ctx &&
+        candidate.high == high)
+      s = &candidate;
+  if (!s) {
+    sideStreams.push_back({d.hip, ctx, high, nullptr, nullptr, nullptr});
+    s = &sideStreams.back();
+  }
+  // Each handle is created once; one the driver refuses (e.g. under a
+  // global stream capture) is asked for again on the next call, and until
+  // then the caller's stream serves alone. Non-blocking: the side stream
+  // waits on the caller's stream through `forked` only, not on the legacy
+  // default stream. Events without timing (flag 2 in both APIs).
+  constexpr unsigned kNonBlocking = 1, kDisableTiming = 2;
+  if (!s->forked && d.eventCreate(&s->forked, kDisableTiming) != 0)
+    s->forked = nullptr;
+  if (!s->joined && d.eventCreate(&s->joined, kDisableTiming) != 0)
+    s->joined = nullptr;
+  int least = 0, greatest = 0;
+  if (!s->stream && (d.streamPriorityRange(&least, &greatest) != 0 ||
+                     d.streamCreateWithPriority(&s->stream, kNonBlocking,
+                                                high ? greatest : least) != 0))
+    s->stream = nullptr;
+  return s->forked && s->joined && s->stream ? s : nullptr;
+}
+
 } // namespace
 
 extern "C" {
+
+/// Forks the calling thread's side stream of the current context off
+/// `stream`: the side stream waits for the work queued on `stream` so far,
+/// and *side receives it (high: at the device's greatest priority, else its
+/// least). Under stream capture the side stream joins the capture. Returns
+/// 0; 10 where there is no side stream (no stream API in the driver, no
+/// current context, or its creation refused; nothing done: the caller
+/// launches on `stream` alone); else an error.
+int attn_rt_fork(int backend, void *stream, int high, void **side, char *err,
+                 int len) {
+  Driver *d = open(backend, err, len);
+  if (!d)
+    return 1;
+  SideStream *s = sideStream(*d, high ? 1 : 0);
+  if (!s)
+    return 10;
+  Result r = d->eventRecord(s->forked, stream);
+  if (r == 0)
+    r = d->streamWaitEvent(s->stream, s->forked, 0);
+  if (r != 0) {
+    setError(err, len, describe(*d, r, "the side stream's fork"));
+    return 12;
+  }
+  *side = s->stream;
+  return 0;
+}
+
+/// Joins a side stream that attn_rt_fork returned: `stream` waits for the
+/// work queued on `side` so far.
+int attn_rt_join(int backend, void *stream, void *side, char *err, int len) {
+  Driver *d = open(backend, err, len);
+  if (!d)
+    return 1;
+  for (SideStream &s : sideStreams)
+    if (s.stream == side && s.hip == d->hip) {
+      Result r = d->eventRecord(s.joined, side);
+      if (r == 0)
+        r = d->streamWaitEvent(stream, s.joined, 0);
+      if (r != 0) {
+        setError(err, len, describe(*d, r, "the side stream's join"));
+        return 13;
+      }
+      return 0;
+    }
+  setError(err, len, "attn_rt_join: not a side stream of this thread");
+  return 14;
+}
 
 /// Loads a module image (cubin, PTX or HSACO) for `backend` (0 CUDA, 1 HIP)
 /// and returns the function `name` with its dynamic shared memory limit

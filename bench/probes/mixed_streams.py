@@ -1,0 +1,113 @@
+"""Does a mixed batch gain from running its prefills and its decodes at the
+same time? Issue 20 asks for mixed batches as one grid of two program
+shapes (POD-Attention) where that pays. Before building it, this probe
+bounds the gain: the prefill sequences and the decode sequences of a batch
+as two ops.unified calls (views of the batch's operands), run one after
+the other on one stream, or on two streams at once (fork and join on
+events; a CUDA graph captures them as two branches). Beside them the whole
+batch as one call (ops' default). Microseconds, eager and graph-replayed,
+for bf16 and fp8 e4m3 caches.
+
+    python bench/probes/mixed_streams.py
+
+ATTN_MLIR_DRY_RUN=1 only records the specializations. MIXED_CASES=a,b runs
+only the cases whose names contain one of those strings.
+"""
+import json
+import math
+import os
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_gpu as G  # noqa: E402
+from bench_gpu import ops  # noqa: E402
+from mixed_split import MIXES, batch, D  # noqa: E402
+
+ROUNDS = 5
+
+
+def part(args, qlens, lo, hi):
+    """ops.unified's operands for sequences lo..hi of a batch: views of the
+    batch's tensors (rows of q, out and the block table) and the part's own
+    cu_seqlens_q and seqused_k."""
+    q, kc, vc, bt, cu, su, o, kw = args
+    start = sum(qlens[:lo])
+    end = sum(qlens[:hi])
+    cu_part = cu[lo:hi + 1] - cu[lo]
+    return (q[start:end], kc, vc, bt[lo:hi], cu_part, su[lo:hi], o[start:end],
+            kw)
+
+
+def call(args):
+    q, kc, vc, bt, cu, su, o, kw = args
+    return lambda: ops.unified(q, kc, vc, bt, cu, su, o,
+                               scale=1 / math.sqrt(D), **kw)
+
+
+def forms(whole, qlens):
+    """{form: callable} for one batch."""
+    pre = [i for i, n in enumerate(qlens) if n > 1]
+    lo, hi = min(pre), max(pre) + 1
+    assert pre == list(range(lo, hi)), "prefills must be contiguous"
+    prefill = call(part(whole, qlens, lo, hi))
+    decode_parts = [call(part(whole, qlens, a, b))
+                    for a, b in ((0, lo), (hi, len(qlens))) if b > a]
+
+    def decodes():
+        for fn in decode_parts:
+            fn()
+
+    out = {"one call": call(whole),
+           "sequential": lambda: (prefill(), decodes())}
+    if G.DRY:
+        return out
+    torch = G.torch
+    low = torch.cuda.Stream()
+    high = torch.cuda.Stream(priority=-1)
+
+    def concurrent(first, side):
+        main = torch.cuda.current_stream()
+        side.wait_stream(main)
+        if first == "prefill":
+            prefill()
+            with torch.cuda.stream(side):
+                decodes()
+        else:
+            with torch.cuda.stream(side):
+                decodes()
+            prefill()
+        main.wait_stream(side)
+
+    out["streams, prefill first"] = lambda: concurrent("prefill", low)
+    out["streams, decodes first"] = lambda: concurrent("decodes", low)
+    out["streams, decodes high priority"] = lambda: concurrent(
+        "prefill", high)
+    out["prefills alone"] = prefill
+    out["decodes alone"] = decodes
+    return out
+
+
+wanted = [w for w in os.environ.get("MIXED_CASES", "").split(",") if w]
+fns, graphs = {}, {}
+for cache in ("bf16", "fp8"):
+    for name, (qlens, seqlens) in MIXES.items():
+        label = f"{name}, {cache}"
+        if wanted and not any(w in label for w in wanted):
+            continue
+        whole = batch(qlens, seqlens, cache)
+        for form, fn in forms(whole, qlens).items():
+            fns[f"{label}: {form}"] = fn
+runs = G.rounds(fns, ROUNDS)
+for name, r in runs.items():
+    print(json.dumps(dict(case=name, eager_us=r, median=statistics.median(r))),
+          flush=True)
+if not G.DRY:
+    for name, fn in fns.items():
+        if "alone" in name:
+            continue
+        r = [round(G.timed_graph(fn) * 1e3, 1) for _ in range(3)]
+        print(json.dumps(dict(case=name, graph_us=r,
+                              median=statistics.median(r))), flush=True)
