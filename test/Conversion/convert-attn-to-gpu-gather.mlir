@@ -293,3 +293,14 @@ func.func @unified_tma_pages_not_boxes(%q: memref<?x32x128xbf16>, %kc: memref<?x
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x48x8x128xbf16>) v_cache(%vc : memref<?x48x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>}
   return
 }
+
+// -----
+
+// A persistent grid pinned on unified prefill rows (a gathering producer
+// of TMA pages, which is not persistent) is rejected, naming the grid
+// rather than TMA: the same schedule without persistent compiles.
+func.func @unified_persistent_not_possible(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
+  // expected-error @+1 {{asks for a persistent grid, which only sm_90a flash programs over dense f16/bf16 K and V by TMA and block-sparse programs of one layout row have}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {min_query_len = 17 : i64, schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true, persistent = true>}
+  return
+}

@@ -219,6 +219,21 @@ struct ConvertAttnToGPUPass
                << " accumulators (more warps, or smaller block_q or block_n)";
       launch = gpuTarget.launchFor(op, shape, computeType);
       requests = gpuTarget.tensorMaps(op, shape, computeType);
+      // Where the persistent grid is all that stands in the way, say so
+      // (the rule below would blame TMA).
+      if (shape.tma && requests.empty() && shape.persistent) {
+        TileShape gridded = shape;
+        gridded.persistent = false;
+        if (!gpuTarget.tensorMaps(op, gridded, computeType).empty())
+          return op->emitOpError("convert-attn-to-gpu: the schedule ")
+                 << s
+                 << " asks for a persistent grid, which only sm_90a flash "
+                    "programs over dense f16/bf16 K and V by TMA and "
+                    "block-sparse programs of one layout row have (not fp8 "
+                    "wgmma flash, gathering producers of prefix prefill and "
+                    "unified, or programs that pair blocks); the same "
+                    "schedule without persistent is valid";
+      }
       if (shape.tma && requests.empty())
         return op->emitOpError("convert-attn-to-gpu: the schedule ")
                << s
