@@ -47,6 +47,9 @@ struct KernelLaunch {
   /// NVVM: the shared memory holds a raw buffer for fp8 cache pages
   /// (decode-shaped sm_90a programs; rawStagedFp8Keys).
   bool rawFp8Keys = false;
+  /// NVVM: those programs' QK reads K raw, and V takes the K tile's place
+  /// (readsRawFp8KeysDirect).
+  bool rawKeysDirect = false;
   /// Grids of fewer than smallGridProgramsPerSM programs an SM launch with
   /// smallGridSharedBytes of shared memory (more than sharedBytes, so fewer
   /// blocks an SM), which spreads them over more SMs; 0: no such rule.

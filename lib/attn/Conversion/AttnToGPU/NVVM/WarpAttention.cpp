@@ -51,6 +51,10 @@ void WarpAttentionBuilder::setUp(const ProgramRows &rows,
   // folds its scales: stagesFp8CacheAsF16.)
   assert((foldsCacheScales || !ct.isF16() || !qType.isBF16()) &&
          "f16 tiles for bf16 queries without folded cache scales");
+  // (The launch left out the K tile only where this walk folds: reading K
+  // raw needs the scales folded, readsRawFp8KeysDirect.)
+  assert((foldsCacheScales || !rawKeysReserved) &&
+         "a launch without the K tile for a walk that does not fold");
   if (g.wgmma) {
     // The shared window address of the dynamic shared memory, rounded up
     // to the swizzle atoms' 1024 bytes (launches reserve kAlignSlack).
@@ -851,9 +855,9 @@ void WarpProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
   for (KvWalk &walk : aligned)
     if (shape.producerWarps && chip.wgmma && copiesValueRuns16(walk))
       walk.lo = e.mul(e.divU(walk.lo, e.idx(16)), e.idx(16));
-  WarpAttentionBuilder(e, shape, f, o, q, entry, shared, computeType, threads,
-                       chip, exactF32, maps,
-                       persistent ? &*persistent : nullptr, rawFp8Keys)
+  WarpAttentionBuilder(
+      e, shape, f, o, q, entry, shared, computeType, threads, chip, exactF32,
+      maps, persistent ? &*persistent : nullptr, rawFp8Keys, rawKeysDirect)
       .emit(rows, aligned);
 }
 
@@ -935,7 +939,7 @@ public:
            ArrayRef<TensorMapArg> maps) const override {
     auto target = std::make_unique<WarpProgramTarget>(
         entry, shared, ct, launch.threads, chip, exactF32, maps,
-        launch.rawFp8Keys);
+        launch.rawFp8Keys, launch.rawKeysDirect);
     if (launch.persistent)
       target->setPersistent(launch.threads / kLanes - kProducerWarps,
                             launch.claimsTileMajor);

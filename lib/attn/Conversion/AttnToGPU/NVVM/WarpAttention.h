@@ -41,6 +41,13 @@ KernelLaunch warpLaunchFor(Operation *op, const TileShape &shape, Type ct,
 /// and compute type, head dims a multiple of 16): the launch reserves it.
 bool rawStagedFp8Keys(Operation *op, const TileShape &shape, Type ct,
                       NvidiaChip chip);
+/// Whether those programs' QK reads K raw from the raw ring (attn.unified:
+/// its one paged walk folds the cache scales, WarpAttentionBuilder::
+/// foldCacheScales; heads that rawKeysFit), so that V is decoded into the K
+/// tile's place: the launch's footprint and the builder's layout both take
+/// it from here (KernelLaunch::rawKeysDirect).
+bool readsRawFp8KeysDirect(Operation *op, const TileShape &shape, Type ct,
+                           NvidiaChip chip);
 /// Whether those programs of an attn.unified op multiply in f16 although
 /// Q is bf16 (compute type `ct`): fp8 pages then decode to their f16 tiles
 /// by one conversion per pair, the cache scales apply to the dot products
@@ -87,10 +94,11 @@ class WarpProgramTarget : public GpuProgramTarget {
 public:
   WarpProgramTarget(Block *entry, Value shared, Type computeType,
                     int64_t threads, NvidiaChip chip, bool exactF32,
-                    ArrayRef<TensorMapArg> maps = {}, bool rawFp8Keys = false)
+                    ArrayRef<TensorMapArg> maps = {}, bool rawFp8Keys = false,
+                    bool rawKeysDirect = false)
       : GpuProgramTarget(entry, shared, computeType, threads), chip(chip),
         exactF32(exactF32), maps(maps.begin(), maps.end()),
-        rawFp8Keys(rawFp8Keys) {}
+        rawFp8Keys(rawFp8Keys), rawKeysDirect(rawKeysDirect) {}
 
   /// Persistent launches (KernelLaunch::persistent): the mbarriers and
   /// counters once, then the producer and consumer warpgroups each loop
@@ -128,7 +136,8 @@ private:
   NvidiaChip chip;
   bool exactF32; // f32 products on 3xTF32
   SmallVector<TensorMapArg> maps;
-  bool rawFp8Keys; // KernelLaunch::rawFp8Keys
+  bool rawFp8Keys;    // KernelLaunch::rawFp8Keys
+  bool rawKeysDirect; // KernelLaunch::rawKeysDirect
   /// Persistent kernels: the consumer warps (0: not persistent), and the
   /// state of the role being emitted.
   int64_t persistentConsumerWarps = 0;

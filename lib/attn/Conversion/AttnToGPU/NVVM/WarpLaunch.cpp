@@ -44,7 +44,8 @@ KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
   if (rawFp8Keys)
     bytes = saturatingAdd(bytes, rawRingBytes(g));
   // (Unified's raw-staged programs fold the cache scales, so QK reads K
-  // raw wherever the head allows: WarpRawFp8.cpp, foldCacheScales.) Their
+  // raw wherever the head allows: readsRawFp8KeysDirect, which the
+  // builder's layout takes from the launch.) Their
   // V takes the K tile's place: three blocks an SM instead of two for
   // heads of 128. On H200 (GQA 32/8 D=128 e4m3 decode rows,
   // bench/results/2026-11-30-h200-session24.md) that ran 1.06-1.21x
@@ -52,7 +53,8 @@ KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
   // three an SM leave SMs idle or a short last wave: such grids launch
   // with the two-an-SM footprint.
   int64_t keyTileBytes = 0;
-  if (rawFp8Keys && isa<UnifiedOp>(op) && rawKeysFit(g)) {
+  bool rawKeysDirect = readsRawFp8KeysDirect(op, shape, ct, chip);
+  if (rawKeysDirect) {
     keyTileBytes = g.bn * g.stride * ctBytes; // (raw programs: one stage)
     bytes -= keyTileBytes;
   }
@@ -69,8 +71,12 @@ KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
   // head group by head group (bench/results/2026-11-30-h200-session23.md).
   auto flash = dyn_cast<FlashOp>(op);
   bool tileMajor = persistent && flash && flash.getCausal();
-  KernelLaunch launch{saturatingMul(warps, kLanes), bytes, persistent,
-                      tileMajor, rawFp8Keys};
+  KernelLaunch launch{saturatingMul(warps, kLanes),
+                      bytes,
+                      persistent,
+                      tileMajor,
+                      rawFp8Keys,
+                      rawKeysDirect};
   if (keyTileBytes) {
     launch.smallGridProgramsPerSM = kCompactFromProgramsPerSM;
     launch.smallGridSharedBytes = bytes + keyTileBytes;

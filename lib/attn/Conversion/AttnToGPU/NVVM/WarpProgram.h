@@ -282,12 +282,14 @@ public:
                        int64_t threads, NvidiaChip chip, bool exactF32,
                        ArrayRef<TensorMapArg> maps = {},
                        const PersistentKernel *persistent = nullptr,
-                       bool rawFp8Reserved = false)
+                       bool rawFp8Reserved = false,
+                       bool rawKeysReserved = false)
       : AttentionProgram(e, shape, f, o, q, entry),
         g(geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8)),
         shared(shared), ct(ct), threads(threads), chip(chip),
         exactF32(exactF32 && ct.isF32()), maps(maps.begin(), maps.end()),
-        persistent(persistent), rawFp8Reserved(rawFp8Reserved) {
+        persistent(persistent), rawFp8Reserved(rawFp8Reserved),
+        rawKeysReserved(rawKeysReserved) {
     narrowOutputRows = shape.producerWarps > 0;
     // (warpTensorMaps maps dense fp8 operands only for fp8 wgmma programs;
     // unified's fp8 caches, 4-D, are raw pages for the raw ring.)
@@ -923,6 +925,9 @@ private:
   /// The launch reserved the raw buffer of decode-shaped fp8 programs
   /// (KernelLaunch::rawFp8Keys): stagesRawFp8 only checks the walk.
   bool rawFp8Reserved = false;
+  /// The launch left out the K tile: QK reads K raw (KernelLaunch::
+  /// rawKeysDirect), which foldCacheScales then sets as rawKeysDirect.
+  bool rawKeysReserved = false;
   /// P and the rescaling factors of the tile whose PV is still to come
   /// (walkSpecialized), as Probabilities' p and alpha; and, where the
   /// rescaling is lazy, whether it is needed at all (i1).

@@ -38,7 +38,7 @@ void WarpAttentionBuilder::foldCacheScales(ArrayRef<KvWalk> walks) {
   foldsCacheScales = true;
   dotScale = walk.keyScale;
   accumulatorScale = walk.locate(e, walk.lo).vScale;
-  rawKeysDirect = rawKeysFit(g);
+  rawKeysDirect = rawKeysReserved;
 }
 
 Value WarpAttentionBuilder::rawKeyDim(Value p) {
@@ -269,6 +269,13 @@ bool mlir::attn::rawStagedFp8Keys(Operation *op, const TileShape &shape,
          (g.bn * g.dPad / 16) % (g.warps * kLanes) == 0 &&
          isFp8(cast<MemRefType>(kCache.getType()).getElementType()) &&
          !isFp8(cast<MemRefType>(q.getType()).getElementType());
+}
+
+bool mlir::attn::readsRawFp8KeysDirect(Operation *op, const TileShape &shape,
+                                       Type ct, NvidiaChip chip) {
+  return isa<UnifiedOp>(op) && rawStagedFp8Keys(op, shape, ct, chip) &&
+         rawKeysFit(
+             geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8));
 }
 
 bool mlir::attn::stagesFp8CacheAsF16(Operation *op, const TileShape &shape,
