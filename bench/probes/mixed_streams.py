@@ -14,7 +14,6 @@ ATTN_MLIR_DRY_RUN=1 only records the specializations. MIXED_CASES=a,b runs
 only the cases whose names contain one of those strings.
 """
 import json
-import math
 import os
 import statistics
 import sys
@@ -23,8 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_gpu as G  # noqa: E402
-from bench_gpu import ops  # noqa: E402
-from mixed_split import MIXES, batch, D  # noqa: E402
+from mixed_split import MIXES, batch, call  # noqa: E402
 
 ROUNDS = 5
 
@@ -39,12 +37,6 @@ def part(args, qlens, lo, hi):
     cu_part = cu[lo:hi + 1] - cu[lo]
     return (q[start:end], kc, vc, bt[lo:hi], cu_part, su[lo:hi], o[start:end],
             kw)
-
-
-def call(args):
-    q, kc, vc, bt, cu, su, o, kw = args
-    return lambda: ops.unified(q, kc, vc, bt, cu, su, o,
-                               scale=1 / math.sqrt(D), **kw)
 
 
 def forms(whole, qlens):
