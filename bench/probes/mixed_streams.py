@@ -11,7 +11,9 @@ for bf16 and fp8 e4m3 caches.
     python bench/probes/mixed_streams.py
 
 ATTN_MLIR_DRY_RUN=1 only records the specializations. MIXED_CASES=a,b runs
-only the cases whose names contain one of those strings.
+only the cases whose names contain one of those strings. MIXED_CHUNKS=8,15
+adds forms whose decodes run in chunks of that many sequences, one after
+the other on the side stream (at most one chunk's programs hold SMs).
 """
 import json
 import os
@@ -25,6 +27,7 @@ import bench_gpu as G  # noqa: E402
 from mixed_split import MIXES, batch, call  # noqa: E402
 
 ROUNDS = 5
+CHUNKS = [int(c) for c in os.environ.get("MIXED_CHUNKS", "").split(",") if c]
 
 
 def part(args, qlens, lo, hi):
@@ -45,12 +48,20 @@ def forms(whole, qlens):
     lo, hi = min(pre), max(pre) + 1
     assert pre == list(range(lo, hi)), "prefills must be contiguous"
     prefill = call(part(whole, qlens, lo, hi))
-    decode_parts = [call(part(whole, qlens, a, b))
-                    for a, b in ((0, lo), (hi, len(qlens))) if b > a]
+    ranges = [(a, b) for a, b in ((0, lo), (hi, len(qlens))) if b > a]
+    decode_parts = [call(part(whole, qlens, a, b)) for a, b in ranges]
 
-    def decodes():
-        for fn in decode_parts:
+    def decodes(parts=decode_parts):
+        for fn in parts:
             fn()
+
+    # Decode sequences in chunks of c a call (MIXED_CHUNKS): one after
+    # the other on the side stream, so that at most one chunk's programs
+    # hold SMs and the prefills keep the others (a partition of the SMs,
+    # as a decode grid of limited blocks would make).
+    chunked = {c: [call(part(whole, qlens, x, min(x + c, b)))
+                   for a, b in ranges for x in range(a, b, c)]
+               for c in CHUNKS}
 
     out = {"one call": call(whole),
            "sequential": lambda: (prefill(), decodes())}
@@ -60,16 +71,16 @@ def forms(whole, qlens):
     low = torch.cuda.Stream()
     high = torch.cuda.Stream(priority=-1)
 
-    def concurrent(first, side):
+    def concurrent(first, side, parts=decode_parts):
         main = torch.cuda.current_stream()
         side.wait_stream(main)
         if first == "prefill":
             prefill()
             with torch.cuda.stream(side):
-                decodes()
+                decodes(parts)
         else:
             with torch.cuda.stream(side):
-                decodes()
+                decodes(parts)
             prefill()
         main.wait_stream(side)
 
@@ -77,6 +88,13 @@ def forms(whole, qlens):
     out["streams, decodes first"] = lambda: concurrent("decodes", low)
     out["streams, decodes high priority"] = lambda: concurrent(
         "prefill", high)
+    for c, parts in chunked.items():
+        out[f"streams, decodes in chunks of {c}, high priority, first"] = (
+            lambda parts=parts: concurrent("decodes", high, parts))
+        out[f"streams, decodes in chunks of {c}, high priority"] = (
+            lambda parts=parts: concurrent("prefill", high, parts))
+        out[f"decodes alone in chunks of {c}"] = (
+            lambda parts=parts: decodes(parts))
     out["prefills alone"] = prefill
     out["decodes alone"] = decodes
     return out
