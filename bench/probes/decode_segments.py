@@ -10,6 +10,8 @@ fill three an SM best.
     PROBE_CACHES=fp8,bf16 PROBE_SHAPES=64x4096,8x8192 \
         python bench/probes/decode_segments.py
 
+PROBE_COUNTS= (empty) times the plan alone; PROBE_WAVES=0 chooses the fp8
+programs' small-grid footprint by the manifest's programs_per_sm alone.
 ATTN_MLIR_DRY_RUN=1 only records the specializations.
 """
 import json
@@ -28,7 +30,13 @@ env = os.environ.get
 CACHES = env("PROBE_CACHES", "fp8,bf16").split(",")
 SHAPES = [tuple(int(x) for x in s.split("x")) for s in env(
     "PROBE_SHAPES", "64x4096,60x2048,32x4096,8x8192,1x32768").split(",")]
-COUNTS = [int(x) for x in env("PROBE_COUNTS", "2,4,8,16,32,64").split(",")]
+COUNTS = [int(x) for x in env("PROBE_COUNTS", "2,4,8,16,32,64").split(",")
+          if x]
+# PROBE_WAVES=0: small-grid footprints by the manifest's programs_per_sm
+# alone, as before the rule by waves (attn_mlir._gpu.SMALL_GRID_BY_WAVES).
+if env("PROBE_WAVES") == "0":
+    from attn_mlir import _gpu
+    _gpu.SMALL_GRID_BY_WAVES = False
 ROUNDS = int(env("PROBE_ROUNDS", 3))
 
 

@@ -694,6 +694,9 @@ def runtime():
         lib.attn_rt_fork.argtypes = [ci, vp, ci, ctypes.POINTER(vp),
                                      ctypes.c_char_p, ci]
         lib.attn_rt_join.argtypes = [ci, vp, vp, ctypes.c_char_p, ci]
+    if hasattr(lib, "attn_rt_occupancy"):
+        lib.attn_rt_occupancy.argtypes = [ci, vp, ci, ci, ctypes.POINTER(ci),
+                                          ctypes.c_char_p, ci]
     _runtime = lib
     return lib
 
@@ -711,15 +714,22 @@ class Kernel:
     """One kernel of a bundle, loaded on one device."""
 
     def __init__(self, record, function, module, image, blocks=None,
-                 multiprocessors=None):
+                 multiprocessors=None, occupancy=None):
         self.record, self.function = record, function
         # Persistent kernels: at most one block per SM walks the programs.
         self._blocks = blocks
         # Kernels with a small-grid footprint (manifest "small_grid"): grids
-        # of fewer than this many programs launch with it.
+        # of fewer than this many programs launch with it, unless the
+        # blocks an SM of both footprints are known (`occupancy`: the
+        # manifest's, the small grid's), which decide by waves
+        # (shared_bytes).
         small = record.get("small_grid")
         self._small_below = (small["programs_per_sm"] * multiprocessors
                              if small and multiprocessors else 0)
+        self._wave_slots = None
+        if small and multiprocessors and occupancy and min(occupancy) > 0:
+            self._wave_slots = (multiprocessors * occupancy[0],
+                                multiprocessors * occupancy[1])
         self._module, self._image = module, image   # keep alive
         # The parameter buffer and its slot pointers, reused by every launch
         # (the driver copies the parameters when the launch is enqueued).
@@ -756,12 +766,38 @@ class Kernel:
             return [min(dims[0] * dims[1] * dims[2], self._blocks), 1, 1]
         return dims
 
-    def shared_bytes(self, grid):
+    def busy_programs(self, grid, shapes):
+        """The programs of a launch of `grid` that have work, at least:
+        the grid's first extent is a sum of counts (query tiles of the
+        tokens, and sequences: an upper bound of the tiles), of which the
+        larger, with the extent's constant, is a lower bound; a decode
+        batch's (one token a sequence) is exact."""
+        extent = self.record["grid"][0]
+        terms = [shapes[operand][dim] // div
+                 for operand, dim, div in extent["terms"]]
+        first = min(grid[0], max(max(terms, default=0) + extent["add"], 1))
+        return first * grid[1] * grid[2]
+
+    def shared_bytes(self, grid, shapes=None):
         """The dynamic shared memory a launch of `grid` asks for: the
-        manifest's, or for a grid of fewer programs than its small-grid
-        rule names, the larger small-grid footprint (fewer blocks an SM,
-        spread over more SMs; docs/runtime.md)."""
-        if grid[0] * grid[1] * grid[2] < self._small_below:
+        manifest's, or the larger small-grid footprint (fewer blocks an
+        SM, spread over more SMs; docs/runtime.md) where that takes no more
+        waves of blocks than the manifest's: a decode program's time hardly
+        shrinks with fewer beside it, so each wave costs about one program's
+        time (H200: 320 fp8 decode programs in 91 us at two an SM, two
+        waves; 264 in 54 us, one: bench/results/2026-11-30-h200-
+        session26.md). Without the SMs' occupancy, grids of fewer programs
+        than the manifest's programs_per_sm x SMs take it."""
+        programs = grid[0] * grid[1] * grid[2]
+        if self._wave_slots and shapes is not None:
+            # (Programs without work return at once: the ones with work
+            # make the waves.)
+            programs = self.busy_programs(grid, shapes)
+            compact, spread = self._wave_slots
+            if -(-programs // spread) <= -(-programs // compact):
+                return self.record["small_grid"]["shared_bytes"]
+            return self.record["shared_bytes"]
+        if programs < self._small_below:
             return self.record["small_grid"]["shared_bytes"]
         return self.record["shared_bytes"]
 
@@ -803,10 +839,39 @@ def load_bundle(bundle, device_index, backend=0):
                                                ctypes.byref(count), err,
                                                len(err)), err)
             sms = count.value
+        occupancy = None
+        if small and SMALL_GRID_BY_WAVES:
+            occupancy = [_occupancy(lib, backend, fn, record["threads"],
+                                    footprint, err)
+                         for footprint in (record["shared_bytes"],
+                                           small["shared_bytes"])]
+            occupancy = None if None in occupancy else occupancy
         kernels.append(Kernel(record, fn, mod, image,
-                              sms if record.get("persistent") else None, sms))
+                              sms if record.get("persistent") else None, sms,
+                              occupancy))
     _kernels[cache_key] = kernels
     return kernels
+
+
+# Small-grid footprints chosen by waves where the driver reports each
+# footprint's blocks an SM (Kernel.shared_bytes); False: by the manifest's
+# programs_per_sm alone (the rule before; bench/probes/decode_segments.py
+# compares them).
+SMALL_GRID_BY_WAVES = True
+
+
+def _occupancy(lib, backend, function, threads, shared_bytes, err):
+    """Blocks an SM of `function` at that footprint, or None where the
+    runtime or driver cannot say."""
+    if not hasattr(lib, "attn_rt_occupancy"):
+        return None
+    blocks = ctypes.c_int(0)
+    rc = lib.attn_rt_occupancy(backend, function, threads, shared_bytes,
+                               ctypes.byref(blocks), err, len(err))
+    if rc == 10:
+        return None
+    _check(rc, err)
+    return blocks.value
 
 
 # CUtensorMap: 128 bytes; CUtensorMapDataType of the element types.
@@ -891,7 +956,7 @@ class PreparedLaunch:
         self._patches = (ctypes.c_int * max(len(flat), 1))(*flat)
         self.grid = kernel.grid(shapes)
         self._dims = (*self.grid, kernel.record["threads"],
-                      kernel.shared_bytes(self.grid))
+                      kernel.shared_bytes(self.grid, shapes))
 
 
 def fork(stream, high=False, backend=0):
@@ -1037,5 +1102,5 @@ def launch(kernel, args, stream, backend=0):
     gx, gy, gz = kernel.grid(shapes)
     _check(runtime().attn_rt_launch(
         backend, kernel.function, gx, gy, gz, kernel.record["threads"],
-        kernel.shared_bytes((gx, gy, gz)), ctypes.c_void_p(stream),
+        kernel.shared_bytes((gx, gy, gz), shapes), ctypes.c_void_p(stream),
         kernel._slots, kernel._err, len(kernel._err)), kernel._err)

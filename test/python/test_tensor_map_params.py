@@ -157,3 +157,47 @@ def test_small_grids_launch_with_the_spread_footprint(monkeypatch):
     assert plain.shared_bytes((64, 8, 1)) == 66816
     unknown_sms = _gpu.Kernel(record, None, None, None)
     assert unknown_sms.shared_bytes((64, 8, 1)) == 66816
+
+
+def test_small_grid_footprint_by_waves():
+    """Where the driver reports both footprints' blocks an SM (three at
+    66,816 bytes, two at 84,224 on 132 SMs), the small-grid footprint is
+    taken exactly where it needs no more waves of the programs that have
+    work: 320 programs are one wave at three an SM but two at two, 264 one
+    wave either way, 576 two at three but three at two. The grid of a
+    decode batch (query tiles of the tokens plus the sequences: B + B / 4
+    tiles) counts its B busy programs. Without occupancy or shapes, the
+    manifest's programs_per_sm decides (the test above)."""
+    record = {"name": "decode", "op": "attn.unified", "threads": 128,
+              "shared_bytes": 66816,
+              "small_grid": {"programs_per_sm": 4, "shared_bytes": 84224},
+              "grid": [{"terms": [[0, 0, 4], [1, 0, 1]], "add": -1},
+                       {"terms": [], "add": 8}],
+              "params": [{"arg": 0, "kind": "memref", "rank": 3,
+                          "dtype": "bf16"},
+                         {"arg": 1, "kind": "memref", "rank": 1,
+                          "dtype": "i32"}]}
+    kernel = _gpu.Kernel(record, None, None, None, None, multiprocessors=132,
+                         occupancy=(3, 2))
+
+    def footprint(sequences):
+        shapes = [(sequences, 32, 128), (sequences + 1,)]
+        grid = kernel.grid(shapes)
+        assert grid[0] == sequences + sequences // 4
+        return kernel.shared_bytes(grid, shapes)
+    # (Programs: 8 a sequence, one a KV head.)
+    got = {b: footprint(b) for b in (1, 33, 34, 40, 49, 50, 64, 66, 67, 72,
+                                     256)}
+    assert got == {1: 84224, 33: 84224, 34: 66816, 40: 66816, 49: 66816,
+                   50: 84224, 64: 84224, 66: 84224, 67: 66816, 72: 66816,
+                   256: 66816}
+    # Without shapes (or occupancy): programs_per_sm x SMs.
+    assert kernel.shared_bytes((50, 8, 1)) == 84224
+    unknown = _gpu.Kernel(record, None, None, None, None, multiprocessors=132,
+                          occupancy=(3, 0))
+    shapes = [(40, 32, 128), (41,)]
+    assert unknown.shared_bytes(unknown.grid(shapes), shapes) == 84224
+    prepared = _gpu.PreparedLaunch(kernel, [
+        View("q", 0x1000, (40, 32, 128), (4096, 128, 1), "bf16", None),
+        View("cu", 0x2000, (41,), (1,), "i32", None)], [0, 1])
+    assert prepared._dims[-1] == 66816

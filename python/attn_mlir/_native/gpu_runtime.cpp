@@ -59,6 +59,8 @@ struct Driver {
   Result (*eventCreate)(Handle *, unsigned) = nullptr;
   Result (*eventRecord)(Handle, Handle) = nullptr;
   Result (*streamWaitEvent)(Handle, Handle, unsigned) = nullptr;
+  /// Resident blocks an SM of a kernel at a footprint (optional).
+  Result (*occupancy)(int *, Handle, int, size_t) = nullptr;
 };
 
 Driver cudaDriver, hipDriver;
@@ -136,6 +138,8 @@ Driver *open(int backend, char *err, int len) {
   optional(d.eventCreate, "cuEventCreate", "hipEventCreateWithFlags");
   optional(d.eventRecord, "cuEventRecord", "hipEventRecord");
   optional(d.streamWaitEvent, "cuStreamWaitEvent", "hipStreamWaitEvent");
+  optional(d.occupancy, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+           "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor");
   if (!ok) {
     setError(err, len,
              std::string("the driver library lacks ") +
@@ -459,6 +463,26 @@ int attn_rt_multiprocessors(int backend, int device, int *count, char *err,
   if (r != 0) {
     setError(err, len, describe(*d, r, "the SM count query"));
     return 9;
+  }
+  return 0;
+}
+
+/// The blocks of `threads` threads and `sharedBytes` of dynamic shared
+/// memory that one SM holds at once for `function` (into *blocks): what a
+/// launch's footprint gives its grid (attn_mlir._gpu.Kernel). Returns 0;
+/// 10 where the driver has no occupancy query; else an error.
+int attn_rt_occupancy(int backend, void *function, int threads, int sharedBytes,
+                      int *blocks, char *err, int len) {
+  Driver *d = open(backend, err, len);
+  if (!d)
+    return 1;
+  if (!d->occupancy)
+    return 10;
+  Result r =
+      d->occupancy(blocks, function, threads, static_cast<size_t>(sharedBytes));
+  if (r != 0) {
+    setError(err, len, describe(*d, r, "the occupancy query"));
+    return 15;
   }
   return 0;
 }
