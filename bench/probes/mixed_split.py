@@ -96,42 +96,52 @@ MIXES = {
 }
 
 
-def main():
+def selected():
+    """(label, qlens, seqlens, cache) of each batch and cache type that
+    MIXED_CASES selects (all without it)."""
     wanted = [w for w in os.environ.get("MIXED_CASES", "").split(",") if w]
+    for cache in ("bf16", "fp8"):
+        for name, (qlens, seqlens) in MIXES.items():
+            label = f"{name}, {cache}"
+            if not wanted or any(w in label for w in wanted):
+                yield label, qlens, seqlens, cache
+
+
+def print_graphs(fns):
+    """Each of `fns` ({name: fn}) in a CUDA graph, as vLLM replays a
+    batch: three timings, in us."""
+    for name, fn in fns.items():
+        r = [round(G.timed_graph(fn) * 1e3, 1) for _ in range(3)]
+        print(json.dumps(dict(case=name, graph_us=r,
+                              median=statistics.median(r))), flush=True)
+
+
+def main():
     form = {None: "default", "0": "one op", "1": "split"}.get(SPLIT, SPLIT)
     if os.environ.get("MIXED_SIDE") == "0":
         form += ", one stream"
     elif os.environ.get("MIXED_SIDE_HIGH") is not None:
         form += ", high: " + os.environ["MIXED_SIDE_HIGH"]
     fns, outs = {}, []
-    for cache in ("bf16", "fp8"):
-        for name, (qlens, seqlens) in MIXES.items():
-            label = f"{name}, {cache}"
-            if wanted and not any(w in label for w in wanted):
-                continue
-            whole = batch(qlens, seqlens, cache)
-            fns[f"{label}: {form}"] = call(whole)
-            outs.append((label, whole[6]))
-            pre = [i for i, n in enumerate(qlens) if n > 1]
-            dec = [i for i, n in enumerate(qlens) if n == 1]
-            for part, idx in (("prefills alone", pre), ("decodes alone", dec)):
-                sub = batch([qlens[i] for i in idx], [seqlens[i] for i in idx],
-                            cache)
-                fns[f"{label}: {part}"] = call(sub)
-            if not G.DRY:
-                fns[f"{label}: seed"] = seed_call(whole, qlens, seqlens)
+    for label, qlens, seqlens, cache in selected():
+        whole = batch(qlens, seqlens, cache)
+        fns[f"{label}: {form}"] = call(whole)
+        outs.append((label, whole[6]))
+        pre = [i for i, n in enumerate(qlens) if n > 1]
+        dec = [i for i, n in enumerate(qlens) if n == 1]
+        for part, idx in (("prefills alone", pre), ("decodes alone", dec)):
+            sub = batch([qlens[i] for i in idx], [seqlens[i] for i in idx],
+                        cache)
+            fns[f"{label}: {part}"] = call(sub)
+        if not G.DRY:
+            fns[f"{label}: seed"] = seed_call(whole, qlens, seqlens)
     runs = G.rounds(fns, ROUNDS)
     for name, r in runs.items():
         print(json.dumps(dict(case=name, us=r, median=statistics.median(r))),
               flush=True)
     if not G.DRY:
-        # The batch in a CUDA graph (as vLLM replays it), three times.
-        for name, fn in fns.items():
-            if name.endswith(form):
-                r = [round(G.timed_graph(fn) * 1e3, 1) for _ in range(3)]
-                print(json.dumps(dict(case=name, graph_us=r,
-                                      median=statistics.median(r))),
-                      flush=True)
+        print_graphs({name: fn for name, fn in fns.items()
+                      if name.endswith(form)})
         for label, o in outs:
             print(json.dumps(dict(case=f"{label}: {form}",
                                   finite=bool(G.torch.isfinite(o).all()))),

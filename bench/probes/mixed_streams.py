@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_gpu as G  # noqa: E402
-from mixed_split import MIXES, batch, call  # noqa: E402
+from mixed_split import batch, call, print_graphs, selected  # noqa: E402
 
 ROUNDS = 5
 CHUNKS = [int(c) for c in os.environ.get("MIXED_CHUNKS", "").split(",") if c]
@@ -100,24 +100,14 @@ def forms(whole, qlens):
     return out
 
 
-wanted = [w for w in os.environ.get("MIXED_CASES", "").split(",") if w]
-fns, graphs = {}, {}
-for cache in ("bf16", "fp8"):
-    for name, (qlens, seqlens) in MIXES.items():
-        label = f"{name}, {cache}"
-        if wanted and not any(w in label for w in wanted):
-            continue
-        whole = batch(qlens, seqlens, cache)
-        for form, fn in forms(whole, qlens).items():
-            fns[f"{label}: {form}"] = fn
+fns = {}
+for label, qlens, seqlens, cache in selected():
+    whole = batch(qlens, seqlens, cache)
+    for form, fn in forms(whole, qlens).items():
+        fns[f"{label}: {form}"] = fn
 runs = G.rounds(fns, ROUNDS)
 for name, r in runs.items():
     print(json.dumps(dict(case=name, eager_us=r, median=statistics.median(r))),
           flush=True)
 if not G.DRY:
-    for name, fn in fns.items():
-        if "alone" in name:
-            continue
-        r = [round(G.timed_graph(fn) * 1e3, 1) for _ in range(3)]
-        print(json.dumps(dict(case=name, graph_us=r,
-                              median=statistics.median(r))), flush=True)
+    print_graphs({name: fn for name, fn in fns.items() if "alone" not in name})

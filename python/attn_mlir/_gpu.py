@@ -788,16 +788,15 @@ class Kernel:
         waves; 264 in 54 us, one: bench/results/2026-11-30-h200-
         session26.md). Without the SMs' occupancy, grids of fewer programs
         than the manifest's programs_per_sm x SMs take it."""
-        programs = grid[0] * grid[1] * grid[2]
         if self._wave_slots and shapes is not None:
             # (Programs without work return at once: the ones with work
             # make the waves.)
             programs = self.busy_programs(grid, shapes)
             compact, spread = self._wave_slots
-            if -(-programs // spread) <= -(-programs // compact):
-                return self.record["small_grid"]["shared_bytes"]
-            return self.record["shared_bytes"]
-        if programs < self._small_below:
+            small = -(-programs // spread) <= -(-programs // compact)
+        else:
+            small = grid[0] * grid[1] * grid[2] < self._small_below
+        if small:
             return self.record["small_grid"]["shared_bytes"]
         return self.record["shared_bytes"]
 
@@ -968,19 +967,24 @@ def fork(stream, high=False, backend=0):
     lib = runtime()
     if not hasattr(lib, "attn_rt_fork"):
         return None
-    side, err = ctypes.c_void_p(), ctypes.create_string_buffer(512)
-    rc = lib.attn_rt_fork(backend, stream, int(high), ctypes.byref(side), err,
-                          len(err))
+    side = ctypes.c_void_p()
+    rc = lib.attn_rt_fork(backend, stream, int(high), ctypes.byref(side),
+                          _STREAM_ERR, len(_STREAM_ERR))
     if rc == 10:
         return None
-    _check(rc, err)
+    _check(rc, _STREAM_ERR)
     return side.value
 
 
 def join(stream, side, backend=0):
     """`stream` waits for the work queued on `side` (fork's) so far."""
-    err = ctypes.create_string_buffer(512)
-    _check(runtime().attn_rt_join(backend, stream, side, err, len(err)), err)
+    _check(runtime().attn_rt_join(backend, stream, side, _STREAM_ERR,
+                                  len(_STREAM_ERR)), _STREAM_ERR)
+
+
+# fork's and join's message buffer (read only when they fail), reused as
+# each kernel's own is: no allocation per call.
+_STREAM_ERR = ctypes.create_string_buffer(512)
 
 
 def launch_prepared(launches, ptrs, stream, backend=0):

@@ -454,10 +454,10 @@ def _in_lanes(count, side, stream, backend, launch):
     """launch(i, stream) for kernels 0 .. count - 1 on `stream` in order;
     where side = (j, high), kernel j instead on the thread's side stream
     (forked off `stream` first, joined after): it runs beside the others.
-    The others are issued first. A mixed batch's decode kernel on a side
-    stream at the greatest priority takes SMs as the prefill kernel's
-    programs leave them (H200: bench/results/2026-11-30-h200-session26.md).
-    Without a side stream from the runtime, all on `stream`."""
+    The others are issued first: a mixed batch's decode kernel then takes
+    SMs as the prefill kernel's programs leave them (H200:
+    bench/results/2026-11-30-h200-session26.md). Without a side stream from
+    the runtime, all on `stream`."""
     from . import _gpu
     lane = _gpu.fork(stream, side[1], backend) if side else None
     if lane is None:
@@ -752,8 +752,8 @@ DECODE_ROWS = 16
 # device's least priority, or its greatest for the cache kinds
 # MIXED_SIDE_HIGH names. H200, GQA 32/8 D=128, four mixed batches, CUDA
 # graphs (bench/results/2026-11-30-h200-session26.md), against the split on
-# one stream: over e4m3 caches 1.04-1.07x (4 prefills of 1k and 60 decodes:
-# 219.9 -> 206.5 us), the greatest priority 1.5-2% behind the least; over
+# one stream: over e4m3 caches 1.04-1.06x (4 prefills of 1k and 60 decodes:
+# 219.9 -> 206.5 us), the greatest priority 0.3-1.3% behind the least; over
 # bf16 caches, against the one op these batches ran as before, 0.99-1.17x
 # (that batch 224.0 -> 226.5; 8 prefills of 512 after 1536 cached beside 56
 # decodes 445 -> 380). On one stream the split lost to the one op over bf16

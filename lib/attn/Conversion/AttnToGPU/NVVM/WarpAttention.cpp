@@ -53,7 +53,7 @@ void WarpAttentionBuilder::setUp(const ProgramRows &rows,
          "f16 tiles for bf16 queries without folded cache scales");
   // (The launch left out the K tile only where this walk folds: reading K
   // raw needs the scales folded, readsRawFp8KeysDirect.)
-  assert((foldsCacheScales || !rawKeysReserved) &&
+  assert((foldsCacheScales || !rawKeysDirect) &&
          "a launch without the K tile for a walk that does not fold");
   if (g.wgmma) {
     // The shared window address of the dynamic shared memory, rounded up

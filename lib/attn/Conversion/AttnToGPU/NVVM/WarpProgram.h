@@ -282,14 +282,13 @@ public:
                        int64_t threads, NvidiaChip chip, bool exactF32,
                        ArrayRef<TensorMapArg> maps = {},
                        const PersistentKernel *persistent = nullptr,
-                       bool rawFp8Reserved = false,
-                       bool rawKeysReserved = false)
+                       bool rawFp8Reserved = false, bool rawKeysDirect = false)
       : AttentionProgram(e, shape, f, o, q, entry),
         g(geometryOf(shape, chip.wgmma, ct.getIntOrFloatBitWidth() / 8)),
         shared(shared), ct(ct), threads(threads), chip(chip),
         exactF32(exactF32 && ct.isF32()), maps(maps.begin(), maps.end()),
-        persistent(persistent), rawFp8Reserved(rawFp8Reserved),
-        rawKeysReserved(rawKeysReserved) {
+        persistent(persistent), rawFp8Reserved(rawFp8Reserved) {
+    this->rawKeysDirect = rawKeysDirect;
     narrowOutputRows = shape.producerWarps > 0;
     // (warpTensorMaps maps dense fp8 operands only for fp8 wgmma programs;
     // unified's fp8 caches, 4-D, are raw pages for the raw ring.)
@@ -817,7 +816,9 @@ private:
   Value queryPrescale;
   /// With folded scales and heads of whole 32-dim steps, QK reads K as the
   /// raw bytes (rawKeyOperands) instead of decoded tiles: Q is staged with
-  /// its dims in the order those operands hold them (rawKeyDim).
+  /// its dims in the order those operands hold them (rawKeyDim). The
+  /// launch decides it (KernelLaunch::rawKeysDirect, readsRawFp8KeysDirect)
+  /// and leaves out the K tile.
   bool rawKeysDirect = false;
   /// The raw K rows as f16 pairs of bytes (walkRawFp8 sets it).
   Value rawKeyPairs;
@@ -925,9 +926,6 @@ private:
   /// The launch reserved the raw buffer of decode-shaped fp8 programs
   /// (KernelLaunch::rawFp8Keys): stagesRawFp8 only checks the walk.
   bool rawFp8Reserved = false;
-  /// The launch left out the K tile: QK reads K raw (KernelLaunch::
-  /// rawKeysDirect), which foldCacheScales then sets as rawKeysDirect.
-  bool rawKeysReserved = false;
   /// P and the rescaling factors of the tile whose PV is still to come
   /// (walkSpecialized), as Probabilities' p and alpha; and, where the
   /// rescaling is lazy, whether it is needed at all (i1).

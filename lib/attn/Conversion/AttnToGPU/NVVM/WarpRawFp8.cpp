@@ -38,7 +38,6 @@ void WarpAttentionBuilder::foldCacheScales(ArrayRef<KvWalk> walks) {
   foldsCacheScales = true;
   dotScale = walk.keyScale;
   accumulatorScale = walk.locate(e, walk.lo).vScale;
-  rawKeysDirect = rawKeysReserved;
 }
 
 Value WarpAttentionBuilder::rawKeyDim(Value p) {
