@@ -386,8 +386,11 @@ def decode():
         descale, scales = cache_descales(cache)
         scale = 1 / math.sqrt(D)
         # The library's split-KV planner (attn_mlir.vllm.plan_segments).
-        segments = vllm.plan_segments(1, ctx, bs, num_seqs=B,
-                                      num_kv_heads=Hk, num_sms=132) or 0
+        segments = vllm.plan_segments(
+            1, ctx, bs, num_seqs=B, num_kv_heads=Hk, num_sms=132,
+            key_bytes=2 * D * (1 if fp8 else 2),
+            programs_per_sm=vllm._decode_footprints(None if DRY else dev,
+                                                    fp8)) or 0
         ws = None
         if segments:
             ws = (randn(B, Hq, segments, D, dtype="f32"),

@@ -2,10 +2,10 @@
 (attn_mlir.vllm.unified_attention, the fused split + merge kernel), in CUDA
 graphs: GB/s at the cache's width for each forced count (num_segments)
 beside the drop-in's own plan (plan_segments). GQA 32/8, D=128, pages of
-16. fp8 cache programs run three an SM once a grid has 4 programs an SM
-(the small_grid record), two below; plan_segments counts two an SM and
-splits no batch of more programs than SMs. This probe asks which counts
-fill three an SM best.
+16. fp8 cache programs have a compact footprint of three an SM (the
+small_grid record), which the runtime takes where it needs fewer waves;
+plan_segments' cost model counts both footprints (session 27). The "plan"
+label is plan_segments with two an SM; the drop-in's own call runs.
 
     PROBE_CACHES=fp8,bf16 PROBE_SHAPES=64x4096,8x8192 \
         python bench/probes/decode_segments.py

@@ -20,6 +20,7 @@ precondition, checked only under ATTN_MLIR_VALIDATE (host floats always are;
 see `attn_mlir.ops` for the checks every op makes).
 """
 
+import functools
 import math
 
 import numpy as np
@@ -425,57 +426,122 @@ def _context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
 
 
 def plan_segments(max_seqlen_q, max_seqlen_k, block_size, num_seqs=None,
-                  num_kv_heads=None, num_sms=None):
+                  num_kv_heads=None, num_sms=None, key_bytes=None,
+                  programs_per_sm=None):
     """Split-KV segment count for a decode-only batch (None: no split).
 
-    A decode program walks one (sequence, KV head)'s keys. With P = num_seqs
-    * num_kv_heads programs (num_sms: default an H100's 132), the count is
-    the power of two nearest below SEGMENT_PROGRAMS_PER_SM * num_sms / P (at
-    least 2), with segments of at least SEGMENT_MIN_KEYS keys and at most
-    MAX_SEGMENTS of them; a batch of more than SPLIT_MAX_PROGRAMS_PER_SM *
-    num_sms programs is not split. bench/sweep_decode_segments.py measured
-    every count on an H100 (GQA 32/8, D=128, pages of 16, B=1..256, 2k-32k
-    keys): the best count always kept about 2 programs per SM, one wave at
-    the kernel's two blocks per SM; since sm_90a programs double-buffer
-    their K/V tiles (2026-11-27) a batch of more programs than SMs (B=32,
-    64 at 8 KV heads) runs fastest unsplit. Without the batch: the seed's
-    rule, up to 16 segments of at least 256 keys. The count depends on host
-    integers only, so a CUDA graph replays it."""
+    A decode program walks one (sequence, KV head)'s keys: P = num_seqs *
+    num_kv_heads programs unsplit, P * S with S segments (merged in the
+    launch). The count minimizes a cost model of the launch on num_sms SMs
+    (default an H100's 132) fitted to the H200's split decode kernels
+    (bench/results/2026-11-30-h200-session27.md):
+
+    * a program costs a fixed SEGMENT_FIXED_KB (its start and end, in KB
+      that its SM would stream meanwhile) plus its bytes (keys x key_bytes,
+      K and V of one KV head: default 512, heads of 128 in 16 bits) times
+      the programs sharing its SM (a lone program streams at about
+      1 / SEGMENT_LONE_PROGRAM of an SM's share); a split adds
+      SEGMENT_MERGE_KB per 16 segments (the fused merge's rounds);
+    * the launch runs one wave of programs: programs_per_sm lists the
+      kernel's footprints' blocks an SM (default (2,); fp8 cache programs
+      on sm_90 also have a compact one of three), and the runtime takes the
+      smallest that holds the grid in as few waves (_gpu.Kernel.shared_bytes);
+      a split grid leaves SEGMENT_SPARE_SLOTS of those slots free (a grid of
+      exactly two an SM ran 4% slower than one of 8 fewer programs);
+    * the least S within SEGMENT_TIE of the best cost wins (fewer partials).
+
+    Segments hold at least SEGMENT_MIN_KEYS keys, at most MAX_SEGMENTS of
+    them. The model reads the context through max_seqlen_k_bucket (its
+    fewest keys), so a CUDA graph replays the plan of its bucket. Without
+    the batch: the seed's rule, up to 16 segments of at least 256 keys. The
+    count depends on host integers only."""
     if max_seqlen_q > 1 or max_seqlen_k < 2 * SEGMENT_MIN_KEYS:
         return None
     if num_seqs is None or num_kv_heads is None:
         return int(min(16, max(2, max_seqlen_k // 256)))
-    sms = num_sms or 132
-    programs = max(1, num_seqs * num_kv_heads)
-    if programs > SPLIT_MAX_PROGRAMS_PER_SM * sms:
-        return None
-    cap = max(2, min(MAX_SEGMENTS, max_seqlen_k // SEGMENT_MIN_KEYS))
-    want = SEGMENT_PROGRAMS_PER_SM * sms / programs
-    segments = 2
-    while segments * 2 <= min(want, cap):
-        segments *= 2
-    return segments
+    return _planned_segments(
+        _bucket(int(max_seqlen_k)),
+        int(block_size), max(1, int(num_seqs) * int(num_kv_heads)),
+        int(num_sms or 132), int(key_bytes or 512),
+        tuple(sorted(programs_per_sm or (2,))))
+
+
+@functools.lru_cache(maxsize=4096)
+def _planned_segments(bucket, block_size, programs, sms, key_bytes,
+                      footprints):
+    """plan_segments' cost model over every count (cached: a decode loop
+    asks the same few questions every step)."""
+    pages = -(-_bucket_keys(bucket) // block_size)
+    row_kb = key_bytes / 1024
+
+    def cost(s):
+        grid = programs * s
+        # The runtime's footprint: the fewest waves, then the fewest blocks
+        # an SM.
+        waves = {o: -(-grid // (o * sms)) for o in footprints}
+        per_sm = min(o for o in footprints if waves[o] == min(waves.values()))
+        kb = -(-pages // s) * block_size * row_kb
+        if waves[per_sm] > 1:
+            return None if s > 1 else waves[per_sm] * (
+                SEGMENT_FIXED_KB + kb * per_sm)
+        if s > 1 and grid > per_sm * sms - SEGMENT_SPARE_SLOTS:
+            return None
+        sharing = -(-grid // sms)
+        merge = SEGMENT_MERGE_KB * -(-s // 16) if s > 1 else 0
+        return SEGMENT_FIXED_KB + merge + kb * (
+            SEGMENT_LONE_PROGRAM if sharing == 1 else sharing)
+
+    cap = max(2, min(bucket, MAX_SEGMENTS))
+    costs = {s: cost(s) for s in range(1, cap + 1)}
+    costs = {s: c for s, c in costs.items() if c is not None}
+    best = min(costs.values())
+    segments = min(s for s, c in costs.items()
+                   if c <= best * (1 + SEGMENT_TIE))
+    return segments if segments > 1 else None
 
 
 def max_seqlen_k_bucket(max_seqlen_k):
     """All that unified_attention reads of max_seqlen_k: plan_segments'
-    segment cap and no-split cutoff (it always passes the batch). Replay
-    signatures keep this instead of the value, so a decode loop whose
-    max_seqlen_k grows by one a step keeps replaying (a new signature once
-    per SEGMENT_MIN_KEYS keys, none past MAX_SEGMENTS of them). Other types
-    keep their value (and the full path's checks)."""
+    segment cap, no-split cutoff and the context its cost model counts (it
+    always passes the batch). Replay signatures keep this instead of the
+    value, so a decode loop whose max_seqlen_k grows by one a step keeps
+    replaying: a new signature once per SEGMENT_MIN_KEYS keys up to
+    MAX_SEGMENTS of them, then once per doubling. Other types keep their
+    value (and the full path's checks)."""
     if type(max_seqlen_k) is not int:
         return max_seqlen_k
-    return min(max_seqlen_k // SEGMENT_MIN_KEYS, MAX_SEGMENTS)
+    return _bucket(max_seqlen_k)
 
 
-# plan_segments' constants, from bench/sweep_decode_segments.py on an H100
-# (bench/results/2026-11-27-h100-decode-segment-sweep.log: within 2.9% of
-# the best count on all 25 shapes, 0.1% on average).
+def _bucket(max_seqlen_k):
+    steps = max_seqlen_k // SEGMENT_MIN_KEYS
+    if steps < MAX_SEGMENTS:
+        return steps
+    return MAX_SEGMENTS + (steps // MAX_SEGMENTS).bit_length() - 1
+
+
+def _bucket_keys(bucket):
+    """The fewest keys of a bucket (what the cost model counts)."""
+    if bucket <= MAX_SEGMENTS:
+        return bucket * SEGMENT_MIN_KEYS
+    return MAX_SEGMENTS * SEGMENT_MIN_KEYS << (bucket - MAX_SEGMENTS)
+
+
+# plan_segments' constants. Its cost model's were fitted to the H200's split
+# decode kernels (bench/results/2026-11-30-h200-session27.md: bf16 and e4m3
+# caches, GQA 32/8, D=128, B=1..64, every count measured there: the model
+# picks within 1% of the best measured count on all 21 shapes).
 SEGMENT_MIN_KEYS = 128
-SEGMENT_PROGRAMS_PER_SM = 2
-SPLIT_MAX_PROGRAMS_PER_SM = 1
 MAX_SEGMENTS = 64
+SEGMENT_FIXED_KB = 600
+SEGMENT_MERGE_KB = 50
+SEGMENT_LONE_PROGRAM = 1.7
+SEGMENT_SPARE_SLOTS = 8
+SEGMENT_TIE = 0.005
+# Blocks an SM of the split decode kernels' footprints: fp8 cache programs
+# of heads of 128 on sm_90 have a compact one of three
+# (bench/results/2026-11-30-h200-session24.md).
+COMPACT_DECODE_PROGRAMS_PER_SM = 3
 
 
 _SM_COUNTS = {}
@@ -495,6 +561,30 @@ def _sm_count(dev):
             return None
         _SM_COUNTS[dev] = count
     return count
+
+
+_FOOTPRINTS = {}
+
+
+def _decode_footprints(dev, compact):
+    """Blocks an SM of the split decode kernel's footprints, as
+    plan_segments counts them: a compact one of
+    COMPACT_DECODE_PROGRAMS_PER_SM besides two for fp8 cache programs of
+    heads of 128 on sm_90 (CUDA), where it was measured; two elsewhere."""
+    if not compact or dev is None:
+        return (2,)
+    found = _FOOTPRINTS.get(dev)
+    if found is None:
+        import torch
+        found = (2,)
+        try:
+            if torch.version.hip is None and \
+                    torch.cuda.get_device_capability(dev)[0] == 9:
+                found = (2, COMPACT_DECODE_PROGRAMS_PER_SM)
+        except (RuntimeError, AssertionError):
+            pass
+        _FOOTPRINTS[dev] = found
+    return found
 
 
 def _unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
@@ -659,10 +749,12 @@ def _unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
                                        softmax_segm_expsum, tokens, hq,
                                        segments, d, dev)
     else:
-        segments = plan_segments(max_seqlen_q, max_seqlen_k, block_size,
-                                 num_seqs=len(seqused_k),
-                                 num_kv_heads=kc.shape[2],
-                                 num_sms=_sm_count(dev))
+        segments = plan_segments(
+            max_seqlen_q, max_seqlen_k, block_size,
+            num_seqs=len(seqused_k), num_kv_heads=kc.shape[2],
+            num_sms=_sm_count(dev),
+            key_bytes=2 * d * NUMPY_DTYPES[kc.dtype].itemsize,
+            programs_per_sm=_decode_footprints(dev, cache_fp8 and d == 128))
     if not segments:
         ops._unified(qv, kc, vc, table, cu, seqused, ov, sinks=sink_vals,
                      out_scale=output_scale, **common)

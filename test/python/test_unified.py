@@ -740,22 +740,42 @@ def test_runtime_segment_count_errors():
 def test_planned_split_for_long_decode():
     assert vllm.plan_segments(1, 4096, 16) == 16
     assert vllm.plan_segments(8, 4096, 16) is None
-    # With the batch: no split once (sequences x KV heads) programs fill
-    # the GPU; otherwise a power of two of segments aiming at a few
-    # programs per SM, none shorter than SEGMENT_MIN_KEYS keys.
+    # With the batch: the count of least modeled time, one wave of programs
+    # (bench/results/2026-11-30-h200-session27.md has the measurements
+    # behind each case), none shorter than SEGMENT_MIN_KEYS keys.
     plan = vllm.plan_segments
     assert plan(1, 2048, 16, num_seqs=256, num_kv_heads=8, num_sms=132) \
         is None
-    # More programs than SMs run unsplit (B=32 at 8 KV heads: 256 > 132),
-    # fewer are split (B=16: 128).
+    # Two programs an SM: a grid already over the SMs runs unsplit (B=32 at
+    # 8 KV heads: 256), B=16 (128) in two.
     assert plan(1, 2048, 16, num_seqs=32, num_kv_heads=8, num_sms=132) \
         is None
     assert plan(1, 2048, 16, num_seqs=16, num_kv_heads=8, num_sms=132) == 2
     few = plan(1, 32768, 16, num_seqs=1, num_kv_heads=8, num_sms=132)
     more = plan(1, 32768, 16, num_seqs=8, num_kv_heads=8, num_sms=132)
-    assert few > more >= 2
-    for s in (few, more):
-        assert s & (s - 1) == 0 and 32768 // s >= vllm.SEGMENT_MIN_KEYS
+    assert (few, more) == (32, 4)
+    # Counts off the powers of two where they fill the SMs better: B=6 and
+    # B=3 at 8k keys (measured 1.03x and 1.04x over 4 and 8).
+    assert plan(1, 8192, 16, num_seqs=6, num_kv_heads=8, num_sms=132) == 5
+    assert plan(1, 8192, 16, num_seqs=3, num_kv_heads=8, num_sms=132) == 10
+    # fp8 caches' compact footprint (three an SM on sm_90): grids of up to
+    # 3 x SMs (less SEGMENT_SPARE_SLOTS) in one wave. B=20 at 4k keys
+    # splits in two (1.25x measured), B=12 in four (1.15x), B=32 not.
+    fp8 = dict(num_kv_heads=8, num_sms=132, key_bytes=256,
+               programs_per_sm=(2, 3))
+    assert plan(1, 4096, 16, num_seqs=20, **fp8) == 2
+    assert plan(1, 4096, 16, num_seqs=12, **fp8) == 4
+    assert plan(1, 4096, 16, num_seqs=32, **fp8) is None
+    assert plan(1, 32768, 16, num_seqs=1, **fp8) == 32
+    for b in range(1, 80):
+        for footprints in ((2,), (2, 3)):
+            s = plan(1, 8192, 16, num_seqs=b, num_kv_heads=8, num_sms=132,
+                     programs_per_sm=footprints)
+            if s is not None:
+                assert 2 <= s <= vllm.MAX_SEGMENTS
+                assert 8192 // s >= vllm.SEGMENT_MIN_KEYS
+                # One wave at the footprint the runtime takes.
+                assert b * 8 * s <= max(footprints) * 132
     assert plan(1, 1024, 16, num_seqs=1, num_kv_heads=1, num_sms=132) \
         <= 1024 // vllm.SEGMENT_MIN_KEYS
     assert plan(1, 200, 16, num_seqs=1, num_kv_heads=1) is None
