@@ -32,10 +32,14 @@ def bf16(rng, *shape):
 
 
 def to_cuda(x):
-    """A numpy array (bf16 as ml_dtypes) as a CUDA tensor of the same dtype."""
+    """A numpy array (bf16 and fp8 as ml_dtypes) as a CUDA tensor of the
+    same dtype."""
     x = np.ascontiguousarray(x)
     if x.dtype == DTYPES["bf16"]:
         return torch.from_numpy(x.view(np.int16)).cuda().view(torch.bfloat16)
+    if x.dtype == DTYPES["f8E4M3FN"]:
+        return torch.from_numpy(x.view(np.uint8)).cuda().view(
+            torch.float8_e4m3fn)
     return torch.from_numpy(x).cuda()
 
 
@@ -157,6 +161,33 @@ def test_unified_split_kv_cuda_graph():
     graph.replay()
     torch.cuda.synchronize()
     agree(args[3], out, "unified_attention split-KV graph replay")
+
+
+@pytest.mark.parametrize("cache,batch", [("bf16", 5), ("bf16", 9),
+                                         ("f8E4M3FN", 9), ("f8E4M3FN", 20)])
+def test_unified_planned_split_counts_cuda(cache, batch):
+    """Decode batches whose planned segment count is off the powers of two
+    (GQA 32/8, D=128: 6 and 3 on 132 SMs over bf16, 5 over fp8) or, over
+    fp8 on sm_90, splits more programs than SMs (20 sequences: 160, in
+    two); the host run plans for two programs an SM and may count
+    otherwise. Contexts end inside pages."""
+    rng = np.random.default_rng(20 + batch)
+    hq, hk, d, bs = 32, 8, 128, 16
+    k_lens = rng.integers(700, 1025, batch).astype(np.int32)
+    k_lens[0] = 1024
+    cu = np.arange(batch + 1, dtype=np.int32)
+    table, nb = block_table(rng, list(k_lens), bs)
+    kc = rng.standard_normal((nb, bs, hk, d)).astype(DTYPES[cache])
+    vc = rng.standard_normal((nb, bs, hk, d)).astype(DTYPES[cache])
+    descale = (np.full(1, 0.5, np.float32) if cache == "f8E4M3FN" else None)
+    args = (bf16(rng, batch, hq, d), kc, vc,
+            np.zeros((batch, hq, d), DTYPES["bf16"]), cu, 1, k_lens, 1024,
+            0.088, True, (-1, -1), table, 0.0, None, descale, descale)
+    vllm.unified_attention(*args)
+    if not HAVE_CUDA:
+        pytest.skip("needs torch with CUDA")
+    dev, _ = run_cuda(vllm.unified_attention, *args)
+    agree(args[3], dev[3], f"unified_attention planned split, {cache}")
 
 
 def test_flash_cuda():
