@@ -11,6 +11,8 @@ global timer into a module array `attn_probe` at
             done, its partials stored and fenced)
   answered  after that atomic
   exit      before ret
+  merging   after the flag that names the last program (every program)
+  storing   the merge's first output store (the last program only)
 The copy loads as PTX (the driver compiles it); its manifest's hashes are
 recomputed. Then the drop-in's decode (GQA 32/8, D=128, pages of 16) runs
 PROBE_SHAPES (BxCTX) eagerly, the array is read back through the driver
@@ -44,7 +46,8 @@ from bench_gpu import vllm  # noqa: E402
 from attn_mlir import _gpu  # noqa: E402
 
 D, HQ, HK, BS = 128, 32, 8, 16
-SLOTS = ("entry", "issued", "landed", "counted", "answered", "exit")
+SLOTS = ("entry", "issued", "landed", "counted", "answered", "exit",
+         "merging", "storing")
 MAX_PROGRAMS = 8192
 env = os.environ.get
 VARIANT = env("PROBE_VARIANT", "")
@@ -132,8 +135,17 @@ def patch(ptx, empty=False, evict_first=False, policy=None):
             out.append(stamp(3))
             out.append(line)
             out.append(stamp(4))
+            seen.add("answered")
             continue
+        if body and "answered" in seen and "storing" not in seen and \
+                "merging" in seen and s.startswith("st.global"):
+            seen.add("storing")
+            out.append(stamp(7, first=True))
         out.append(line)
+        if body and "answered" in seen and "merging" not in seen and \
+                s.startswith("ld.shared.b32"):
+            seen.add("merging")
+            out.append(stamp(6))
         if body and s.startswith("cp.async.commit_group") and \
                 "issued" not in seen:
             seen.add("issued")
