@@ -68,7 +68,7 @@ def stamp(slot, first=False):
     return out
 
 
-def patch(ptx, empty=False, evict_first=False, policy=None):
+def patch(ptx, empty=False, evict_first=False, policy=None, only_first=False):
     lines = ptx.splitlines(keepends=True)
     out, in_entry, body, seen = [], False, False, set()
     for line in lines:
@@ -107,7 +107,9 @@ def patch(ptx, empty=False, evict_first=False, policy=None):
                 (stamp(5) + "\tret;\n" if empty else ""))
         if body and s == "ret;":
             out.append(stamp(5))
-        if body and evict_first and s.startswith("cp.async.cg.shared.global ["):
+        if body and evict_first and s.startswith("cp.async.cg.shared.global [") \
+                and not (only_first and "hinted" in seen):
+            seen.add("hinted")
             # The K/V copies stream: their lines go first from L2. (A
             # zero-filling or predicated copy with a cache hint is an
             # illegal instruction on sm_90a (CUDA 13.0's ptxas): every copy
@@ -168,7 +170,10 @@ def instrument(src, dst, variant=""):
                 evict_first=variant.startswith("evict_first"),
                 # (CUTLASS's CacheHintSm90::EVICT_FIRST encoding.)
                 policy="0x12F0000000000000" if variant.endswith("const")
-                else None)
+                else None, only_first=variant.endswith("one"))
+    if variant.endswith("v87"):
+        ptx = re.sub(r"^\.version \d+\.\d+", ".version 8.7", ptx, count=1,
+                     flags=re.M)
     if variant == "empty0":
         for k in man["kernels"]:
             k["shared_bytes"] = 0
