@@ -56,7 +56,10 @@ FLUSH = env("PROBE_FLUSH", "zero")
 
 def stamp(slot, first=False):
     """The global timer (ns, comparable across SMs) at slot, the SM's clock
-    (cycles, finer) at slot + 8; `first`: the earliest of several visits."""
+    (cycles, finer) at slot + 8; `first`: the earliest of several visits.
+    (None in the "_nostamp" variants: the patch's other changes alone.)"""
+    if VARIANT.endswith("nostamp"):
+        return ""
     out = ""
     for reg, at in (("%globaltimer", slot), ("%clock64", slot + 8)):
         out += f"\tmov.u64 %prb2, {reg};\n"
