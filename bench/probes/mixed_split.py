@@ -93,6 +93,10 @@ MIXES = {
                                     [2048] * 2 + [4096] * 62),
     "8x512 after 1536 + 56 decodes of 2048": ([512] * 8 + [1] * 56,
                                               [2048] * 8 + [2048] * 56),
+    # Few long decodes beside chunked prefills: the decode op's programs
+    # (one a sequence and KV head, unsplit) are few and long.
+    "2x512 + 6 decodes of 32768": ([512] * 2 + [1] * 6,
+                                   [512] * 2 + [32768] * 6),
 }
 
 
