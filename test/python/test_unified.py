@@ -767,6 +767,13 @@ def test_planned_split_for_long_decode():
     assert plan(1, 4096, 16, num_seqs=12, **fp8) == 4
     assert plan(1, 4096, 16, num_seqs=32, **fp8) is None
     assert plan(1, 32768, 16, num_seqs=1, **fp8) == 32
+    # The context reaches the model through max_seqlen_k_bucket: steps of
+    # SEGMENT_MIN_KEYS up to MAX_SEGMENTS of them, then doublings.
+    bucket = vllm.max_seqlen_k_bucket
+    assert [bucket(k) for k in (127, 128, 8191, 8192, 16383, 16384, 40000,
+                                1 << 20)] == [0, 1, 63, 64, 64, 65, 66, 71]
+    assert plan(1, 40000, 16, num_seqs=1, num_kv_heads=8, num_sms=132) == \
+        plan(1, 32768, 16, num_seqs=1, num_kv_heads=8, num_sms=132)
     for b in range(1, 80):
         for footprints in ((2,), (2, 3)):
             s = plan(1, 8192, 16, num_seqs=b, num_kv_heads=8, num_sms=132,
