@@ -793,12 +793,25 @@ class Kernel:
             # make the waves.)
             programs = self.busy_programs(grid, shapes)
             compact, spread = self._wave_slots
-            small = -(-programs // spread) <= -(-programs // compact)
+            small = wave_footprint(programs, (compact, spread)) == spread
         else:
             small = grid[0] * grid[1] * grid[2] < self._small_below
         if small:
             return self.record["small_grid"]["shared_bytes"]
         return self.record["shared_bytes"]
+
+
+def wave_footprint(programs, slots):
+    """Of footprints holding `slots` blocks each at once on the device, the
+    one a launch of `programs` takes: the fewest waves, then the fewest
+    slots (fewer blocks an SM, spread over more SMs). Kernel.shared_bytes
+    decides so, and vllm.plan_segments counts with it."""
+    best, waves = None, 0
+    for n in slots:   # (a loop, not min(key=): a launch's host path)
+        w = -(-programs // n)
+        if best is None or w < waves or (w == waves and n < best):
+            best, waves = n, w
+    return best
 
 
 _kernels = {}

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from . import _preconditions, _replay, ops
+from . import _gpu, _preconditions, _replay, ops
 from ._abi import (FLOATS, FP8, NUMPY_DTYPES, checking_metadata, device_of,
                    host_values, is_torch, validating, view)
 from .ops import check_head_dim, check_int, check_real, check_scale
@@ -445,7 +445,7 @@ def plan_segments(max_seqlen_q, max_seqlen_k, block_size, num_seqs=None,
     * the launch runs one wave of programs: programs_per_sm lists the
       kernel's footprints' blocks an SM (default (2,); fp8 cache programs
       on sm_90 also have a compact one of three), and the runtime takes the
-      smallest that holds the grid in as few waves (_gpu.Kernel.shared_bytes);
+      smallest that holds the grid in as few waves (_gpu.wave_footprint);
       a split grid leaves SEGMENT_SPARE_SLOTS of those slots free (a grid of
       exactly two an SM ran 4% slower than one of 8 fewer programs);
     * the least S within SEGMENT_TIE of the best cost wins (fewer partials).
@@ -476,14 +476,13 @@ def _planned_segments(bucket, block_size, programs, sms, key_bytes,
 
     def cost(s):
         grid = programs * s
-        # The runtime's footprint: the fewest waves, then the fewest blocks
-        # an SM.
-        waves = {o: -(-grid // (o * sms)) for o in footprints}
-        per_sm = min(o for o in footprints if waves[o] == min(waves.values()))
+        # The footprint the runtime takes (its blocks an SM, per_sm).
+        per_sm = _gpu.wave_footprint(grid, [o * sms for o in footprints]) \
+            // sms
+        waves = -(-grid // (per_sm * sms))
         kb = -(-pages // s) * block_size * row_kb
-        if waves[per_sm] > 1:
-            return None if s > 1 else waves[per_sm] * (
-                SEGMENT_FIXED_KB + kb * per_sm)
+        if waves > 1:
+            return None if s > 1 else waves * (SEGMENT_FIXED_KB + kb * per_sm)
         if s > 1 and grid > per_sm * sms - SEGMENT_SPARE_SLOTS:
             return None
         sharing = -(-grid // sms)
