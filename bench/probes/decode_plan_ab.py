@@ -10,18 +10,18 @@ alternation, PROBE_ROUNDS rounds. GQA 32/8, D=128, pages of 16.
 ATTN_MLIR_DRY_RUN=1 only records the specializations.
 """
 import json
-import math
 import os
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_gpu as G  # noqa: E402
 from bench_gpu import vllm  # noqa: E402
 from attn_mlir import _replay  # noqa: E402
+from decode_segments import BS, D, HK, case  # noqa: E402
 
-D, HQ, HK, BS = 128, 32, 8, 16
 env = os.environ.get
 CACHES = env("PROBE_CACHES", "fp8,bf16").split(",")
 SHAPES = [tuple(int(x) for x in s.split("x")) for s in env(
@@ -41,48 +41,41 @@ def power_of_two_rule(B, ctx, sms):
     return s
 
 
+def unsplit(call):
+    """call(None) with the planner stood in by "no split" (and no replay
+    plan of the planned variant's signature kept: both variants have one)."""
+    def run():
+        planner = vllm.plan_segments
+        vllm.plan_segments = lambda *a, **k: None
+        _replay._PLANS.clear()
+        try:
+            call(None)()
+        finally:
+            _replay._PLANS.clear()
+            vllm.plan_segments = planner
+    return run
+
+
 sms = 132 if G.DRY else G.torch.cuda.get_device_properties(0) \
     .multi_processor_count
 for cache in CACHES:
     for B, ctx in SHAPES:
-        q, o, kc, vc, bt, cu, su = G.paged_decode(B, ctx, cache=cache)
-        _, scales = G.cache_descales(cache)
-        width = 1 if cache == "fp8" else 2
-        nbytes = B * ctx * HK * D * width * 2 + 2 * B * HQ * D * 2 + \
-            B * (ctx // BS) * 4
-        dev = None if G.DRY else q.device
+        nbytes, call, o = case(B, ctx, cache)
+        dev = None if G.DRY else o.device
         new = vllm.plan_segments(
-            1, ctx, BS, B, HK, sms, key_bytes=2 * D * width,
+            1, ctx, BS, B, HK, sms,
+            key_bytes=2 * D * (1 if cache == "fp8" else 2),
             programs_per_sm=vllm._decode_footprints(dev, cache == "fp8"))
         old = power_of_two_rule(B, ctx, sms)
-
-        def call(segments):
-            # None: the drop-in's plan; 0: unsplit (the planner stood in,
-            # and no replay plan of the other variant's signature kept).
-            def run():
-                planner = vllm.plan_segments
-                if segments == 0:
-                    vllm.plan_segments = lambda *a, **k: None
-                    _replay._PLANS.clear()
-                try:
-                    vllm.unified_attention(
-                        q, kc, vc, o, cu, 1, su, ctx, 1 / math.sqrt(D), True,
-                        (-1, -1), bt, 0.0, None, scales.get("k_descale"),
-                        scales.get("v_descale"),
-                        num_segments=segments or None)
-                finally:
-                    if segments == 0:
-                        _replay._PLANS.clear()
-                    vllm.plan_segments = planner
-            return run
-        plans = {"cost model": None, "powers of two": old or 0}
+        plans = {"cost model": call(None),
+                 "powers of two": call(old) if old else unsplit(call)}
         results = {k: [] for k in plans}
         for _ in range(1 if G.DRY else ROUNDS):
-            for k, s in plans.items():
+            for k, fn in plans.items():
                 if G.DRY:
-                    call(s)()
+                    fn()
                     continue
-                t = G.timed_graph(call(s))
+                t = G.timed_graph(fn)
                 results[k].append(round(nbytes / t / 1e6, 1))
         row = dict(cache=cache, B=B, ctx=ctx, new=new, old=old)
         if not G.DRY:

@@ -55,36 +55,41 @@ def case(B, ctx, cache):
     return nbytes, call, o
 
 
-for cache in CACHES:
-    for B, ctx in SHAPES:
-        nbytes, call, o = case(B, ctx, cache)
-        counts = [None] + [s for s in COUNTS if ctx // s >= 128]
-        planned = vllm.plan_segments(1, ctx, BS, B, HK, None if G.DRY else
-                                     G.torch.cuda.get_device_properties(0)
-                                     .multi_processor_count)
-        results = {s: [] for s in counts}
-        ref = None
-        for _ in range(1 if G.DRY else ROUNDS):
-            for s in counts:
-                t = G.timed_graph(call(s))
-                results[s].append(round(nbytes / t / 1e6, 1) if t == t
-                                  else None)
-                if not G.DRY and ref is None:
-                    ref = o.float().clone()
-                elif not G.DRY:
-                    err = G.relerr(o, ref)
-                    assert err < 2e-2, (cache, B, ctx, s, err)
-            if G.DRY:
+def main():
+    for cache in CACHES:
+        for B, ctx in SHAPES:
+            nbytes, call, o = case(B, ctx, cache)
+            counts = [None] + [s for s in COUNTS if ctx // s >= 128]
+            planned = vllm.plan_segments(1, ctx, BS, B, HK, None if G.DRY else
+                                         G.torch.cuda.get_device_properties(0)
+                                         .multi_processor_count)
+            results = {s: [] for s in counts}
+            ref = None
+            for _ in range(1 if G.DRY else ROUNDS):
                 for s in counts:
-                    call(s)()
-        for s, r in results.items():
-            print(json.dumps(dict(
-                cache=cache, B=B, ctx=ctx,
-                segments="plan (%s)" % planned if s is None else s,
-                programs=B * HK * (s or planned or 1), gbps=r,
-                median=statistics.median(r) if None not in r else None)),
-                flush=True)
-        if not G.DRY:
-            print(json.dumps(dict(cache=cache, B=B, ctx=ctx,
-                                  copy=round(G.copy_ceiling(nbytes), 1))),
-                  flush=True)
+                    t = G.timed_graph(call(s))
+                    results[s].append(round(nbytes / t / 1e6, 1) if t == t
+                                      else None)
+                    if not G.DRY and ref is None:
+                        ref = o.float().clone()
+                    elif not G.DRY:
+                        err = G.relerr(o, ref)
+                        assert err < 2e-2, (cache, B, ctx, s, err)
+                if G.DRY:
+                    for s in counts:
+                        call(s)()
+            for s, r in results.items():
+                print(json.dumps(dict(
+                    cache=cache, B=B, ctx=ctx,
+                    segments="plan (%s)" % planned if s is None else s,
+                    programs=B * HK * (s or planned or 1), gbps=r,
+                    median=statistics.median(r) if None not in r else None)),
+                    flush=True)
+            if not G.DRY:
+                print(json.dumps(dict(cache=cache, B=B, ctx=ctx,
+                                      copy=round(G.copy_ceiling(nbytes), 1))),
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
