@@ -12,6 +12,9 @@ alternate.)
     MIXED_SPLIT=1 python bench/probes/mixed_split.py
 
 MIXED_SIDE=0 runs the split's ops one after the other on one stream.
+MIXED_DROPIN=1 calls the drop-in (vllm.unified_attention), whose planner
+splits the decode op's keys where it pays (vllm._mixed_decode_split);
+MIXED_DECODE_SPLIT=0 turns that off (vllm.MIXED_DECODE_SPLIT).
 ATTN_MLIR_DRY_RUN=1 only records the specializations. MIXED_CASES=a,b runs
 only the cases whose names contain one of those strings.
 """
@@ -48,7 +51,7 @@ def batch(qlens, seqlens, cache):
     q, o = G.randn(sum(qlens), HQ, D), G.randn(sum(qlens), HQ, D)
     cu = G.ints(np.concatenate([[0], np.cumsum(qlens)]))
     su = G.ints(seqlens)
-    return q, kc, vc, bt, cu, su, o, kw
+    return q, kc, vc, bt, cu, su, o, kw, qlens, seqlens
 
 
 SPLIT = os.environ.get("MIXED_SPLIT")
@@ -66,14 +69,25 @@ if os.environ.get("MIXED_SIDE") == "0":
     _gpu.fork = lambda *args, **kwargs: None
 
 
+DROPIN = os.environ.get("MIXED_DROPIN") == "1"
+if os.environ.get("MIXED_DECODE_SPLIT") == "0":
+    G.vllm.MIXED_DECODE_SPLIT = False
+
+
 def call(args):
-    q, kc, vc, bt, cu, su, o, kw = args
+    q, kc, vc, bt, cu, su, o, kw = args[:8]
+    if DROPIN:
+        qlens, seqlens = args[8], args[9]
+        d = kw.get("k_descale")
+        return lambda: G.vllm.unified_attention(
+            q, kc, vc, o, cu, max(qlens), su, max(seqlens), 1 / math.sqrt(D),
+            True, (-1, -1), bt, 0.0, None, d, d)
     return lambda: ops.unified(q, kc, vc, bt, cu, su, o,
                                scale=1 / math.sqrt(D), **kw)
 
 
 def seed_call(args, qlens, seqlens):
-    q, kc, vc, bt, cu, su, o, kw = args
+    q, kc, vc, bt, cu, su, o, kw = args[:8]
     one = G.torch.ones(1, dtype=G.torch.float32, device=G.dev)
     d = kw.get("k_descale", one)
     o2 = G.torch.empty_like(o)
@@ -97,6 +111,10 @@ MIXES = {
     # (one a sequence and KV head, unsplit) are few and long.
     "2x512 + 6 decodes of 32768": ([512] * 2 + [1] * 6,
                                    [512] * 2 + [32768] * 6),
+    # Chunked prefills alone over long contexts: with the drop-in, whose
+    # planner would split decodes of such keys, they run as two ops (an
+    # empty decode op beside the prefill op): what that costs.
+    "2x512 after 32256": ([512] * 2, [32768] * 2),
 }
 
 
@@ -122,6 +140,9 @@ def print_graphs(fns):
 
 def main():
     form = {None: "default", "0": "one op", "1": "split"}.get(SPLIT, SPLIT)
+    if DROPIN:
+        form += ", drop-in" + (", decodes unsplit"
+                               if not G.vllm.MIXED_DECODE_SPLIT else "")
     if os.environ.get("MIXED_SIDE") == "0":
         form += ", one stream"
     elif os.environ.get("MIXED_SIDE_HIGH") is not None:
@@ -134,6 +155,8 @@ def main():
         pre = [i for i, n in enumerate(qlens) if n > 1]
         dec = [i for i, n in enumerate(qlens) if n == 1]
         for part, idx in (("prefills alone", pre), ("decodes alone", dec)):
+            if not idx or len(idx) == len(qlens):
+                continue
             sub = batch([qlens[i] for i in idx], [seqlens[i] for i in idx],
                         cache)
             fns[f"{label}: {part}"] = call(sub)

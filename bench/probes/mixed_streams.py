@@ -34,7 +34,7 @@ def part(args, qlens, lo, hi):
     """ops.unified's operands for sequences lo..hi of a batch: views of the
     batch's tensors (rows of q, out and the block table) and the part's own
     cu_seqlens_q and seqused_k."""
-    q, kc, vc, bt, cu, su, o, kw = args
+    q, kc, vc, bt, cu, su, o, kw = args[:8]
     start = sum(qlens[:lo])
     end = sum(qlens[:hi])
     cu_part = cu[lo:hi + 1] - cu[lo]

@@ -116,6 +116,10 @@ class _Call:
         # Attribute lists of several ops over the same operands (a mixed
         # batch's halves), each added to `attrs`; None: one op.
         self.variants = None
+        # Output clauses of each variant where they differ (a mixed batch's
+        # split decode op writes partials, then merges into out), appended
+        # to `clauses` (outputs come last in every op's syntax); or None.
+        self.variant_clauses = None
         # Variants that write disjoint rows may run at once: (the variant
         # whose kernel runs on a side stream, whether at high priority), or
         # None (every kernel on the caller's stream, in order).
@@ -133,10 +137,11 @@ class _Call:
         self.mem(kw, v, (0,))
         return value
 
-    def mem(self, kw, v, static=(), output=False):
+    def mem(self, kw, v, static=(), output=False, clause=True):
         """Adds a memref operand and returns its View. Outputs are checked
         (writable, no element twice) here and against the other operands'
-        memory in run()."""
+        memory in run(). clause=False: a parameter of the function only
+        (a variant's clauses name it)."""
         if v is None:
             return None
         if is_torch(v):
@@ -187,8 +192,14 @@ class _Call:
                              f"first operand is on {self.device or 'the host'}")
         (self.outputs if output else self.inputs).append((v, span))
         self.params.append((f"%{kw}", t, "mem", v))
-        self.clauses.append(f"{kw}(%{kw} : {t})")
+        if clause:
+            self.clauses.append(f"{kw}(%{kw} : {t})")
         return v
+
+    def typed(self, kw):
+        """`%kw : type` of a parameter added by mem()."""
+        return next(f"{ssa} : {t}" for ssa, t, _, _ in self.params
+                    if ssa == f"%{kw}")
 
     def ints(self, kw, x, static=()):
         """An index operand (offsets, lengths, block tables, sparse
@@ -299,6 +310,8 @@ class _Call:
         operands = {ssa[1:] for ssa, _, _, _ in self.params}
         if self.op == "unified" and "segment_max" in operands:
             operands.add("split")  # split-KV: split<S>, or split (run time)
+        if "sequence_partials" in attrs:
+            operands.add("seqsplit")
         for word, tag in (("causal", "causal"), ("split", "split"),
                           ("merged_out", "merged"),
                           ("sliding_window", "window"), ("dropout", "dropout"),
@@ -307,6 +320,7 @@ class _Call:
                           ("long_queries", "long"),
                           ("prefill_rows", "prefill"),
                           ("decode_rows", "decode"),
+                          ("seqsplit", "seqsplit"),
                           ("min_query_len", "mixed")):
             if word in attrs or word in operands:
                 m = re.search(r"num_segments = (\d+)", attrs)
@@ -323,10 +337,12 @@ class _Call:
     def text(self):
         sig = ", ".join(f"{ssa}: {t}" for ssa, t, _, _ in self.params)
         ops = []
-        for extra in self.variants or [[]]:
+        for i, extra in enumerate(self.variants or [[]]):
             attrs = self.attrs + extra
             attrs = (" {" + ", ".join(attrs) + "}") if attrs else ""
-            ops.append(f"  attn.{self.op} {' '.join(self.clauses)}{attrs}\n")
+            clauses = self.clauses + (self.variant_clauses[i]
+                                      if self.variant_clauses else [])
+            ops.append(f"  attn.{self.op} {' '.join(clauses)}{attrs}\n")
         # The name depends on the signature and attributes alone: memoized,
         # as every call builds its text (computing it is ~4 us).
         key = (self.op, sig, "".join(ops))
@@ -547,7 +563,15 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
              mm_prefix_range=None, mm_prefix_clamp_window=False,
              rswa_prefix_lens=None, rswa_window=None, causal=True,
              chunk_lookback=None, k_scale_cache=None, v_scale_cache=None,
-             lse=None, schedule=None, merged_out=None, merge_counters=None):
+             lse=None, schedule=None, merged_out=None, merge_counters=None,
+             decode_split=None):
+    """decode_split(rows): where the call runs as a mixed batch's two ops
+    (below), its decode op splits the keys into segments: a function giving
+    that op's workspace for `rows` partial rows (sequences x the decode op's
+    max_query_len): partial [rows, q_heads, S, head_dim], segment_max and
+    segment_sum [rows, q_heads, S] f32, merge counters [rows, q_heads] int32
+    (zeros); S is the partial's dim 2; or None: no split. Other calls
+    ignore it."""
     if num_segments is not None:
         num_segments = check_int(num_segments, "num_segments", "num_segments")
     c = _Call("unified")
@@ -599,6 +623,7 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
         segment_sum is not None
     static_out = (1, 2, 3) if num_segments else (1, 3) if split else (1, 2)
     ov = c.mem("out", out, static_out, output=True)
+    out_clause = len(c.clauses) - 1
     c.mem("segment_max", segment_max, (1, 2) if num_segments else (1,),
           output=True)
     c.mem("segment_sum", segment_sum, (1, 2) if num_segments else (1,),
@@ -697,23 +722,33 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     # suits it whole) over caches MIXED_SPLIT_CACHES names runs as two
     # ops: sequences of at most a decode program's tokens on decode
     # programs, the others as prefill rows (AttnOps.td, min_query_len).
+    # With decode_split (the drop-in's planner), so do batches of longer
+    # averages whose decode op it splits (few sequences over long keys:
+    # one prefill-rows program a long decode would stream its keys alone).
     if (prefill_rows_but_length and sequences > 1 and
-            LONG_QUERY_TOKENS * sequences < qv.shape[0] <
-            PREFILL_ROW_TOKENS * sequences and
+            LONG_QUERY_TOKENS * sequences < qv.shape[0] and
             (("fp8" if kc.dtype in FP8 else "16-bit") in MIXED_SPLIT_CACHES)
             and (kc.dtype not in FP8 or decode_rows)):
         pack = qv.shape[1] // kv_heads
         rows = DECODE_ROWS if kc.dtype in FP8 else 64
         short = max(MIXED_DECODE_TOKENS, rows // pack)
-        c.attrs = [a for a in c.attrs if a != "attn.long_queries"]
-        c.variants = [
-            ["attn.decode_rows"] * (kc.dtype in FP8) +
-            [f"max_query_len = {short} : i64"],
-            ["attn.prefill_rows", f"min_query_len = {short + 1} : i64"]]
-        # The two ops write disjoint rows: the decode op runs on a side
-        # stream beside the prefill op (MIXED_SIDE_HIGH).
-        c.side = (0, ("fp8" if kc.dtype in FP8 else "16-bit")
-                  in MIXED_SIDE_HIGH)
+        buffers = decode_split(sequences * short) if decode_split and \
+            ov is not None else None
+        if buffers is not None or \
+                qv.shape[0] < PREFILL_ROW_TOKENS * sequences:
+            c.attrs = [a for a in c.attrs if a not in (
+                "attn.long_queries", "attn.prefill_rows")]
+            c.variants = [
+                ["attn.decode_rows"] * (kc.dtype in FP8) +
+                [f"max_query_len = {short} : i64"],
+                ["attn.prefill_rows", f"min_query_len = {short + 1} : i64"]]
+            # The two ops write disjoint rows: the decode op runs on a side
+            # stream beside the prefill op (MIXED_SIDE_HIGH).
+            c.side = (0, ("fp8" if kc.dtype in FP8 else "16-bit")
+                      in MIXED_SIDE_HIGH)
+        if buffers is not None:
+            _decode_split_operands(c, buffers, qv, sequences * short,
+                                   out_clause)
     c.check_aliasing()
     operands = {ssa[1:]: value for ssa, _, kind, value in c.params
                 if kind == "mem"}
@@ -725,6 +760,9 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
          if operands.get(kw) is not None and
          (kw not in ("q_descale", "k_descale", "v_descale") or
           operands[kw].ndim == 2)],
+        # (A mixed batch's split decode op has rows by sequence, checked
+        # in _decode_split_operands.)
+        [] if c.variant_clauses else
         [operands.get("segment_max"), operands.get("segment_sum")])
     c.run()
 
@@ -762,6 +800,44 @@ DECODE_ROWS = 16
 MIXED_SPLIT_CACHES = ("fp8", "16-bit")
 MIXED_SIDE_HIGH = ()
 MIXED_DECODE_TOKENS = 4
+
+
+def _decode_split_operands(c, buffers, qv, rows, out_clause):
+    """A mixed batch's decode op in the split-KV form with the fused merge
+    and partials by sequence (AttnOps.td, sequence_partials): `buffers`
+    (partial, segment_max, segment_sum, merge counters) of `rows` rows
+    become its outputs; the prefill op keeps out."""
+    partial, seg_max, seg_sum, counters = buffers
+    tokens, heads, d = qv.shape
+    pv = c.mem("partial", partial, (1, 3), output=True, clause=False)
+    if pv.dtype != "f32" or pv.ndim != 4 or \
+            tuple(pv.shape[:2]) != (rows, heads) or pv.shape[3] != d:
+        raise ValueError(f"partial: expected float32 [{rows}, {heads}, "
+                         f"segments, {d}], got {pv.dtype} {list(pv.shape)}")
+    segments = check_int(pv.shape[2], "partial", "num_segments",
+                         "the segment count (dim 2) = ")
+    for kw, x in (("segment_max", seg_max), ("segment_sum", seg_sum)):
+        v = c.mem(kw, x, (1,), output=True, clause=False)
+        if v.dtype != "f32" or tuple(v.shape) != (rows, heads, segments):
+            raise ValueError(f"{kw}: expected float32 [{rows}, {heads}, "
+                             f"{segments}], got {v.dtype} {list(v.shape)}")
+    mc = c.mem("merge_counters", counters, (1,), output=True, clause=False)
+    if mc.dtype != "i32" or tuple(mc.shape) != (rows, heads):
+        raise ValueError(f"merge_counters: expected int32 [{rows}, {heads}] "
+                         f"(zeros), got {mc.dtype} {list(mc.shape)}")
+    if reads_values(mc.owner) and \
+            np.asarray(host_values(mc.owner, "merge_counters")).any():
+        raise ValueError("merge_counters: must hold zeros (every completed "
+                         "call leaves them zero)")
+    out = c.clauses.pop(out_clause)
+    c.variant_clauses = [
+        [f"out({c.typed('partial')})",
+         f"segment_max({c.typed('segment_max')})",
+         f"segment_sum({c.typed('segment_sum')})",
+         f"merged_out({c.typed('out')})",
+         f"merge_counters({c.typed('merge_counters')})"],
+        [out]]
+    c.variants[0] = c.variants[0] + ["sequence_partials"]
 
 
 def _check_token_scales(kc, qv, k_scales, v_scales, k_descale, v_descale):

@@ -541,6 +541,9 @@ SEGMENT_TIE = 0.005
 # of heads of 128 on sm_90 have a compact one of three
 # (bench/results/2026-11-30-h200-session24.md).
 COMPACT_DECODE_PROGRAMS_PER_SM = 3
+# Whether a mixed batch's decode op (ops.unified's two-op split) splits its
+# keys by plan_segments (_mixed_decode_split); False keeps it one pass.
+MIXED_DECODE_SPLIT = True
 
 
 _SM_COUNTS = {}
@@ -756,7 +759,12 @@ def _unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
             programs_per_sm=_decode_footprints(dev, cache_fp8 and d == 128))
     if not segments:
         ops._unified(qv, kc, vc, table, cu, seqused, ov, sinks=sink_vals,
-                     out_scale=output_scale, **common)
+                     out_scale=output_scale, decode_split=functools.partial(
+                         _mixed_decode_split, dev, max_seqlen_k, block_size,
+                         len(seqused_k), hk, hq, d, kc.dtype, cache_fp8)
+                     if MIXED_DECODE_SPLIT and max_seqlen_q > 1 and
+                     num_segments is None else None,
+                     **common)
         return
     shapes = [(tokens, hq, segments, d), (tokens, hq, segments),
               (tokens, hq, segments)]
@@ -871,6 +879,29 @@ def _triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
 
 # cu_seqlens_q of an all-decode batch (0, 1, ..., batch), per device.
 _DECODE_OFFSETS = {}
+
+
+def _mixed_decode_split(dev, max_seqlen_k, block_size, num_seqs, kv_heads,
+                        heads, d, cache_dtype, cache_fp8, rows):
+    """ops._unified's decode_split for a batch it runs as a decode op and a
+    prefill op: the decode op's workspace for `rows` partial rows (one per
+    sequence and decode query), with plan_segments' count for the batch's
+    sequences counted as decodes (the host cannot tell them apart without
+    reading the offsets; the prefills' programs run beside them), or None."""
+    segments = plan_segments(
+        1, max_seqlen_k, block_size, num_seqs=num_seqs,
+        num_kv_heads=kv_heads, num_sms=_sm_count(dev),
+        key_bytes=2 * d * NUMPY_DTYPES[cache_dtype].itemsize,
+        programs_per_sm=_decode_footprints(dev, cache_fp8 and d == 128))
+    if not segments:
+        return None
+    shapes = [(rows, heads, segments, d), (rows, heads, segments),
+              (rows, heads, segments)]
+    if dev is not None:
+        parts = _workspace(dev, shapes)
+    else:
+        parts = [np.zeros(s, np.float32) for s in shapes]
+    return (*parts, _merge_counters(dev, rows, heads))
 
 
 def _decode_offsets(device, batch):

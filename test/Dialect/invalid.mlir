@@ -379,6 +379,38 @@ func.func @unified_query_len_range_empty(%q: memref<?x32x128xbf16>, %kc: memref<
 
 // -----
 
+func.func @unified_sequence_partials_not_split(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x128xbf16>, %s: f32) {
+  // expected-error @+1 {{attribute 'sequence_partials' requires the split-KV form ('segment_max', 'segment_sum')}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {max_query_len = 4 : i64, sequence_partials}
+  return
+}
+
+// -----
+
+func.func @unified_sequence_partials_without_max_query_len(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %s: f32) {
+  // expected-error @+1 {{attribute 'sequence_partials' requires 'max_query_len' (the partial rows a sequence holds)}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) {sequence_partials}
+  return
+}
+
+// -----
+
+func.func @unified_sequence_partials_rows(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<6xi32>, %o: memref<20x32x4x128xf32>, %m: memref<20x32x4xf32>, %l: memref<20x32x4xf32>, %s: f32) {
+  // expected-error @+1 {{operand 'out' has 20 partial rows; 'sequence_partials' needs 24 (6 sequences x max_query_len 4)}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<6xi32>) scale(%s) out(%o : memref<20x32x4x128xf32>) segment_max(%m : memref<20x32x4xf32>) segment_sum(%l : memref<20x32x4xf32>) {max_query_len = 4 : i64, sequence_partials}
+  return
+}
+
+// -----
+
+func.func @unified_sequence_partials_counter_rows(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<24x32x4x128xf32>, %m: memref<24x32x4xf32>, %l: memref<24x32x4xf32>, %mo: memref<?x32x128xbf16>, %c: memref<20x32xi32>, %s: f32) {
+  // expected-error @+1 {{operand 'merge_counters' dimension 0 (batch*max_query_len = 20) must match dimension 0 of 'out' (batch*max_query_len = 24)}}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<24x32x4x128xf32>) segment_max(%m : memref<24x32x4xf32>) segment_sum(%l : memref<24x32x4xf32>) merged_out(%mo : memref<?x32x128xbf16>) merge_counters(%c : memref<20x32xi32>) {max_query_len = 4 : i64, sequence_partials}
+  return
+}
+
+// -----
+
 func.func @unified_num_segments_not_positive(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %o: memref<?x32x4x128xf32>, %m: memref<?x32x4xf32>, %l: memref<?x32x4xf32>, %s: f32) {
   // expected-error @+1 {{attribute 'num_segments' must be in [1, 4096], got 0}}
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x4x128xf32>) segment_max(%m : memref<?x32x4xf32>) segment_sum(%l : memref<?x32x4xf32>) {num_segments = 0 : i64}

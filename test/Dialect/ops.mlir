@@ -125,6 +125,21 @@ func.func @unified_split_kv_fused_merge(%q: memref<?x32x128xbf16>, %kc: memref<?
   return
 }
 
+// A mixed batch's split decode op: partials by sequence.
+// CHECK-LABEL: func.func @unified_sequence_partials
+// CHECK: merge_counters(%{{.*}} : memref<?x32xi32>) {max_query_len = 16 : i64, sequence_partials}
+func.func @unified_sequence_partials(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>,
+    %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32,
+    %acc: memref<?x32x?x128xf32>, %m: memref<?x32x?xf32>, %l: memref<?x32x?xf32>, %mo: memref<?x32x128xbf16>,
+    %c: memref<?x32xi32>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>)
+      block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>)
+      scale(%s) out(%acc : memref<?x32x?x128xf32>)
+      segment_max(%m : memref<?x32x?xf32>) segment_sum(%l : memref<?x32x?xf32>)
+      merged_out(%mo : memref<?x32x128xbf16>) merge_counters(%c : memref<?x32xi32>) {max_query_len = 16 : i64, sequence_partials}
+  return
+}
+
 // CHECK-LABEL: func.func @unified_vllm_keywords
 // CHECK: k_descale(%{{.*}} : memref<?x8xf32, strided<[?, ?], offset: ?>>) v_descale(%{{.*}} : memref<1xf32>) alibi_slopes(%{{.*}} : memref<32xf32>) qq_bias(%{{.*}} : memref<4x4xf32>) mm_prefix_range(%{{.*}} : memref<?x2x2xi32>) out_scale(%{{.*}} : memref<1xf32>) out(%{{.*}} : memref<?x32x128xbf16>)
 // CHECK-SAME: {alibi_form = #attn.alibi<sqrt>, mm_prefix_clamp_window, sliding_window = 512 : i64}

@@ -514,6 +514,106 @@ def test_mixed_split_same_result(case, monkeypatch):
           f"mixed split {case}")
 
 
+@pytest.mark.parametrize("case", ["bf16", "e4m3", "window_softcap_sinks",
+                                  "speculative", "decodes_last",
+                                  "prefill_average"])
+def test_mixed_split_decodes_split_kv(case, monkeypatch):
+    """A mixed batch with few long decodes through the drop-in: its decode
+    op splits the keys (plan_segments' count for the batch's sequences)
+    into partials indexed by sequence (sequence_partials) and merges them
+    in the launch into out; the prefill op writes the other rows. Every row
+    matches the float64 reference (out poisoned first): decodes before and
+    after the prefills, speculative rows up to the decode programs' bound
+    (16 tokens at GQA 4 over 16 bits, 4 over fp8), a decode of one key;
+    and a batch whose queries average PREFILL_ROW_TOKENS or more, which
+    runs as two ops only because the decodes split."""
+    rng = np.random.default_rng(120 + len(case))
+    fp8 = "f8E4M3FN" if case == "e4m3" else None
+    q_lens, k_lens = [1, 70, 1, 40, 1, 1], [1500, 70, 900, 300, 1, 1200]
+    if case == "speculative":
+        q_lens, k_lens = [16, 70, 3, 17, 1], [1500, 80, 900, 1100, 1]
+    if case == "decodes_last":
+        q_lens, k_lens = q_lens[1:] + q_lens[:1], k_lens[1:] + k_lens[:1]
+    if case == "prefill_average":
+        q_lens, k_lens = [300, 1, 250, 1], [1500, 1300, 250, 900]
+    q, kc, vc, cu, su, table = make(rng, hq=16, hk=4, d=128, block_size=16,
+                                    dtype="bf16", fp8=fp8, q_lens=q_lens,
+                                    k_lens=k_lens)
+    kw, rkw = {}, {}
+    window, softcap, sinks = (-1, -1), 0, None
+    if fp8:
+        kw = dict(k_descale=np.float32(0.5), v_descale=np.float32(-1.5))
+        rkw = dict(k_scale=0.5, v_scale=-1.5)
+    if case == "window_softcap_sinks":
+        window, softcap = (399, 0), 8.0
+        sinks = rng.standard_normal(16).astype(np.float32)
+        rkw.update(window=400, softcap=8.0, sinks=sinks)
+    o = np.full(q.shape, np.nan, DTYPES["bf16"])
+    args = (q, kc, vc, o, cu, max(q_lens), su, max(k_lens), 0.09, True,
+            window, table, softcap, None, kw.get("k_descale"),
+            kw.get("v_descale"))
+    with ops.collect_specializations() as texts:
+        vllm.unified_attention(*args, sinks=sinks)
+    decode_op = [line for line in texts[0].splitlines()
+                 if "max_query_len" in line]
+    assert len(decode_op) == 1 and "sequence_partials" in decode_op[0]
+    assert "merged_out(%out" in decode_op[0]
+    vllm.unified_attention(*args, sinks=sinks)
+    check(o, reference(q, kc, vc, cu, su, table, 0.09, **rkw), "bf16",
+          f"mixed split-KV decodes {case}")
+    if case == "prefill_average":
+        # Without the drop-in's split, one op.
+        with ops.collect_specializations() as texts:
+            ops.unified(q, kc, vc, table, cu, su, o, scale=0.09)
+        assert texts[0].count("attn.unified") == 1
+        monkeypatch.setattr(vllm, "MIXED_DECODE_SPLIT", False)
+        with ops.collect_specializations() as texts:
+            vllm.unified_attention(*args, sinks=sinks)
+        assert texts[0].count("attn.unified") == 1
+
+
+@pytest.mark.skipif(os.environ.get("ATTN_MLIR_TEST_DEVICE", "cpu") != "cpu",
+                    reason="runs on the CPU (host buffers)")
+def test_sequence_partials_rows():
+    """ops.unified's decode_split: the decode op's partials and statistics
+    live at rows b * R + i (R: its max_query_len), not at tokens; rows of
+    prefill sequences stay as they were; the counters end zero; out's
+    decode rows are the merge of the partials."""
+    rng = np.random.default_rng(131)
+    q_lens, k_lens = [1, 70, 2, 40], [700, 70, 600, 300]
+    q, kc, vc, cu, su, table = make(rng, hq=16, hk=4, d=128, block_size=16,
+                                    dtype="bf16", q_lens=q_lens,
+                                    k_lens=k_lens)
+    rows, segments = 4 * 16, 3
+    part = np.full((rows, 16, segments, 128), np.nan, np.float32)
+    mx = np.full((rows, 16, segments), np.nan, np.float32)
+    sm = np.full((rows, 16, segments), np.nan, np.float32)
+    counters = np.zeros((rows, 16), np.int32)
+    asked = []
+
+    def decode_split(n):
+        asked.append(n)
+        return part, mx, sm, counters
+    o = np.full(q.shape, np.nan, DTYPES["bf16"])
+    ops._unified(q, kc, vc, table, cu, su, o, scale=0.1,
+                 decode_split=decode_split)
+    assert asked == [rows]
+    assert not counters.any()
+    ref = reference(q, kc, vc, cu, su, table, 0.1)
+    check(o, ref, "bf16", "sequence partials")
+    for b, n in enumerate(q_lens):
+        block = slice(16 * b, 16 * (b + 1))
+        written = ~np.isnan(sm[block, 0, 0])
+        assert list(written) == [i < n and n <= 16 for i in range(16)], b
+    # The decode rows' partials merge to the reference.
+    merged = np.empty((rows, 16, 128), np.float32)
+    ops.merge_states(part, merged, segment_max=mx, segment_sum=sm)
+    for b, n in enumerate(q_lens):
+        if n <= 16:
+            check(merged[16 * b:16 * b + n], ref[cu[b]:cu[b + 1]], "f32",
+                  f"merged partials of sequence {b}", tol=2e-2)
+
+
 @pytest.mark.skipif(os.environ.get("ATTN_MLIR_TEST_DEVICE", "cpu") != "cpu",
                     reason="runs MLIR text on the CPU")
 @pytest.mark.parametrize("half", ["max_query_len", "min_query_len"])

@@ -198,6 +198,13 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
     shape that suits it (ops.unified does this for the batches it deems
     mixed; no device value is read to decide).
 
+    Partials by sequence (`sequence_partials`, split-KV form with
+    `max_query_len = R`): the rows of `out`, `segment_max`, `segment_sum`
+    and `merge_counters` are `b * R + i` for query `i` of sequence `b`
+    (`batch * R` rows) instead of the token: a mixed batch's decode op then
+    splits its keys over a workspace sized by its sequences, not by the
+    batch's tokens. `merged_out` and `lse` stay indexed by token.
+
     Per-token-head scale caches (vLLM's `kv_quant_mode` 2 and 3): with
     `k_scale_cache` / `v_scale_cache` (`[num_blocks, block_size, kv_heads]`
     f32) the caches hold i8 or fp8 values and key `j` of KV head `g` is
@@ -250,6 +257,7 @@ def Attn_UnifiedOp : Attn_Op<"unified", [AttrSizedOperandSegments,
     OptionalAttr<I64Attr>:$chunk_lookback,
     OptionalAttr<I64Attr>:$min_query_len,
     OptionalAttr<I64Attr>:$max_query_len,
+    UnitAttr:$sequence_partials,
     OptionalAttr<Attn_ScheduleAttr>:$schedule
   );
   let assemblyFormat = [{

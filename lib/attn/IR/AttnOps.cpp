@@ -39,6 +39,12 @@ constexpr StringRef kPartialDims[] = {"tokens", "heads", "segments",
 constexpr StringRef kStatsDims[] = {"tokens", "heads", "segments"};
 constexpr StringRef kMergedDims[] = {"tokens", "heads", "head_dim"};
 constexpr StringRef kLseDims[] = {"tokens", "q_heads"};
+// attn.unified's partials by sequence (sequence_partials).
+constexpr StringRef kSeqPartialDims[] = {"batch*max_query_len", "heads",
+                                         "segments", "head_dim"};
+constexpr StringRef kSeqStatsDims[] = {"batch*max_query_len", "heads",
+                                       "segments"};
+constexpr StringRef kSeqCounterDims[] = {"batch*max_query_len", "q_heads"};
 constexpr StringRef kBiasDims[] = {"batch", "q_heads", "max_seqlen_q",
                                    "max_seqlen_k"};
 constexpr StringRef kCrowDims[] = {"layout_heads", "rows+1"};
@@ -474,6 +480,9 @@ LogicalResult UnifiedOp::verify() {
       failed(verifyQueryLenRange()))
     return failure();
   if (!isSplitKv()) {
+    if (getSequencePartials())
+      return emitOpError() << "attribute 'sequence_partials' requires the "
+                              "split-KV form ('segment_max', 'segment_sum')";
     if (getSegmentSum())
       return c.error("segment_sum")
              << "is only valid with 'segment_max' (split-KV)";
@@ -490,6 +499,12 @@ LogicalResult UnifiedOp::verify() {
     return c.error("lse") << "is not valid in the split-KV form without "
                              "'merged_out'; its segment statistics go to "
                              "attn.merge_states";
+  // Partials by sequence: batch * max_query_len rows, not one a token.
+  bool bySequence = getSequencePartials();
+  if (bySequence && !getMaxQueryLenAttr())
+    return emitOpError() << "attribute 'sequence_partials' requires "
+                            "'max_query_len' (the partial rows a sequence "
+                            "holds)";
 
   // Split-KV form: partial accumulators and statistics, all f32. Without
   // the attribute, the segment count is out's dim 2 at run time.
@@ -525,31 +540,52 @@ LogicalResult UnifiedOp::verify() {
     // (The fused merge's rows: their log-sum-exp over every segment.)
     if (failed(verifyLse(c, getLse(), q)))
       return failure();
+  }
+  ArrayRef<StringRef> partialDims = bySequence ? kSeqPartialDims : kPartialDims;
+  ArrayRef<StringRef> statsDims = bySequence ? kSeqStatsDims : kStatsDims;
+  MemRefType o = c.memref(getOut(), "out", partialDims, kF32);
+  if (!o)
+    return failure();
+  if (fusesMerge()) {
+    // The counters are indexed as the partials are.
+    ArrayRef<StringRef> counterDims = bySequence ? kSeqCounterDims : kLseDims;
     MemRefType counters =
-        c.memref(getMergeCounters(), "merge_counters", kLseDims, kI32);
+        c.memref(getMergeCounters(), "merge_counters", counterDims, kI32);
     if (!counters)
       return failure();
     for (unsigned d = 0; d < 2; ++d)
-      if (failed(c.sameDim(q, "q", kQDims, d, counters, "merge_counters",
-                           kLseDims, d)))
+      if (failed(bySequence && d == 0
+                     ? c.sameDim(o, "out", partialDims, 0, counters,
+                                 "merge_counters", counterDims, 0)
+                     : c.sameDim(q, "q", kQDims, d, counters, "merge_counters",
+                                 counterDims, d)))
         return failure();
   }
-  MemRefType o = c.memref(getOut(), "out", kPartialDims, kF32);
-  if (!o)
-    return failure();
-  if (failed(c.sameDim(q, "q", kQDims, 0, o, "out", kPartialDims, 0)) ||
-      failed(c.sameDim(q, "q", kQDims, 1, o, "out", kPartialDims, 1)) ||
-      (segments && failed(c.dimEquals(o, "out", kPartialDims, 2, *segments,
+  auto seqs = cast<MemRefType>(getSequsedK().getType());
+  if (bySequence && seqs.getRank() == 1 && !seqs.isDynamicDim(0) &&
+      !o.isDynamicDim(0)) {
+    int64_t rows = seqs.getDimSize(0) * getMaxQueryLenAttr().getInt();
+    if (o.getDimSize(0) != rows)
+      return c.error("out")
+             << "has " << o.getDimSize(0)
+             << " partial rows; 'sequence_partials' needs " << rows << " ("
+             << seqs.getDimSize(0) << " sequences x max_query_len "
+             << getMaxQueryLenAttr().getInt() << ")";
+  }
+  if ((!bySequence &&
+       failed(c.sameDim(q, "q", kQDims, 0, o, "out", partialDims, 0))) ||
+      failed(c.sameDim(q, "q", kQDims, 1, o, "out", partialDims, 1)) ||
+      (segments && failed(c.dimEquals(o, "out", partialDims, 2, *segments,
                                       "'num_segments'"))) ||
-      failed(c.sameDim(q, "q", kQDims, 2, o, "out", kPartialDims, 3)))
+      failed(c.sameDim(q, "q", kQDims, 2, o, "out", partialDims, 3)))
     return failure();
   for (auto [value, name] : {std::pair{getSegmentMax(), "segment_max"},
                              std::pair{getSegmentSum(), "segment_sum"}}) {
-    MemRefType s = c.memref(value, name, kStatsDims, kF32);
+    MemRefType s = c.memref(value, name, statsDims, kF32);
     if (!s)
       return failure();
     for (unsigned d = 0; d < 3; ++d)
-      if (failed(c.sameDim(o, "out", kPartialDims, d, s, name, kStatsDims, d)))
+      if (failed(c.sameDim(o, "out", partialDims, d, s, name, statsDims, d)))
         return failure();
   }
   return success();

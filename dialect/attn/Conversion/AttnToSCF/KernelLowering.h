@@ -47,7 +47,7 @@ constexpr int64_t kMergeLanes = 32;
 void emitMergeStates(LoopEmitter &e, ProgramTarget &target, MergeStatesOp op);
 
 /// A split-KV op's segments (docs/semantics.md, 3.5) and where their merge
-/// goes: partial [tokens, heads, S, D] f32, statistics [tokens, heads, S]
+/// goes: partial [rows, heads, S, D] f32, statistics [rows, heads, S]
 /// f32, optional sinks [heads] f32 and (loaded) output scale.
 struct SegmentStates {
   Value partial, segmentMax, segmentSum, sinks, outScale, out;
@@ -58,15 +58,20 @@ struct SegmentStates {
   Value lse = Value();
 };
 
+/// One row of a fused merge: the row of its partials and statistics, the
+/// row of its output (merged_out, lse: the token) and its head.
+struct MergeRow {
+  Value stateRow, outRow, head;
+};
+
 /// Merges rows [0, numRows) of `states` as attn.merge_states does, row r
-/// being (token, head) = rowAt(r): the fused merge of attn.unified's last
-/// program of a tile. Its threads take (row, run of dims) pairs, and each
-/// reads the segments in one pass (running max), so that a few rows of a
-/// decode tile are merged in a couple of memory round trips.
-void emitMergeRows(
-    LoopEmitter &e, ProgramTarget &target, const SegmentStates &states,
-    Value numRows,
-    llvm::function_ref<std::pair<Value, Value>(Value row)> rowAt);
+/// being rowAt(r): the fused merge of attn.unified's last program of a
+/// tile. Its threads take (row, run of dims) pairs, and each reads the
+/// segments in one pass (running max), so that a few rows of a decode tile
+/// are merged in a couple of memory round trips.
+void emitMergeRows(LoopEmitter &e, ProgramTarget &target,
+                   const SegmentStates &states, Value numRows,
+                   llvm::function_ref<MergeRow(Value row)> rowAt);
 
 } // namespace mlir::attn
 

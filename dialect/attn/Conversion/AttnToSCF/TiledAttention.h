@@ -85,8 +85,15 @@ struct ProgramRows {
   Value batch;      // sequence index (bias, dropout)
   Value lenQ, lenK; // sequence lengths (bias, dropout)
   Value segment;    // split-KV segment index (split form only)
-  Value qScale;     // dequantization scale of q (fp8 q only)
-  Type qQuantize;   // fp8 type q is quantized to on load (LoopEmitter::load32)
+  // Row of the split form's partials for the tile's first token: qTokBase,
+  // unless set (attn.unified's sequence_partials: b * R + seqRowBase).
+  Value partialRowBase;
+  Value qScale;   // dequantization scale of q (fp8 q only)
+  Type qQuantize; // fp8 type q is quantized to on load (LoopEmitter::load32)
+
+  Value partialBase() const {
+    return partialRowBase ? partialRowBase : qTokBase;
+  }
 };
 
 /// Where one key's K and V rows live: element d of K is

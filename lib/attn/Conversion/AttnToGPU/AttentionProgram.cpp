@@ -77,10 +77,15 @@ void AttentionProgram::initializeState(const ProgramRows &rows) {
 
 void AttentionProgram::epilogue(const ProgramRows &programRows) {
   ProgramRows rows = programRows;
-  if (narrowOutputRows)
-    rows.qTokBase = arith::IndexCastUIOp::create(
-        b, b.getIndexType(),
-        arith::IndexCastOp::create(b, b.getI32Type(), rows.qTokBase));
+  auto narrow = [&](Value x) -> Value {
+    return arith::IndexCastUIOp::create(
+        b, b.getIndexType(), arith::IndexCastOp::create(b, b.getI32Type(), x));
+  };
+  if (narrowOutputRows) {
+    rows.qTokBase = narrow(rows.qTokBase);
+    if (rows.partialRowBase)
+      rows.partialRowBase = narrow(rows.partialRowBase);
+  }
   // 16-bit outputs without an fp8 clamp go out a pair per store (rows of
   // 16-bit GPU operands are 16-byte aligned: the runtime checks): half the
   // store instructions; or, where the target trades pairs between lanes,
@@ -152,14 +157,16 @@ void AttentionProgram::epilogue(const ProgramRows &programRows) {
       Value qRow = e.add(rows.qTokBase, tok);
       Value head = math.headOf(rows, row);
       Value factor;
+      Value pRow;
       if (o.segmentMax) {
         // A split-KV segment: unnormalized output, max (natural log base)
         // and sum for attn.merge_states.
+        pRow = e.add(rows.partialBase(), tok);
         e.ifThen(isRowLeader(), [&] {
           Value mx = e.load(mState, {st});
           e.store(e.mulF(mx, e.f32(kLn2)), o.segmentMax,
-                  {qRow, head, rows.segment});
-          e.store(l, o.segmentSum, {qRow, head, rows.segment});
+                  {pRow, head, rows.segment});
+          e.store(l, o.segmentSum, {pRow, head, rows.segment});
         });
       } else {
         factor = outputFactor(l, o.outScale);
@@ -174,7 +181,7 @@ void AttentionProgram::epilogue(const ProgramRows &programRows) {
         auto store = [&] {
           if (o.segmentMax)
             e.store(accumulatorScale ? e.mulF(v, accumulatorScale) : v, o.out,
-                    {qRow, head, rows.segment, d});
+                    {pRow, head, rows.segment, d});
           else
             e.storeOutput(e.mulF(v, factor), o.out, {qRow, head, d},
                           bool(o.outScale));

@@ -401,6 +401,11 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
           ProgramRows rows =
               tileRows(e, shape, bIdx, t, g, qStart, lenQ, lenK, ctx);
           rows.segment = s;
+          // Partials by sequence: R rows a sequence (b * R + i).
+          if (op.getSequencePartials())
+            rows.partialRowBase =
+                e.add(e.mul(bIdx, e.idx(op.getMaxQueryLenAttr().getInt())),
+                      rows.seqRowBase);
           Value kvHead = e.divU(rows.headBase, e.idx(group));
           Value qScale =
               descaleFor(e, op.getQDescale(), qScaleOnce, bIdx, kvHead);
@@ -456,7 +461,7 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
           // merges the tile's rows (docs/semantics.md, 3.5).
           Value last =
               target.lastArrival(e, op.getMergeCounters(),
-                                 {rows.qTokBase, rows.headBase}, segments);
+                                 {rows.partialBase(), rows.headBase}, segments);
           e.ifThen(last, [&] {
             SegmentStates states{
                 op.getOut(),   op.getSegmentMax(), op.getSegmentSum(),
@@ -465,8 +470,10 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
             Value pack = e.idx(shape.pack);
             emitMergeRows(
                 e, target, states, e.mul(rows.numTokens, pack), [&](Value r) {
-                  return std::make_pair(e.add(rows.qTokBase, e.divU(r, pack)),
-                                        e.add(rows.headBase, e.remU(r, pack)));
+                  Value tok = e.divU(r, pack);
+                  return MergeRow{e.add(rows.partialBase(), tok),
+                                  e.add(rows.qTokBase, tok),
+                                  e.add(rows.headBase, e.remU(r, pack))};
                 });
           });
         });

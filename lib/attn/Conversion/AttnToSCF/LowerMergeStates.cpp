@@ -162,10 +162,9 @@ void mlir::attn::emitMergeStates(LoopEmitter &e, ProgramTarget &target,
   target.grid(e, ubs, program, /*kvBytesPerSequence=*/Value());
 }
 
-void mlir::attn::emitMergeRows(
-    LoopEmitter &e, ProgramTarget &target, const SegmentStates &states,
-    Value numRows,
-    llvm::function_ref<std::pair<Value, Value>(Value row)> rowAt) {
+void mlir::attn::emitMergeRows(LoopEmitter &e, ProgramTarget &target,
+                               const SegmentStates &states, Value numRows,
+                               llvm::function_ref<MergeRow(Value row)> rowAt) {
   int64_t run = states.headDim % 4 == 0 ? 4 : states.headDim % 2 == 0 ? 2 : 1;
   int64_t runs = states.headDim / run;
   auto exp = [&](Value x) { return expNatural(e, x); };
@@ -173,8 +172,8 @@ void mlir::attn::emitMergeRows(
   Value groups = e.ceilDiv(states.segments, e.idx(kSegmentGroup));
   Value last = e.sub(states.segments, e.idx(1));
   target.spread(e, e.idx(0), e.mul(numRows, e.idx(runs)), [&](Value i) {
-    auto [tok, head] = rowAt(e.divU(i, e.idx(runs)));
-    Value t = tok, h = head;
+    MergeRow at = rowAt(e.divU(i, e.idx(runs)));
+    Value t = at.stateRow, h = at.head, tok = at.outRow;
     Value d0 = e.mul(e.remU(i, e.idx(runs)), e.idx(run));
     // State: running max, denominator, the run's numerators; each group's
     // loads are issued before its math (see kSegmentGroup).
@@ -231,11 +230,11 @@ void mlir::attn::emitMergeRows(
     if (states.lse)
       e.ifThen(e.eq(d0, e.idx(0)), [&] {
         e.store(e.addF(base, e.mulF(e.log2(den), e.f32(kLn2))), states.lse,
-                {t, h});
+                {tok, h});
       });
     Value inv = outputFactor(e, den, states.outScale);
     for (int64_t j = 0; j < run; ++j)
       e.storeOutput(e.mulF(num[j], inv), states.out,
-                    {t, h, e.add(d0, e.idx(j))}, bool(states.outScale));
+                    {tok, h, e.add(d0, e.idx(j))}, bool(states.outScale));
   });
 }

@@ -440,12 +440,13 @@ void TiledAttentionBuilder::epilogue(const ProgramRows &rows) {
       Value l = e.load(rowSum, {m});
       if (o.segmentMax) {
         // Split-KV partials, back in the natural-exp domain.
+        Value pRow = e.add(rows.partialBase(), tok);
         Value mx = e.load(rowMax, {m});
         e.store(e.mulF(mx, e.f32(kLn2)), o.segmentMax,
-                {qRow, head, rows.segment});
-        e.store(l, o.segmentSum, {qRow, head, rows.segment});
+                {pRow, head, rows.segment});
+        e.store(l, o.segmentSum, {pRow, head, rows.segment});
         e.forLoop(0, shape.headDim, [&](Value dd) {
-          e.store(e.load(acc, {m, dd}), o.out, {qRow, head, rows.segment, dd});
+          e.store(e.load(acc, {m, dd}), o.out, {pRow, head, rows.segment, dd});
         });
         return;
       }
