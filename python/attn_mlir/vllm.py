@@ -427,8 +427,9 @@ def _context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc,
 
 def plan_segments(max_seqlen_q, max_seqlen_k, block_size, num_seqs=None,
                   num_kv_heads=None, num_sms=None, key_bytes=None,
-                  programs_per_sm=None):
-    """Split-KV segment count for a decode-only batch (None: no split).
+                  programs_per_sm=None, num_query_heads=None,
+                  tile_rows=64):
+    """Split-KV segment count for a decode batch (None: no split).
 
     A decode program walks one (sequence, KV head)'s keys: P = num_seqs *
     num_kv_heads programs unsplit, P * S with S segments (merged in the
@@ -454,14 +455,27 @@ def plan_segments(max_seqlen_q, max_seqlen_k, block_size, num_seqs=None,
     them. The model reads the context through max_seqlen_k_bucket (its
     fewest keys), so a CUDA graph replays the plan of its bucket. Without
     the batch: the seed's rule, up to 16 segments of at least 256 keys. The
-    count depends on host integers only."""
-    if max_seqlen_q > 1 or max_seqlen_k < 2 * SEGMENT_MIN_KEYS:
+    count depends on host integers only.
+
+    Speculative (multi-token) decode, max_seqlen_q up to
+    SPLIT_MAX_QUERY_TOKENS, with the batch and num_query_heads: a program
+    holds tile_rows rows (query tokens times the query heads of a KV head:
+    64 for 16-bit programs, 16 for fp8 decode rows), so a sequence takes
+    ceil(max_seqlen_q * group / tile_rows) programs a KV head."""
+    if max_seqlen_k < 2 * SEGMENT_MIN_KEYS:
         return None
+    tiles = 1
+    if max_seqlen_q > 1:
+        if max_seqlen_q > SPLIT_MAX_QUERY_TOKENS or num_seqs is None or \
+                num_kv_heads is None or not num_query_heads:
+            return None
+        group = max(1, int(num_query_heads) // max(1, int(num_kv_heads)))
+        tiles = -(-int(max_seqlen_q) * group // max(1, int(tile_rows)))
     if num_seqs is None or num_kv_heads is None:
         return int(min(16, max(2, max_seqlen_k // 256)))
     return _planned_segments(
         _bucket(int(max_seqlen_k)),
-        int(block_size), max(1, int(num_seqs) * int(num_kv_heads)),
+        int(block_size), max(1, int(num_seqs) * int(num_kv_heads) * tiles),
         int(num_sms or 132), int(key_bytes or 512),
         tuple(sorted(programs_per_sm or (2,))))
 
@@ -541,6 +555,9 @@ SEGMENT_TIE = 0.005
 # of heads of 128 on sm_90 have a compact one of three
 # (bench/results/2026-11-30-h200-session24.md).
 COMPACT_DECODE_PROGRAMS_PER_SM = 3
+# plan_segments splits speculative decode of up to this many query tokens a
+# sequence (one op, partials by token).
+SPLIT_MAX_QUERY_TOKENS = 16
 # Whether a mixed batch's decode op (ops.unified's two-op split) splits its
 # keys by plan_segments (_mixed_decode_split); False keeps it one pass.
 MIXED_DECODE_SPLIT = True
@@ -750,13 +767,19 @@ def _unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
             buffers = _segment_buffers(softmax_segm_output, softmax_segm_max,
                                        softmax_segm_expsum, tokens, hq,
                                        segments, d, dev)
-    else:
+    vllm_planned = all(x is not None for x in vllm_plan)
+    if segments is None and (not vllm_planned or max_seqlen_q > 1):
+        # (vLLM's rule never splits speculative decode; the planner may.)
+        fp8_rows = cache_fp8 and qv.dtype in ("bf16", "f16") and \
+            d <= 128 and d % 16 == 0 and \
+            max_seqlen_q * (hq // hk) <= ops.DECODE_ROWS
         segments = plan_segments(
             max_seqlen_q, max_seqlen_k, block_size,
             num_seqs=len(seqused_k), num_kv_heads=kc.shape[2],
             num_sms=_sm_count(dev),
             key_bytes=2 * d * NUMPY_DTYPES[kc.dtype].itemsize,
-            programs_per_sm=_decode_footprints(dev, cache_fp8 and d == 128))
+            programs_per_sm=_decode_footprints(dev, cache_fp8 and d == 128),
+            num_query_heads=hq, tile_rows=ops.DECODE_ROWS if fp8_rows else 64)
     if not segments:
         ops._unified(qv, kc, vc, table, cu, seqused, ov, sinks=sink_vals,
                      out_scale=output_scale, decode_split=functools.partial(

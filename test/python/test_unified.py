@@ -572,6 +572,31 @@ def test_mixed_split_decodes_split_kv(case, monkeypatch):
         assert texts[0].count("attn.unified") == 1
 
 
+@pytest.mark.parametrize("fp8", [None, "f8E4M3FN"])
+def test_speculative_decode_split(fp8):
+    """Speculative decode (up to SPLIT_MAX_QUERY_TOKENS queries a sequence)
+    over long keys: the drop-in splits the one op's keys (partials by
+    token, merged in the launch); every row matches the float64 reference
+    (out poisoned first): rows of 4, 3 and 1 tokens, contexts ending
+    inside pages."""
+    rng = np.random.default_rng(140 + bool(fp8))
+    q_lens, k_lens = [4, 3, 1, 4], [1500, 901, 1200, 37]
+    q, kc, vc, cu, su, table = make(rng, hq=16, hk=4, d=128, block_size=16,
+                                    dtype="bf16", fp8=fp8, q_lens=q_lens,
+                                    k_lens=k_lens)
+    descale = np.float32(0.5) if fp8 else None
+    o = np.full(q.shape, np.nan, DTYPES["bf16"])
+    args = (q, kc, vc, o, cu, 4, su, 1500, 0.09, True, (-1, -1), table, 0,
+            None, descale, descale)
+    with ops.collect_specializations() as texts:
+        vllm.unified_attention(*args)
+    assert "segment_max" in texts[0] and "merged_out" in texts[0]
+    vllm.unified_attention(*args)
+    scales = dict(k_scale=0.5, v_scale=0.5) if fp8 else {}
+    check(o, reference(q, kc, vc, cu, su, table, 0.09, **scales), "bf16",
+          f"speculative decode split, {fp8 or 'bf16'}")
+
+
 @pytest.mark.skipif(os.environ.get("ATTN_MLIR_TEST_DEVICE", "cpu") != "cpu",
                     reason="runs on the CPU (host buffers)")
 def test_sequence_partials_rows():
@@ -887,6 +912,15 @@ def test_planned_split_for_long_decode():
         <= 1024 // vllm.SEGMENT_MIN_KEYS
     assert plan(1, 200, 16, num_seqs=1, num_kv_heads=1) is None
     assert plan(2, 32768, 16, num_seqs=1, num_kv_heads=8) is None
+    # Speculative decode (with the query heads): a program holds tile_rows
+    # rows, query tokens times the group; up to SPLIT_MAX_QUERY_TOKENS.
+    spec = dict(num_kv_heads=8, num_sms=132, num_query_heads=32)
+    assert plan(4, 32768, 16, num_seqs=1, **spec) == \
+        plan(1, 32768, 16, num_seqs=1, num_kv_heads=8, num_sms=132)
+    assert plan(16, 8192, 16, num_seqs=3, tile_rows=16, **spec) == \
+        plan(1, 8192, 16, num_seqs=12, num_kv_heads=8, num_sms=132)
+    assert plan(vllm.SPLIT_MAX_QUERY_TOKENS + 1, 32768, 16, num_seqs=1,
+                **spec) is None
     rng = np.random.default_rng(14)
     q, kc, vc, cu, su, table = make(rng, hq=4, hk=1, d=64, block_size=16,
                                     dtype="f32", q_lens=[1, 1], k_lens=[700, 2000])

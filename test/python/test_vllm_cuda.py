@@ -208,6 +208,44 @@ def test_unified_mixed_decode_split_cuda_graph(cache):
     agree(args[3], dev[3], f"mixed batch, split decodes, {cache}, replay")
 
 
+@pytest.mark.parametrize("cache", ["bf16", "f8E4M3FN"])
+def test_unified_speculative_split_cuda_graph(cache):
+    """Speculative decode (4, 3 and 1 query tokens a sequence, GQA 32/8,
+    D=128) over long keys: the drop-in splits the one op's keys; the GPU
+    agrees with the host, and a CUDA graph of the call replays with other
+    key counts (same bucket) and agrees with the host run of those."""
+    rng = np.random.default_rng(50 + len(cache))
+    hq, hk, d, bs = 32, 8, 128, 16
+    q_lens = [4, 3, 1, 4]
+    k_lens = np.array([1500, 901, 1200, 37], np.int32)
+    cu = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    table, nb = block_table(rng, list(k_lens), bs)
+    kc = rng.standard_normal((nb, bs, hk, d)).astype(DTYPES[cache])
+    vc = rng.standard_normal((nb, bs, hk, d)).astype(DTYPES[cache])
+    descale = np.full(1, 0.5, np.float32) if cache != "bf16" else None
+    t = int(cu[-1])
+    args = [bf16(rng, t, hq, d), kc, vc, np.zeros((t, hq, d), DTYPES["bf16"]),
+            cu, 4, k_lens, 1500, 0.088, True, (-1, -1), table, 0.0, None,
+            descale, descale]
+    vllm.unified_attention(*args)
+    if not HAVE_CUDA:
+        pytest.skip("needs torch with CUDA")
+    dev, _ = run_cuda(vllm.unified_attention, *args)
+    agree(args[3], dev[3], f"speculative decode split, {cache}")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        vllm.unified_attention(*dev)
+    shorter = np.array([1400, 1000, 1190, 20], np.int32)
+    args[6] = shorter
+    args[3] = np.zeros_like(args[3])
+    vllm.unified_attention(*args)
+    dev[6].copy_(torch.from_numpy(shorter))
+    dev[3].fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    agree(args[3], dev[3], f"speculative decode split, {cache}, replay")
+
+
 @pytest.mark.parametrize("cache,batch", [("bf16", 5), ("bf16", 9),
                                          ("f8E4M3FN", 9), ("f8E4M3FN", 20)])
 def test_unified_planned_split_counts_cuda(cache, batch):
