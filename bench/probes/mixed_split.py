@@ -111,6 +111,10 @@ MIXES = {
     # (one a sequence and KV head, unsplit) are few and long.
     "2x512 + 6 decodes of 32768": ([512] * 2 + [1] * 6,
                                    [512] * 2 + [32768] * 6),
+    # A prefill chunk's tail beside few long decodes (queries averaging
+    # fewer than 16 a sequence: one op unless the decodes split).
+    "1x64 after 4032 + 6 decodes of 32768": ([64] + [1] * 6,
+                                             [4096] + [32768] * 6),
     # Chunked prefills alone over long contexts: with the drop-in, whose
     # planner would split decodes of such keys, they run as two ops (an
     # empty decode op beside the prefill op): what that costs.

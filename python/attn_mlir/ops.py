@@ -722,11 +722,11 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     # suits it whole) over caches MIXED_SPLIT_CACHES names runs as two
     # ops: sequences of at most a decode program's tokens on decode
     # programs, the others as prefill rows (AttnOps.td, min_query_len).
-    # With decode_split (the drop-in's planner), so do batches of longer
-    # averages whose decode op it splits (few sequences over long keys:
-    # one prefill-rows program a long decode would stream its keys alone).
+    # With decode_split (the drop-in's planner), so does any batch of
+    # several sequences whose decode op it splits (few sequences over long
+    # keys): one prefill-rows program, or one unsplit decode program, would
+    # stream a long decode's keys alone.
     if (prefill_rows_but_length and sequences > 1 and
-            LONG_QUERY_TOKENS * sequences < qv.shape[0] and
             (("fp8" if kc.dtype in FP8 else "16-bit") in MIXED_SPLIT_CACHES)
             and (kc.dtype not in FP8 or decode_rows)):
         pack = qv.shape[1] // kv_heads
@@ -734,10 +734,11 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
         short = max(MIXED_DECODE_TOKENS, rows // pack)
         buffers = decode_split(sequences * short) if decode_split and \
             ov is not None else None
-        if buffers is not None or \
+        if buffers is not None or LONG_QUERY_TOKENS * sequences < \
                 qv.shape[0] < PREFILL_ROW_TOKENS * sequences:
             c.attrs = [a for a in c.attrs if a not in (
-                "attn.long_queries", "attn.prefill_rows")]
+                "attn.long_queries", "attn.prefill_rows",
+                "attn.decode_rows")]
             c.variants = [
                 ["attn.decode_rows"] * (kc.dtype in FP8) +
                 [f"max_query_len = {short} : i64"],

@@ -785,8 +785,8 @@ def _unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
                      out_scale=output_scale, decode_split=functools.partial(
                          _mixed_decode_split, dev, max_seqlen_k, block_size,
                          len(seqused_k), hk, hq, d, kc.dtype, cache_fp8)
-                     if MIXED_DECODE_SPLIT and max_seqlen_q > 1 and
-                     num_segments is None else None,
+                     if MIXED_DECODE_SPLIT and num_segments is None and
+                     max_seqlen_q > SPLIT_MAX_QUERY_TOKENS else None,
                      **common)
         return
     shapes = [(tokens, hq, segments, d), (tokens, hq, segments),

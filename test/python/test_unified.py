@@ -516,7 +516,8 @@ def test_mixed_split_same_result(case, monkeypatch):
 
 @pytest.mark.parametrize("case", ["bf16", "e4m3", "window_softcap_sinks",
                                   "speculative", "decodes_last",
-                                  "prefill_average"])
+                                  "prefill_average", "decode_average",
+                                  "decode_average_e4m3"])
 def test_mixed_split_decodes_split_kv(case, monkeypatch):
     """A mixed batch with few long decodes through the drop-in: its decode
     op splits the keys (plan_segments' count for the batch's sequences)
@@ -526,9 +527,10 @@ def test_mixed_split_decodes_split_kv(case, monkeypatch):
     after the prefills, speculative rows up to the decode programs' bound
     (16 tokens at GQA 4 over 16 bits, 4 over fp8), a decode of one key;
     and a batch whose queries average PREFILL_ROW_TOKENS or more, which
-    runs as two ops only because the decodes split."""
+    runs as two ops only because the decodes split, and batches of mostly
+    decodes (queries averaging LONG_QUERY_TOKENS or fewer) likewise."""
     rng = np.random.default_rng(120 + len(case))
-    fp8 = "f8E4M3FN" if case == "e4m3" else None
+    fp8 = "f8E4M3FN" if "e4m3" in case else None
     q_lens, k_lens = [1, 70, 1, 40, 1, 1], [1500, 70, 900, 300, 1, 1200]
     if case == "speculative":
         q_lens, k_lens = [16, 70, 3, 17, 1], [1500, 80, 900, 1100, 1]
@@ -536,6 +538,8 @@ def test_mixed_split_decodes_split_kv(case, monkeypatch):
         q_lens, k_lens = q_lens[1:] + q_lens[:1], k_lens[1:] + k_lens[:1]
     if case == "prefill_average":
         q_lens, k_lens = [300, 1, 250, 1], [1500, 1300, 250, 900]
+    if case.startswith("decode_average"):
+        q_lens, k_lens = [1, 40, 1, 1, 3, 1], [1500, 300, 900, 1200, 1000, 7]
     q, kc, vc, cu, su, table = make(rng, hq=16, hk=4, d=128, block_size=16,
                                     dtype="bf16", fp8=fp8, q_lens=q_lens,
                                     k_lens=k_lens)
@@ -561,7 +565,7 @@ def test_mixed_split_decodes_split_kv(case, monkeypatch):
     vllm.unified_attention(*args, sinks=sinks)
     check(o, reference(q, kc, vc, cu, su, table, 0.09, **rkw), "bf16",
           f"mixed split-KV decodes {case}")
-    if case == "prefill_average":
+    if case in ("prefill_average", "decode_average"):
         # Without the drop-in's split, one op.
         with ops.collect_specializations() as texts:
             ops.unified(q, kc, vc, table, cu, su, o, scale=0.09)
