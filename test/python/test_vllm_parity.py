@@ -355,3 +355,45 @@ def test_unified_unsupported_or_incomplete_keywords_are_named(kw, match):
     q, kc, vc, cu, su, table = _spec_batch(rng)
     with pytest.raises(ValueError, match=match):
         _call(q, kc, vc, cu, su, table, **kw)
+
+
+@pytest.mark.parametrize("feature", ["qq_bias", "mm_prefix_range", "rswa",
+                                     "alibi_sqrt"])
+def test_unified_speculative_split_features(feature):
+    """Speculative decode over long keys takes the planner's split
+    (vllm.SPLIT_MAX_QUERY_TOKENS) with today's vLLM keywords too: the
+    tree bias, bidirectional ranges, R-SWA and sqrt ALiBi match the
+    reference written from the text (out poisoned first)."""
+    from test_unified import make
+    from attn_mlir import ops
+    rng = np.random.default_rng(35)
+    dtype = "f32" if feature == "alibi_sqrt" else "bf16"
+    q, kc, vc, cu, su, table = make(rng, q_lens=[1, 4, 1, 4],
+                                    k_lens=[700, 900, 300, 1100], hq=8, hk=2,
+                                    d=64, block_size=16, dtype=dtype)
+    kw, rkw = {}, {}
+    if feature == "qq_bias":
+        tree = np.full((4, 4), -np.inf, np.float32)
+        tree[:, 0] = 0
+        np.fill_diagonal(tree, 0)
+        tree[3, 1] = 0
+        kw["qq_bias"] = rkw["qq_bias"] = tree
+    elif feature == "mm_prefix_range":
+        ranges = np.array([[[3, 20], [0, 0]], [[600, 899], [-1, -1]],
+                           [[0, 0], [0, 0]], [[1090, 1099], [5, 40]]],
+                          np.int32)
+        kw["mm_prefix_range"] = rkw["mm_ranges"] = ranges
+    elif feature == "rswa":
+        lens = np.array([20, 660, 9, 800], np.int32)
+        kw.update(rswa_prefix_lens=lens, rswa_window=70)
+        rkw["rswa"] = (lens, 70)
+    else:
+        slopes = (2.0 ** -np.arange(1, 9)).astype(np.float32)
+        kw.update(alibi_slopes=slopes, use_alibi_sqrt=True)
+        rkw.update(slopes=slopes, sqrt_alibi=True)
+    with ops.collect_specializations() as texts:
+        _call(q, kc, vc, cu, su, table, **dict(kw))
+    assert "segment_max" in texts[0] and "merged_out" in texts[0]
+    o = _call(q, kc, vc, cu, su, table, **kw)
+    check(o, _unified_reference(q, kc, vc, cu, su, table, 0.125, **rkw),
+          dtype, f"speculative split, {feature}")
