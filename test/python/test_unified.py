@@ -643,6 +643,38 @@ def test_sequence_partials_rows():
                   f"merged partials of sequence {b}", tol=2e-2)
 
 
+@pytest.mark.parametrize("bad,match", [
+    ("partial_dtype", r"^partial: expected float32 \[64, 16, segments, 128\]"),
+    ("partial_rows", r"^partial: expected float32 \[64, 16, segments, 128\], "
+                     r"got f32 \[60, 16, 3, 128\]"),
+    ("stats_segments", r"^segment_sum: expected float32 \[64, 16, 3\], got "
+                       r"f32 \[64, 16, 2\]"),
+    ("counters_dtype", r"^merge_counters: expected int32 \[64, 16\]"),
+    ("counters_nonzero", r"^merge_counters: must hold zeros"),
+])
+def test_decode_split_buffer_errors(bad, match):
+    """decode_split's workspace of the wrong type or shape, or counters
+    that are not zero, are named before any kernel runs."""
+    rng = np.random.default_rng(132)
+    q, kc, vc, cu, su, table = make(rng, hq=16, hk=4, d=128, block_size=16,
+                                    dtype="bf16", q_lens=[1, 70, 2, 40],
+                                    k_lens=[700, 70, 600, 300])
+    rows = 64
+    part = np.zeros((60 if bad == "partial_rows" else rows, 16, 3, 128),
+                    np.float16 if bad == "partial_dtype" else np.float32)
+    mx = np.zeros((rows, 16, 3), np.float32)
+    sm = np.zeros((rows, 16, 2 if bad == "stats_segments" else 3),
+                  np.float32)
+    counters = np.zeros((rows, 16), np.int64 if bad == "counters_dtype"
+                        else np.int32)
+    if bad == "counters_nonzero":
+        counters[5, 3] = 1
+    o = np.zeros_like(q)
+    with pytest.raises(ValueError, match=match):
+        ops._unified(q, kc, vc, table, cu, su, o, scale=0.1,
+                     decode_split=lambda n: (part, mx, sm, counters))
+
+
 @pytest.mark.skipif(os.environ.get("ATTN_MLIR_TEST_DEVICE", "cpu") != "cpu",
                     reason="runs MLIR text on the CPU")
 @pytest.mark.parametrize("half", ["max_query_len", "min_query_len"])
