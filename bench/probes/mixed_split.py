@@ -115,6 +115,16 @@ MIXES = {
     # fewer than 16 a sequence: one op unless the decodes split).
     "1x64 after 4032 + 6 decodes of 32768": ([64] + [1] * 6,
                                              [4096] + [32768] * 6),
+    # Shapes between (session 28's check that splitting the decodes of
+    # mixed batches loses nowhere).
+    "4x256 after 768 + 4 decodes of 1024": ([256] * 4 + [1] * 4,
+                                            [1024] * 4 + [1024] * 4),
+    "8x512 + 8 decodes of 4096": ([512] * 8 + [1] * 8,
+                                  [512] * 8 + [4096] * 8),
+    "1x2048 + 3 decodes of 16384": ([2048] + [1] * 3,
+                                    [2048] + [16384] * 3),
+    "4x128 + 12 decodes of 8192": ([128] * 4 + [1] * 12,
+                                   [128] * 4 + [8192] * 12),
     # Chunked prefills alone over long contexts: with the drop-in, whose
     # planner would split decodes of such keys, they run as two ops (an
     # empty decode op beside the prefill op): what that costs.
