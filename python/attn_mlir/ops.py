@@ -481,10 +481,13 @@ def _in_lanes(count, side, stream, backend, launch):
             launch(i, stream)
         return
     try:
+        if len(side) > 2 and side[2]:   # the side kernel issued first
+            launch(side[0], lane)
         for i in range(count):
             if i != side[0]:
                 launch(i, stream)
-        launch(side[0], lane)
+        if len(side) <= 2 or not side[2]:
+            launch(side[0], lane)
     finally:
         _gpu.join(stream, lane, backend)
 
@@ -750,6 +753,7 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
         if buffers is not None:
             _decode_split_operands(c, buffers, qv, sequences * short,
                                    out_clause)
+            c.side = c.side + (MIXED_SPLIT_DECODES_FIRST,)
     c.check_aliasing()
     operands = {ssa[1:]: value for ssa, _, kind, value in c.params
                 if kind == "mem"}
@@ -801,6 +805,9 @@ DECODE_ROWS = 16
 MIXED_SPLIT_CACHES = ("fp8", "16-bit")
 MIXED_SIDE_HIGH = ()
 MIXED_DECODE_TOKENS = 4
+# A mixed batch whose decode op splits its keys (decode_split): whether its
+# kernel is issued before the prefill op's (an experiment switch).
+MIXED_SPLIT_DECODES_FIRST = False
 
 
 def _decode_split_operands(c, buffers, qv, rows, out_clause):
