@@ -1,5 +1,7 @@
-// REQUIRES: nvvm-backend
+// REQUIRES: nvvm-backend, rocdl-backend
 // RUN: attn-opt %s --attn-plan="target=nvvm chip=sm_90a" --convert-attn-to-gpu="target=nvvm chip=sm_90a" | FileCheck %s --check-prefix=GPU
+// RUN: attn-opt %s --attn-plan="target=nvvm chip=sm_80" --convert-attn-to-gpu="target=nvvm chip=sm_80" | FileCheck %s --check-prefix=GPU
+// RUN: attn-opt %s --attn-plan="target=rocdl chip=gfx942" --convert-attn-to-gpu="target=rocdl chip=gfx942" | FileCheck %s --check-prefix=GPU
 // RUN: attn-opt %s --attn-plan --convert-attn-to-scf | FileCheck %s --check-prefix=CPU
 
 // Partials by sequence (sequence_partials, max_query_len = 16): a mixed
