@@ -98,6 +98,20 @@ def unified_split_kv():
     return [q, kc, vc, table, cu, su, 128 ** -0.5, partial, m, l, out], out, ref
 
 
+def unified_mixed_split():
+    q_lens = [1, 300, 1, 3, 90, 1]
+    q, kc, vc, table, cu, su, ref = unified_case(
+        32, 8, 128, 16, q_lens, [3000, 300, 900, 2500, 1200, 17])
+    rows, segments = 16 * len(q_lens), 6
+    partial = np.zeros((rows, 32, segments, 128), np.float32)
+    m = np.zeros((rows, 32, segments), np.float32)
+    l = np.zeros((rows, 32, segments), np.float32)
+    counters = np.zeros((rows, 32), np.int32)
+    out = np.full(q.shape, np.nan, BF16)
+    return [q, kc, vc, table, cu, su, 128 ** -0.5, out, partial, m, l,
+            counters], out, ref
+
+
 def flash():
     hq, d = 16, 128
     lens = [300, 77, 512]
@@ -168,6 +182,8 @@ EXAMPLES = {
     "prefix_prefill.mlir": ("llama3_8b_prefix_prefill", prefix_prefill, "bf16"),
     "unified.mlir": ("gemma2_9b_unified", unified, "bf16"),
     "unified_split_kv.mlir": ("llama3_8b_split_kv_decode", unified_split_kv, "bf16"),
+    "unified_mixed_split.mlir": ("llama3_8b_mixed_split_decodes",
+                                 unified_mixed_split, "bf16"),
     "flash.mlir": ("varlen_causal_flash", flash, "bf16"),
     "blocksparse.mlir": ("phi3_small_blocksparse", blocksparse, "bf16"),
     "merge_states.mlir": ("merge_lse_with_sinks_fp8", merge_states, "f8E4M3FN"),
@@ -177,7 +193,7 @@ TOL = {"bf16": 2e-2, "f8E4M3FN": 0.13}
 
 def main():
     worst_ok = True
-    print(f"{'example':<24}{'function':<30}{'outputs':>10}{'max |err|':>12}"
+    print(f"{'example':<26}{'function':<30}{'outputs':>10}{'max |err|':>12}"
           f"{'bound':>10}{'seconds':>9}")
     for fname, (func, build, dtype) in EXAMPLES.items():
         text = (ROOT / "examples" / fname).read_text()
@@ -192,7 +208,7 @@ def main():
         bound = TOL[dtype] * max(1.0, float(np.abs(ref).max()))
         ok = err <= bound and not np.isnan(got).any()
         worst_ok &= ok
-        print(f"{fname:<24}{func:<30}{out.size:>10}{err:>12.3e}{bound:>10.1e}"
+        print(f"{fname:<26}{func:<30}{out.size:>10}{err:>12.3e}{bound:>10.1e}"
               f"{secs:>9.2f}{'' if ok else '  FAIL'}")
     return 0 if worst_ok else 1
 
