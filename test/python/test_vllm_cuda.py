@@ -163,87 +163,74 @@ def test_unified_split_kv_cuda_graph():
     agree(args[3], out, "unified_attention split-KV graph replay")
 
 
-@pytest.mark.parametrize("cache", ["bf16", "f8E4M3FN"])
-def test_unified_mixed_decode_split_cuda_graph(cache):
-    """A mixed batch with few long decodes (GQA 32/8, D=128): the drop-in
-    splits its decode op's keys (partials by sequence, merged in the
-    launch) beside the prefill op; the GPU agrees with the host, then a
-    CUDA graph of the call replays with other key counts (same bucket) and
-    agrees with the host run of those."""
-    from attn_mlir import ops
-    rng = np.random.default_rng(40 + len(cache))
+def gqa_batch(rng, cache, q_lens, k_lens):
+    """vllm.unified_attention's arguments (a list) for GQA 32/8, D=128,
+    pages of 16: sequences of q_lens queries over k_lens keys, a bf16 or
+    fp8 cache (descale 0.5)."""
     hq, hk, d, bs = 32, 8, 128, 16
-    q_lens = [1, 70, 1, 40, 1, 3]
-    k_lens = np.array([1500, 70, 900, 300, 1, 1200], np.int32)
     cu = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    k_lens = np.asarray(k_lens, np.int32)
     table, nb = block_table(rng, list(k_lens), bs)
     kc = rng.standard_normal((nb, bs, hk, d)).astype(DTYPES[cache])
     vc = rng.standard_normal((nb, bs, hk, d)).astype(DTYPES[cache])
     descale = np.full(1, 0.5, np.float32) if cache != "bf16" else None
     t = int(cu[-1])
-    args = [bf16(rng, t, hq, d), kc, vc, np.zeros((t, hq, d), DTYPES["bf16"]),
-            cu, 70, k_lens, 1500, 0.088, True, (-1, -1), table, 0.0, None,
-            descale, descale]
+    return [bf16(rng, t, hq, d), kc, vc, np.zeros((t, hq, d), DTYPES["bf16"]),
+            cu, max(q_lens), k_lens, int(k_lens.max()), 0.088, True,
+            (-1, -1), table, 0.0, None, descale, descale]
+
+
+def agree_then_replay(args, other_lens, what):
+    """The call on the GPU agrees with the host; then a CUDA graph of it,
+    replayed with `other_lens` keys (same bucket), agrees with the host
+    run of those."""
+    dev, _ = run_cuda(vllm.unified_attention, *args)
+    agree(args[3], dev[3], what)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        vllm.unified_attention(*dev)
+    other = np.asarray(other_lens, np.int32)
+    args[6] = other
+    args[3] = np.zeros_like(args[3])
+    vllm.unified_attention(*args)
+    dev[6].copy_(torch.from_numpy(other))
+    dev[3].fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    agree(args[3], dev[3], f"{what}, replay")
+
+
+@pytest.mark.parametrize("cache", ["bf16", "f8E4M3FN"])
+def test_unified_mixed_decode_split_cuda_graph(cache):
+    """A mixed batch with few long decodes: the drop-in splits its decode
+    op's keys (partials by sequence, merged in the launch) beside the
+    prefill op; GPU against host, then a graph replayed at other key
+    counts (the prefills' and the decodes' own)."""
+    from attn_mlir import ops
+    args = gqa_batch(np.random.default_rng(40 + len(cache)), cache,
+                     [1, 70, 1, 40, 1, 3], [1500, 70, 900, 300, 1, 1200])
     with ops.collect_specializations() as texts:
         vllm.unified_attention(*args)
     assert "sequence_partials" in texts[0]
     vllm.unified_attention(*args)
     if not HAVE_CUDA:
         pytest.skip("needs torch with CUDA")
-    dev, _ = run_cuda(vllm.unified_attention, *args)
-    agree(args[3], dev[3], f"mixed batch, split decodes, {cache}")
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        vllm.unified_attention(*dev)
-    # Other key counts (the prefills' and the decodes' own) within the
-    # captured bucket.
-    shorter = np.array([1400, 70, 1000, 300, 7, 1190], np.int32)
-    args[6] = shorter
-    args[3] = np.zeros_like(args[3])
-    vllm.unified_attention(*args)
-    dev[6].copy_(torch.from_numpy(shorter))
-    dev[3].fill_(float("nan"))
-    graph.replay()
-    torch.cuda.synchronize()
-    agree(args[3], dev[3], f"mixed batch, split decodes, {cache}, replay")
+    agree_then_replay(args, [1400, 70, 1000, 300, 7, 1190],
+                      f"mixed batch, split decodes, {cache}")
 
 
 @pytest.mark.parametrize("cache", ["bf16", "f8E4M3FN"])
 def test_unified_speculative_split_cuda_graph(cache):
-    """Speculative decode (4, 3 and 1 query tokens a sequence, GQA 32/8,
-    D=128) over long keys: the drop-in splits the one op's keys; the GPU
-    agrees with the host, and a CUDA graph of the call replays with other
-    key counts (same bucket) and agrees with the host run of those."""
-    rng = np.random.default_rng(50 + len(cache))
-    hq, hk, d, bs = 32, 8, 128, 16
-    q_lens = [4, 3, 1, 4]
-    k_lens = np.array([1500, 901, 1200, 37], np.int32)
-    cu = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
-    table, nb = block_table(rng, list(k_lens), bs)
-    kc = rng.standard_normal((nb, bs, hk, d)).astype(DTYPES[cache])
-    vc = rng.standard_normal((nb, bs, hk, d)).astype(DTYPES[cache])
-    descale = np.full(1, 0.5, np.float32) if cache != "bf16" else None
-    t = int(cu[-1])
-    args = [bf16(rng, t, hq, d), kc, vc, np.zeros((t, hq, d), DTYPES["bf16"]),
-            cu, 4, k_lens, 1500, 0.088, True, (-1, -1), table, 0.0, None,
-            descale, descale]
+    """Speculative decode (4, 3 and 1 query tokens a sequence) over long
+    keys: the drop-in splits the one op's keys; GPU against host, then a
+    graph replayed at other key counts."""
+    args = gqa_batch(np.random.default_rng(50 + len(cache)), cache,
+                     [4, 3, 1, 4], [1500, 901, 1200, 37])
     vllm.unified_attention(*args)
     if not HAVE_CUDA:
         pytest.skip("needs torch with CUDA")
-    dev, _ = run_cuda(vllm.unified_attention, *args)
-    agree(args[3], dev[3], f"speculative decode split, {cache}")
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        vllm.unified_attention(*dev)
-    shorter = np.array([1400, 1000, 1190, 20], np.int32)
-    args[6] = shorter
-    args[3] = np.zeros_like(args[3])
-    vllm.unified_attention(*args)
-    dev[6].copy_(torch.from_numpy(shorter))
-    dev[3].fill_(float("nan"))
-    graph.replay()
-    torch.cuda.synchronize()
-    agree(args[3], dev[3], f"speculative decode split, {cache}, replay")
+    agree_then_replay(args, [1400, 1000, 1190, 20],
+                      f"speculative decode split, {cache}")
 
 
 @pytest.mark.parametrize("cache,batch", [("bf16", 5), ("bf16", 9),
