@@ -76,6 +76,11 @@ if os.environ.get("MIXED_DECODES_FIRST") == "1":
     ops.MIXED_SPLIT_DECODES_FIRST = True
 if os.environ.get("MIXED_DECODE_SPLIT") == "0":
     G.vllm.MIXED_DECODE_SPLIT = False
+# MIXED_COUNT_ALL=1: the split decode op's count planned for every
+# sequence of the batch (session 28's first rule), not for the decodes
+# the batch can hold at most (vllm._decode_count_bound).
+if os.environ.get("MIXED_COUNT_ALL") == "1":
+    G.vllm._decode_count_bound = lambda num_seqs, *rest: num_seqs
 
 
 def call(args):
@@ -160,6 +165,8 @@ def main():
     form = {None: "default", "0": "one op", "1": "split"}.get(SPLIT, SPLIT)
     if DROPIN:
         form += ", decodes first" if ops.MIXED_SPLIT_DECODES_FIRST else ""
+        form += ", all counted" if os.environ.get("MIXED_COUNT_ALL") == "1" \
+            else ""
         form += ", drop-in" + (", decodes unsplit"
                                if not G.vllm.MIXED_DECODE_SPLIT else "")
     if os.environ.get("MIXED_SIDE") == "0":

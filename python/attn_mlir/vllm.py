@@ -784,7 +784,8 @@ def _unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
         ops._unified(qv, kc, vc, table, cu, seqused, ov, sinks=sink_vals,
                      out_scale=output_scale, decode_split=functools.partial(
                          _mixed_decode_split, dev, max_seqlen_k, block_size,
-                         len(seqused_k), hk, hq, d, kc.dtype, cache_fp8)
+                         len(seqused_k), hk, hq, d, kc.dtype, cache_fp8,
+                         tokens, max_seqlen_q)
                      if MIXED_DECODE_SPLIT and num_segments is None and
                      max_seqlen_q > SPLIT_MAX_QUERY_TOKENS else None,
                      **common)
@@ -904,15 +905,32 @@ def _triton_attention(q, k, v, o, cu_seqlens_q, cu_seqlens_k, max_seqlens_q,
 _DECODE_OFFSETS = {}
 
 
+def _decode_count_bound(num_seqs, tokens, max_seqlen_q, short):
+    """At most how many of num_seqs sequences have `short` queries or
+    fewer, from host integers: the others, of at most max_seqlen_q queries
+    each, must hold the tokens those cannot (tokens <= P * max_seqlen_q +
+    (num_seqs - P) * short for P longer sequences). Padding rows past the
+    last sequence make it smaller than it should be; the count it feeds
+    only sets the segment count."""
+    if max_seqlen_q <= short or tokens <= num_seqs * short:
+        return num_seqs
+    longer = -(-(tokens - num_seqs * short) // (max_seqlen_q - short))
+    return max(1, num_seqs - longer)
+
+
 def _mixed_decode_split(dev, max_seqlen_k, block_size, num_seqs, kv_heads,
-                        heads, d, cache_dtype, cache_fp8, rows):
+                        heads, d, cache_dtype, cache_fp8, tokens,
+                        max_seqlen_q, rows):
     """ops._unified's decode_split for a batch it runs as a decode op and a
     prefill op: the decode op's workspace for `rows` partial rows (one per
-    sequence and decode query), with plan_segments' count for the batch's
-    sequences counted as decodes (the host cannot tell them apart without
-    reading the offsets; the prefills' programs run beside them), or None."""
+    sequence and decode query), with plan_segments' count for the decodes
+    the batch can hold at most (_decode_count_bound: the host cannot tell
+    them apart without reading the offsets; the prefills' programs run
+    beside them), or None."""
+    decodes = _decode_count_bound(num_seqs, tokens, max_seqlen_q,
+                                  rows // max(1, num_seqs))
     segments = plan_segments(
-        1, max_seqlen_k, block_size, num_seqs=num_seqs,
+        1, max_seqlen_k, block_size, num_seqs=decodes,
         num_kv_heads=kv_heads, num_sms=_sm_count(dev),
         key_bytes=2 * d * NUMPY_DTYPES[cache_dtype].itemsize,
         programs_per_sm=_decode_footprints(dev, cache_fp8 and d == 128))

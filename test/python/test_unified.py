@@ -948,6 +948,15 @@ def test_planned_split_for_long_decode():
         <= 1024 // vllm.SEGMENT_MIN_KEYS
     assert plan(1, 200, 16, num_seqs=1, num_kv_heads=1) is None
     assert plan(2, 32768, 16, num_seqs=1, num_kv_heads=8) is None
+    # A mixed batch's decode op: at most the sequences of `short` queries
+    # or fewer that its tokens allow (2x512 + 6 decodes: 6; 1x64 + 6
+    # decodes of 16-token rows: no bound below 7).
+    bound = vllm._decode_count_bound
+    assert bound(8, 1030, 512, 16) == 6
+    assert bound(16, 4104, 512, 16) == 8
+    assert bound(7, 70, 64, 16) == 7
+    assert bound(4, 4 * 512, 512, 16) == 1   # all long: at least one
+    assert bound(5, 40, 8, 16) == 5          # max_seqlen_q within short
     # Speculative decode (with the query heads): a program holds tile_rows
     # rows, query tokens times the group; up to SPLIT_MAX_QUERY_TOKENS.
     spec = dict(num_kv_heads=8, num_sms=132, num_query_heads=32)
