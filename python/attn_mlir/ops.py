@@ -121,8 +121,9 @@ class _Call:
         # to `clauses` (outputs come last in every op's syntax); or None.
         self.variant_clauses = None
         # Variants that write disjoint rows may run at once: (the variant
-        # whose kernel runs on a side stream, whether at high priority), or
-        # None (every kernel on the caller's stream, in order).
+        # whose kernel runs on a side stream, whether at high priority[,
+        # whether it is issued first]), or None (every kernel on the
+        # caller's stream, in order).
         self.side = None
         self.device = None   # torch device of the first operand on a GPU
         self.inputs = []     # (View, bytes spanned)
@@ -468,12 +469,13 @@ def _launch_kernels(kernels, values, dev, name, side=None):
 
 def _in_lanes(count, side, stream, backend, launch):
     """launch(i, stream) for kernels 0 .. count - 1 on `stream` in order;
-    where side = (j, high), kernel j instead on the thread's side stream
-    (forked off `stream` first, joined after): it runs beside the others.
-    The others are issued first: a mixed batch's decode kernel then takes
-    SMs as the prefill kernel's programs leave them (H200:
-    bench/results/2026-11-30-h200-session26.md). Without a side stream from
-    the runtime, all on `stream`."""
+    where side = (j, high[, first]), kernel j instead on the thread's side
+    stream (forked off `stream` first, joined after): it runs beside the
+    others. The others are issued first unless `first`: a mixed batch's
+    decode kernel then takes SMs as the prefill kernel's programs leave
+    them (H200: bench/results/2026-11-30-h200-session26.md; split decode
+    kernels first: no rule, bench/results/2026-12-01-h200-mixed-decodes-
+    first.log). Without a side stream from the runtime, all on `stream`."""
     from . import _gpu
     lane = _gpu.fork(stream, side[1], backend) if side else None
     if lane is None:
