@@ -3,7 +3,7 @@
 graphs: GB/s at the cache's width with the planner's split-KV count
 (plan_segments with num_query_heads: one op, partials by token, merged in
 the launch) beside the same calls unsplit (SPEC_SPLIT=0 sets
-vllm.SPLIT_MAX_QUERY_TOKENS to 1), the seed's unified kernel on the same
+vllm.SPLIT_MAX_QUERY_TOKENS to 1 and vllm.MIXED_DECODE_SPLIT off), the seed's unified kernel on the same
 batch, and the copy ceiling of the bytes. GQA 32/8, D=128, pages of 16.
 
     SPEC_SPLIT=1 python bench/probes/spec_decode_split.py
@@ -34,7 +34,10 @@ SHAPES = [tuple(int(x) for x in s.split("x")) for s in env(
 QLEN = int(env("PROBE_QLEN", 4))
 SPLIT = env("SPEC_SPLIT", "1") != "0"
 if not SPLIT:
+    # (Past SPLIT_MAX_QUERY_TOKENS a batch of several sequences would go
+    # to the mixed path's split decode op instead: off too.)
     vllm.SPLIT_MAX_QUERY_TOKENS = 1
+    vllm.MIXED_DECODE_SPLIT = False
 
 
 def main():
