@@ -957,6 +957,17 @@ def test_planned_split_for_long_decode():
     assert bound(7, 70, 64, 16) == 7
     assert bound(4, 4 * 512, 512, 16) == 1   # all long: at least one
     assert bound(5, 40, 8, 16) == 5          # max_seqlen_q within short
+    # _mixed_decode_split plans for that bound: 2x512 + 6 decodes of 32k
+    # (16 rows a sequence) get the count of 6 decodes alone, not of 8.
+    split = vllm._mixed_decode_split(None, 32768, 16, 8, 8, 32, 128, "bf16",
+                                     False, 1030, 512, 8 * 16)
+    assert split[0].shape == (128, 32, plan(1, 32768, 16, num_seqs=6,
+                                            num_kv_heads=8), 128)
+    assert split[3].shape == (128, 32) and not split[3].any()
+    assert plan(1, 32768, 16, num_seqs=6, num_kv_heads=8) != \
+        plan(1, 32768, 16, num_seqs=8, num_kv_heads=8)
+    assert vllm._mixed_decode_split(None, 200, 16, 8, 8, 32, 128, "bf16",
+                                    False, 1030, 512, 128) is None
     # Speculative decode (with the query heads): a program holds tile_rows
     # rows, query tokens times the group; up to SPLIT_MAX_QUERY_TOKENS.
     spec = dict(num_kv_heads=8, num_sms=132, num_query_heads=32)
