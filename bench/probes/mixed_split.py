@@ -70,10 +70,6 @@ if os.environ.get("MIXED_SIDE") == "0":
 
 
 DROPIN = os.environ.get("MIXED_DROPIN") == "1"
-# MIXED_DECODES_FIRST=1: a split decode op's kernel issued before the
-# prefill op's (ops.MIXED_SPLIT_DECODES_FIRST).
-if os.environ.get("MIXED_DECODES_FIRST") == "1":
-    ops.MIXED_SPLIT_DECODES_FIRST = True
 if os.environ.get("MIXED_DECODE_SPLIT") == "0":
     G.vllm.MIXED_DECODE_SPLIT = False
 # MIXED_COUNT_ALL=1: the split decode op's count planned for every
@@ -164,7 +160,6 @@ def print_graphs(fns):
 def main():
     form = {None: "default", "0": "one op", "1": "split"}.get(SPLIT, SPLIT)
     if DROPIN:
-        form += ", decodes first" if ops.MIXED_SPLIT_DECODES_FIRST else ""
         form += ", all counted" if os.environ.get("MIXED_COUNT_ALL") == "1" \
             else ""
         form += ", drop-in" + (", decodes unsplit"

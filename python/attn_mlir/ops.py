@@ -121,9 +121,8 @@ class _Call:
         # to `clauses` (outputs come last in every op's syntax); or None.
         self.variant_clauses = None
         # Variants that write disjoint rows may run at once: (the variant
-        # whose kernel runs on a side stream, whether at high priority[,
-        # whether it is issued first]), or None (every kernel on the
-        # caller's stream, in order).
+        # whose kernel runs on a side stream, whether at high priority), or
+        # None (every kernel on the caller's stream, in order).
         self.side = None
         self.device = None   # torch device of the first operand on a GPU
         self.inputs = []     # (View, bytes spanned)
@@ -469,12 +468,12 @@ def _launch_kernels(kernels, values, dev, name, side=None):
 
 def _in_lanes(count, side, stream, backend, launch):
     """launch(i, stream) for kernels 0 .. count - 1 on `stream` in order;
-    where side = (j, high[, first]), kernel j instead on the thread's side
-    stream (forked off `stream` first, joined after): it runs beside the
-    others. The others are issued first unless `first`: a mixed batch's
-    decode kernel then takes SMs as the prefill kernel's programs leave
-    them (H200: bench/results/2026-11-30-h200-session26.md; split decode
-    kernels first: no rule, bench/results/2026-12-01-h200-mixed-decodes-
+    where side = (j, high), kernel j instead on the thread's side stream
+    (forked off `stream` first, joined after): it runs beside the others.
+    The others are issued first: a mixed batch's decode kernel then takes
+    SMs as the prefill kernel's programs leave them (H200:
+    bench/results/2026-11-30-h200-session26.md; split decode kernels issued
+    first showed no rule: bench/results/2026-12-01-h200-mixed-decodes-
     first.log). Without a side stream from the runtime, all on `stream`."""
     from . import _gpu
     lane = _gpu.fork(stream, side[1], backend) if side else None
@@ -483,13 +482,10 @@ def _in_lanes(count, side, stream, backend, launch):
             launch(i, stream)
         return
     try:
-        if len(side) > 2 and side[2]:   # the side kernel issued first
-            launch(side[0], lane)
         for i in range(count):
             if i != side[0]:
                 launch(i, stream)
-        if len(side) <= 2 or not side[2]:
-            launch(side[0], lane)
+        launch(side[0], lane)
     finally:
         _gpu.join(stream, lane, backend)
 
@@ -755,7 +751,6 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
         if buffers is not None:
             _decode_split_operands(c, buffers, qv, sequences * short,
                                    out_clause)
-            c.side = c.side + (MIXED_SPLIT_DECODES_FIRST,)
     c.check_aliasing()
     operands = {ssa[1:]: value for ssa, _, kind, value in c.params
                 if kind == "mem"}
@@ -807,9 +802,6 @@ DECODE_ROWS = 16
 MIXED_SPLIT_CACHES = ("fp8", "16-bit")
 MIXED_SIDE_HIGH = ()
 MIXED_DECODE_TOKENS = 4
-# A mixed batch whose decode op splits its keys (decode_split): whether its
-# kernel is issued before the prefill op's (an experiment switch).
-MIXED_SPLIT_DECODES_FIRST = False
 
 
 def _decode_split_operands(c, buffers, qv, rows, out_clause):

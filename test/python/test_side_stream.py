@@ -41,15 +41,6 @@ def test_side_kernel_after_the_others_then_join(streams):
                        ("launch", 0, "side"), ("join", "main", "side")]
 
 
-def test_side_kernel_first_when_asked(streams):
-    """(j, high, True): the side kernel is issued before the others
-    (ops.MIXED_SPLIT_DECODES_FIRST for split decode ops)."""
-    ops._in_lanes(2, (0, False, True), "main", 0,
-                  lambda i, s: streams.append(("launch", i, s)))
-    assert streams == [("fork", "main", False), ("launch", 0, "side"),
-                       ("launch", 1, "main"), ("join", "main", "side")]
-
-
 def test_join_after_a_failed_launch(streams):
     def launch(i, s):
         streams.append(("launch", i, s))
