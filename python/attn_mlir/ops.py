@@ -823,14 +823,7 @@ def _decode_split_operands(c, buffers, qv, rows, out_clause):
         if v.dtype != "f32" or tuple(v.shape) != (rows, heads, segments):
             raise ValueError(f"{kw}: expected float32 [{rows}, {heads}, "
                              f"{segments}], got {v.dtype} {list(v.shape)}")
-    mc = c.mem("merge_counters", counters, (1,), output=True, clause=False)
-    if mc.dtype != "i32" or tuple(mc.shape) != (rows, heads):
-        raise ValueError(f"merge_counters: expected int32 [{rows}, {heads}] "
-                         f"(zeros), got {mc.dtype} {list(mc.shape)}")
-    if reads_values(mc.owner) and \
-            np.asarray(host_values(mc.owner, "merge_counters")).any():
-        raise ValueError("merge_counters: must hold zeros (every completed "
-                         "call leaves them zero)")
+    _counters_operand(c, counters, (rows, heads), clause=False)
     out = c.clauses.pop(out_clause)
     c.variant_clauses = [
         [f"out({c.typed('partial')})",
@@ -905,11 +898,18 @@ def _merge_operands(c, merged_out, merge_counters, qv, split):
         raise ValueError("merged_out: only valid in the split-KV form "
                          "(segment_max/segment_sum), whose segments it merges")
     mo = c.mem("merged_out", merged_out, (1, 2), output=True)
-    mc = c.mem("merge_counters", merge_counters, (1,), output=True)
+    _counters_operand(c, merge_counters,
+                      tuple(qv.shape[:2]) if qv is not None else None)
     if qv is not None and tuple(mo.shape) != tuple(qv.shape):
         raise ValueError(f"merged_out: expected shape {tuple(qv.shape)} (q's), "
                          f"got {tuple(mo.shape)}")
-    want = tuple(qv.shape[:2]) if qv is not None else None
+    return mo
+
+
+def _counters_operand(c, counters, want, clause=True):
+    """The fused merge's merge_counters: int32 of shape `want` ([rows,
+    q_heads]; None: any rank-2), zeros. Returns its View."""
+    mc = c.mem("merge_counters", counters, (1,), output=True, clause=clause)
     if mc.dtype != "i32" or mc.ndim != 2 or (want and tuple(mc.shape) != want):
         raise ValueError(f"merge_counters: expected int32 "
                          f"{list(want) if want else '[tokens, q_heads]'} "
@@ -922,7 +922,7 @@ def _merge_operands(c, merged_out, merge_counters, qv, split):
         raise ValueError("merge_counters: must hold zeros (every completed "
                          "call leaves them zero; a buffer not zeroed, or "
                          "left by a launch that failed)")
-    return mo
+    return mc
 
 
 def _causal_operand(c, causal):
