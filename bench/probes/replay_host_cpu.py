@@ -22,7 +22,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
-from attn_mlir import _abi, _gpu, _replay, ops, vllm  # noqa: E402
+from attn_mlir import _abi, _gpu, _launch, _replay, ops, vllm  # noqa: E402
 
 HQ, HK, D, PAGE, CTX = 32, 8, 128, 16, 32768
 
@@ -63,7 +63,7 @@ def stand_in_gpu(runtime):
     vllm._MERGE_COUNTERS[fake] = torch.zeros(vllm.MIN_MERGE_COUNTERS,
                                              dtype=torch.int32)
     _gpu._runtime = runtime
-    ops._stream_getter = lambda dev: ((lambda: 0), 0)
+    _launch._stream_getter = lambda dev: ((lambda: 0), 0)
 
     def run_gpu(self, text):
         params = []

@@ -20,7 +20,7 @@ import inspect
 import operator
 import os
 
-from . import _abi
+from . import _abi, _launch
 from ._abi import View
 
 # signature (everything but the tensors' metadata) -> [(match, plan)]:
@@ -345,7 +345,7 @@ class _Plan:
                     kernel, [values[i] for i in args_of],
                     [at[i] for i in args_of]))
             self.steps.append((call.device, call.name, launches,
-                               _ops._side_lane(call, kernels)))
+                               _launch._side_lane(call, kernels)))
         self.aligned = sorted(aligned.items())
         self.pairs = sorted(pairs)
         # The arguments that pointers come from, each once, and the runtime's
@@ -366,7 +366,7 @@ class _Plan:
         one_stream = all(step[3] is None for step in self.steps)
         # The current stream's getter and the runtime's backend, looked up
         # once per plan, not per call.
-        self.stream, self.backend = _ops._stream_getter(self.device)
+        self.stream, self.backend = _launch._stream_getter(self.device)
         self.engine = _gpu.ReplayEngine(
             spec, len(positions), self.aligned, self.pairs,
             [launch for step in self.steps for launch in step[2]]
@@ -417,13 +417,13 @@ class _Plan:
             engine.bases[:] = list(map(_DATA_PTR, args)) \
                 if self.tensors_only else \
                 [x.ptr if type(x) is View else x.data_ptr() for x in args]
-        if engine.launches_here and not _ops._nvtx_enabled():
+        if engine.launches_here and not _launch._nvtx_enabled():
             return engine.launch(self.stream(), self.backend)
         ptrs = engine.pointers()
         if ptrs is None:
             return False
         for device, name, launches, side in self.steps:
-            _ops._launch_prepared(launches, ptrs, device, name, side)
+            _launch._launch_prepared(launches, ptrs, device, name, side)
         return True
 
 

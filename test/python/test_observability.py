@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import attn_mlir
-from attn_mlir import CacheWarning, _gpu, _log, _toolchain, ops
+from attn_mlir import CacheWarning, _gpu, _launch, _log, _toolchain, ops
 from attn_mlir import __main__ as cli
 from reference import needs_cpu_kernels
 from test_cache_integrity import (  # noqa: F401 (nvvm: a fixture)
@@ -521,7 +521,7 @@ def test_nvtx_range_around_gpu_launches(monkeypatch, setting):
                         lambda name: events.append(("push", name)))
     monkeypatch.setattr(torch.cuda.nvtx, "range_pop",
                         lambda: events.append(("pop",)))
-    monkeypatch.setattr(ops, "_current_stream", lambda torch, dev: 0)
+    monkeypatch.setattr(_launch, "_current_stream", lambda torch, dev: 0)
     monkeypatch.setattr(_gpu, "launch",
                         lambda kernel, args, stream, backend:
                         events.append(("launch",)))

@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attn_mlir import _abi, _gpu, _replay, ops  # noqa: E402
+from attn_mlir import _abi, _gpu, _launch, _replay, ops  # noqa: E402
 
 if os.environ.get("ATTN_MLIR_TEST_DEVICE") == "cuda":
     pytest.skip("simulates a GPU with CPU tensors; the conftest's GPU "
@@ -75,7 +75,7 @@ def gpu(monkeypatch):
 
     monkeypatch.setattr(ops._Call, "_run_gpu", run_gpu)
     monkeypatch.setattr(_gpu, "PreparedLaunch", Prepared)
-    monkeypatch.setattr(ops, "_launch_prepared", launch_prepared)
+    monkeypatch.setattr(_launch, "_launch_prepared", launch_prepared)
     for var in ("ATTN_MLIR_RECORD", "ATTN_MLIR_DRY_RUN", "ATTN_MLIR_VALIDATE"):
         monkeypatch.delenv(var, raising=False)
     return launches

@@ -1,4 +1,4 @@
-"""A mixed batch's two ops on two streams (ops._in_lanes): which kernel goes
+"""A mixed batch's two ops on two streams (_launch._in_lanes): which kernel goes
 to the side stream, the order of the launches, the join after them (also
 when a launch fails), and one stream where the runtime has no side stream.
 The runtime's streams and the launches are stood in for; the GPU tests
@@ -8,7 +8,7 @@ ones."""
 import numpy as np
 import pytest
 
-from attn_mlir import _gpu, ops
+from attn_mlir import _gpu, _launch, ops
 from test_unified import make
 
 
@@ -35,7 +35,7 @@ def streams(monkeypatch):
 
 
 def test_side_kernel_after_the_others_then_join(streams):
-    ops._in_lanes(2, (0, True), "main", 0,
+    _launch._in_lanes(2, (0, True), "main", 0,
                   lambda i, s: streams.append(("launch", i, s)))
     assert streams == [("fork", "main", True), ("launch", 1, "main"),
                        ("launch", 0, "side"), ("join", "main", "side")]
@@ -47,26 +47,26 @@ def test_join_after_a_failed_launch(streams):
         if s == "side":
             raise _gpu.GpuError("refused")
     with pytest.raises(_gpu.GpuError):
-        ops._in_lanes(2, (0, False), "main", 0, launch)
+        _launch._in_lanes(2, (0, False), "main", 0, launch)
     assert streams[-1] == ("join", "main", "side")
 
 
 def test_one_stream_without_side(streams, monkeypatch):
     got = []
-    ops._in_lanes(3, None, "main", 0, lambda i, s: got.append((i, s)))
+    _launch._in_lanes(3, None, "main", 0, lambda i, s: got.append((i, s)))
     assert got == [(0, "main"), (1, "main"), (2, "main")] and not streams
     monkeypatch.setattr(_gpu, "fork", lambda *a, **k: None)
-    ops._in_lanes(2, (0, True), "main", 0, lambda i, s: got.append((i, s)))
+    _launch._in_lanes(2, (0, True), "main", 0, lambda i, s: got.append((i, s)))
     assert got[3:] == [(0, "main"), (1, "main")]
 
 
 def test_side_lane_needs_one_kernel_a_variant_none_persistent():
     call = ops._Call("unified")
-    assert ops._side_lane(call, [Kernel(), Kernel()]) is None
+    assert _launch._side_lane(call, [Kernel(), Kernel()]) is None
     call.variants, call.side = [["a"], ["b"]], (0, True)
-    assert ops._side_lane(call, [Kernel(), Kernel()]) == (0, True)
-    assert ops._side_lane(call, [Kernel()] * 3) is None
-    assert ops._side_lane(call, [Kernel(), Kernel(persistent=True)]) is None
+    assert _launch._side_lane(call, [Kernel(), Kernel()]) == (0, True)
+    assert _launch._side_lane(call, [Kernel()] * 3) is None
+    assert _launch._side_lane(call, [Kernel(), Kernel(persistent=True)]) is None
 
 
 @pytest.mark.parametrize("fp8", [None, "f8E4M3FN"])
