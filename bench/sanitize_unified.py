@@ -15,7 +15,9 @@ inside a page and a KV tile, one of a single query next to long ones; GQA
 Each case also runs the schedule the plan gave before (64-row programs,
 three stages), so the two compare. fp8 e4m3 caches with one descale each
 (the producer copies the pages' bytes and dequantizes them) run the plan
-alone.
+alone, as do the decode cases (queries of at most 16 a sequence: the plan's
+two-stage programs of one warpgroup, split-KV with the fused merge in two;
+SANITIZE_CASES=decode runs them alone).
 Outputs are NaN-poisoned first; exits non-zero when one differs from the
 reference. SANITIZE_CASES=fp8 runs only the cases whose names contain it.
 """
@@ -48,6 +50,21 @@ CASES = [
     ("page48", 128, 32, 8, 48, (300, 129, 7), (100, 0, 500), "bf16", {}),
     ("page256 window", 64, 16, 4, 256, (700, 300), (300, 0), "bf16",
      dict(sliding_window=200)),
+    # Decode rows (queries of at most 16 a sequence: two-stage programs of
+    # one warpgroup, tile 0 staged with Q): contexts that end inside a page
+    # and a tile, on a tile's end, empty; split-KV with the fused merge
+    # (segments); pages of 8, 64 and 256; speculative rows.
+    ("decode gqa4", 128, 32, 8, 16, (1, 1, 1, 1, 1), (0, 63, 64, 1000, 37),
+     "bf16", {}),
+    ("decode split gqa4", 128, 32, 8, 16, (1, 1, 1), (2000, 5, 700),
+     "bf16", dict(segments=5)),
+    ("decode speculative window softcap sinks", 128, 32, 8, 64, (4, 3, 1),
+     (900, 60, 129), "bf16", dict(sliding_window=200, softcap=20.0,
+                                  sinks=True)),
+    ("decode page8 d64 f16", 64, 16, 4, 8, (1, 2, 1), (300, 0, 77), "f16",
+     {}),
+    ("decode split page256 alibi", 128, 16, 4, 256, (1, 1), (3000, 100),
+     "bf16", dict(segments=3, alibi=True)),
     ("fp8 cache gqa4", 128, 32, 8, 16, (77, 130, 300, 1, 600),
      (0, 300, 1000, 37, 5), "bf16", dict(fp8=True)),
     ("fp8 cache d64 window softcap sinks", 64, 16, 4, 16, (400, 130),
@@ -118,10 +135,12 @@ def check(name, D, Hq, Hk, page, lens, ctx, dtype, feats):
     alibi = (2.0 ** (-8.0 * np.arange(1, Hq + 1) / Hq)).astype(np.float32) \
         if feats.get("alibi") else None
     # The schedule the plan gave before: 64-row programs, three stages.
+    # (Decode rows run the plan alone: it is that schedule with two.)
     previous = dict(block_q=64 // (Hq // Hk), block_n=64,
                     heads_per_program=Hq // Hk, stages=3)
+    segments = feats.get("segments")
     fp8 = feats.get("fp8", False)
-    schedules = [None] if fp8 else [None, previous]
+    schedules = [None] if fp8 or max(lens) <= 16 else [None, previous]
     if fp8:
         kw.update(k_descale=FP8_DESCALES[0], v_descale=FP8_DESCALES[1])
     if DRY:
@@ -131,9 +150,11 @@ def check(name, D, Hq, Hk, page, lens, ctx, dtype, feats):
         if fp8:
             arrays[1:] = [a.astype(ml_dtypes.float8_e4m3fn) for a in host[1:]]
         for sched in schedules:
-            ops.unified(*arrays, table, cu, seqused, np.zeros_like(arrays[0]),
-                        scale=scale, sinks=sinks, alibi_slopes=alibi,
-                        schedule=sched, **kw)
+            outs, merged = split_outputs(np, np.zeros_like(arrays[0]),
+                                         segments)
+            ops.unified(*arrays, table, cu, seqused, *outs, scale=scale,
+                        sinks=sinks, alibi_slopes=alibi, schedule=sched,
+                        **kw, **merged)
         return 0
     import torch
     tt = torch.bfloat16 if dtype == "bf16" else torch.float16
@@ -157,8 +178,9 @@ def check(name, D, Hq, Hk, page, lens, ctx, dtype, feats):
     bad = 0
     for sched in schedules:
         o = torch.full_like(dev[0], float("nan"))
-        ops.unified(*dev, *ints, o, scale=scale, schedule=sched, **kw,
-                    **extra)
+        outs, merged = split_outputs(torch, o, segments)
+        ops.unified(*dev, *ints, *outs, scale=scale, schedule=sched, **kw,
+                    **extra, **merged)
         torch.cuda.synchronize()
         err = np.abs(o.float().cpu().double().numpy() - ref).max()
         ok = bool(np.isfinite(err) and err < 3e-2)
@@ -167,6 +189,28 @@ def check(name, D, Hq, Hk, page, lens, ctx, dtype, feats):
               f"{dtype} schedule={'plan' if sched is None else 'previous'}: "
               f"max|err| {err:.3e} {'ok' if ok else 'WRONG'}", flush=True)
     return bad
+
+
+def split_outputs(lib, o, segments):
+    """ops.unified's output operands: `o`, or with `segments` the split-KV
+    form's partials (NaN-poisoned) with the fused merge into `o`."""
+    if not segments:
+        return [o], {}
+    tokens, heads, _ = o.shape
+    if lib is np:
+        part = np.zeros((tokens, heads, segments, o.shape[2]), np.float32)
+        stats = [np.zeros((tokens, heads, segments), np.float32)
+                 for _ in range(2)]
+        counters = np.zeros((tokens, heads), np.int32)
+    else:
+        f32 = dict(dtype=lib.float32, device="cuda")
+        part = lib.full((tokens, heads, segments, o.shape[2]), float("nan"),
+                        **f32)
+        stats = [lib.full((tokens, heads, segments), float("nan"), **f32)
+                 for _ in range(2)]
+        counters = lib.zeros((tokens, heads), dtype=lib.int32, device="cuda")
+    return [part], dict(segment_max=stats[0], segment_sum=stats[1],
+                        merged_out=o, merge_counters=counters)
 
 
 def main():
