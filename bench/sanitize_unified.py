@@ -53,7 +53,8 @@ CASES = [
     # Decode rows (queries of at most 16 a sequence: two-stage programs of
     # one warpgroup, tile 0 staged with Q): contexts that end inside a page
     # and a tile, on a tile's end, empty; split-KV with the fused merge
-    # (segments); pages of 8, 64 and 256; speculative rows.
+    # (segments; their copies with an L2 evict-first policy, as the
+    # drop-in's short segments); pages of 8, 64 and 256; speculative rows.
     ("decode gqa4", 128, 32, 8, 16, (1, 1, 1, 1, 1), (0, 63, 64, 1000, 37),
      "bf16", {}),
     ("decode split gqa4", 128, 32, 8, 16, (1, 1, 1), (2000, 5, 700),
@@ -152,7 +153,7 @@ def check(name, D, Hq, Hk, page, lens, ctx, dtype, feats):
         for sched in schedules:
             outs, merged = split_outputs(np, np.zeros_like(arrays[0]),
                                          segments)
-            ops.unified(*arrays, table, cu, seqused, *outs, scale=scale,
+            run_unified(*arrays, table, cu, seqused, *outs, scale=scale,
                         sinks=sinks, alibi_slopes=alibi, schedule=sched,
                         **kw, **merged)
         return 0
@@ -179,7 +180,7 @@ def check(name, D, Hq, Hk, page, lens, ctx, dtype, feats):
     for sched in schedules:
         o = torch.full_like(dev[0], float("nan"))
         outs, merged = split_outputs(torch, o, segments)
-        ops.unified(*dev, *ints, *outs, scale=scale, schedule=sched, **kw,
+        run_unified(*dev, *ints, *outs, scale=scale, schedule=sched, **kw,
                     **extra, **merged)
         torch.cuda.synchronize()
         err = np.abs(o.float().cpu().double().numpy() - ref).max()
@@ -189,6 +190,15 @@ def check(name, D, Hq, Hk, page, lens, ctx, dtype, feats):
               f"{dtype} schedule={'plan' if sched is None else 'previous'}: "
               f"max|err| {err:.3e} {'ok' if ok else 'WRONG'}", flush=True)
     return bad
+
+
+def run_unified(*args, **kw):
+    """ops.unified; the split-KV form as the vLLM drop-in launches short
+    segments (its private stream_pages: copies with an L2 evict-first
+    policy on sm_90a)."""
+    if kw.get("segment_max") is not None:
+        return ops._unified(*args, stream_pages=True, **kw)
+    return ops.unified(*args, **kw)
 
 
 def split_outputs(lib, o, segments):

@@ -309,6 +309,7 @@ class _Call:
                           ("long_queries", "long"),
                           ("prefill_rows", "prefill"),
                           ("decode_rows", "decode"),
+                          ("stream_pages", "stream"),
                           ("seqsplit", "seqsplit"),
                           ("min_query_len", "mixed")):
             if word in attrs or word in operands:
@@ -453,8 +454,13 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
              rswa_prefix_lens=None, rswa_window=None, causal=True,
              chunk_lookback=None, k_scale_cache=None, v_scale_cache=None,
              lse=None, schedule=None, merged_out=None, merge_counters=None,
-             decode_split=None):
-    """decode_split(rows): where the call runs as a mixed batch's two ops
+             decode_split=None, stream_pages=False):
+    """stream_pages: the split-KV form's programs each read few keys
+    (the vLLM drop-in's plan says): the attn.stream_pages hint, under
+    which sm_90a's split programs load pages with an L2 evict-first
+    policy. It never changes the result.
+
+    decode_split(rows): where the call runs as a mixed batch's two ops
     (below), its decode op splits the keys into segments: a function giving
     that op's workspace for `rows` partial rows (sequences x the decode op's
     max_query_len): partial [rows, q_heads, S, head_dim], segment_max and
@@ -605,6 +611,8 @@ def _unified(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
     c.attr("attn.decode_rows", decode_rows and
            qv.shape[0] * (qv.shape[1] // kv_heads) <=
            DECODE_ROWS * sequences)
+    c.attr("attn.stream_pages", bool(stream_pages) and
+           segment_max is not None)
     c.attr("schedule", _schedule_attr(schedule))
     # A mixed batch (several sequences whose queries average more than
     # LONG_QUERY_TOKENS and fewer than PREFILL_ROW_TOKENS, so no hint above

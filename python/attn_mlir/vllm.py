@@ -561,6 +561,23 @@ SPLIT_MAX_QUERY_TOKENS = 16
 # Whether a mixed batch's decode op (ops.unified's two-op split) splits its
 # keys by plan_segments (_mixed_decode_split); False keeps it one pass.
 MIXED_DECODE_SPLIT = True
+# Split-KV programs of at most this many keys (a segment, counted from the
+# context's bucket) stream their pages with an L2 evict-first policy (the
+# attn.stream_pages hint): a fixed 2-3 us off a launch, about 3% of the
+# streaming, on H200 (bench/results/2026-12-01-h200-decode-evict-first.log:
+# 1.06-1.07x at B=1 ctx 32k, level at 2048 keys, 0.97x from 4096). 0: never.
+STREAM_SEGMENT_KEYS = 2048
+
+
+def streams_pages(max_seqlen_k, segments):
+    """Whether a split-KV launch of `segments` over up to max_seqlen_k keys
+    takes the attn.stream_pages hint: its segments of the context bucket's
+    fewest keys hold at most STREAM_SEGMENT_KEYS (one kernel a bucket, as
+    the plan; host integers only)."""
+    if not segments or not STREAM_SEGMENT_KEYS:
+        return False
+    keys = _bucket_keys(_bucket(int(max_seqlen_k)))
+    return -(-keys // int(segments)) <= STREAM_SEGMENT_KEYS
 
 
 _SM_COUNTS = {}
@@ -806,7 +823,8 @@ def _unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k,
     ops._unified(qv, kc, vc, table, cu, seqused, partial,
                  segment_max=seg_max, segment_sum=seg_sum, merged_out=ov,
                  merge_counters=_merge_counters(dev, tokens, hq),
-                 sinks=sink_vals, out_scale=output_scale, **common)
+                 sinks=sink_vals, out_scale=output_scale,
+                 stream_pages=streams_pages(max_seqlen_k, segments), **common)
 
 
 # ---------------------------------------------------------------------------

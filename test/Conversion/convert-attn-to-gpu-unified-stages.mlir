@@ -13,6 +13,8 @@
 // CHECK-LABEL: func.func @split
 // CHECK: gpu.launch_func @attn_kernels::@split {{.*}} threads in (%c128{{.*}} dynamic_shared_memory_size %c82944_i32
 // CHECK: gpu.func @split
+// CHECK-NOT: attn.streaming_copies
+// CHECK-SAME: known_block_size
 // CHECK: nvgpu.device_async_create_group
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvgpu.device_async_create_group
@@ -39,12 +41,31 @@ func.func @split(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: m
 
 // -----
 
+// The attn.stream_pages hint (the vLLM drop-in's short split-KV segments)
+// marks the sm_90a kernel for attn-nvvm-streaming-copies (its copies then
+// take an L2 evict-first policy); sm_80 keeps upstream's copies, and so do
+// unsplit programs (@three_stages below has no mark either way).
+// CHECK-LABEL: func.func @stream
+// CHECK: gpu.func @stream({{.*}}) kernel attributes {attn.streaming_copies,
+// AMPERE-LABEL: func.func @stream
+// AMPERE: gpu.func @stream
+// AMPERE-NOT: attn.streaming_copies
+// AMPERE-SAME: known_block_size
+func.func @stream(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x?x128xf32>, %m: memref<?x32x?xf32>, %l: memref<?x32x?xf32>) {
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x?x128xf32>) segment_max(%m : memref<?x32x?xf32>) segment_sum(%l : memref<?x32x?xf32>) {attn.stream_pages}
+  return
+}
+
+// -----
+
 // A pinned schedule of three stages: tile 0 with Q, tile 1 before the
 // loop, and in it tile t has landed with two groups still pending (the
 // tile after it and the empty one).
 // CHECK-LABEL: func.func @three_stages
 // CHECK: dynamic_shared_memory_size %c115712_i32
 // CHECK: gpu.func @three_stages
+// CHECK-NOT: attn.streaming_copies
+// CHECK-SAME: known_block_size
 // CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvgpu.device_async_create_group
@@ -52,7 +73,7 @@ func.func @split(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: m
 // CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
 // CHECK: wgmma.mma_async
 func.func @three_stages(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %o: memref<?x32x128xbf16>) {
-  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4, stages = 3>}
+  attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) out(%o : memref<?x32x128xbf16>) {attn.stream_pages, schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 4, stages = 3>}
   return
 }
 

@@ -1158,3 +1158,51 @@ def test_fp8_cache_query_magnitudes(magnitude, split):
                               k_scale=ks[b][:, None],
                               v_scale=vs[b][:, None])[rows]
     check(o, ref, "bf16", f"|q| ~ {magnitude:g}")
+
+
+def test_stream_pages_hint():
+    """The drop-in's split-KV launches whose segments (counted from the
+    context's bucket) hold at most vllm.STREAM_SEGMENT_KEYS keys carry the
+    attn.stream_pages hint (sm_90a: their copies take an L2 evict-first
+    policy); longer segments, unsplit batches and the one-pass form do not.
+    The hint never changes the result: the hinted launch matches the
+    float64 reference."""
+    assert vllm.streams_pages(32768, 32) and vllm.streams_pages(8192, 4)
+    assert vllm.streams_pages(4096, 2) and vllm.streams_pages(60000, 32)
+    assert not vllm.streams_pages(32768, 8)
+    assert not vllm.streams_pages(131072, 32)
+    assert not vllm.streams_pages(16384, 2)
+    assert not vllm.streams_pages(32768, None)
+    # Within a bucket (doublings past 8k keys) the hint is constant, as the
+    # plan is: a CUDA graph replays one kernel a bucket.
+    assert {vllm.streams_pages(k, 32) for k in range(32768, 65536, 997)} \
+        == {True}
+    rng = np.random.default_rng(77)
+    q, kc, vc, cu, su, table = make(rng, hq=8, hk=2, d=64, block_size=16,
+                                    dtype="bf16", q_lens=[1, 1],
+                                    k_lens=[1000, 37])
+
+    def text(segments, max_k=1000):
+        o = np.full(q.shape, np.nan, DTYPES["bf16"])
+        with ops.collect_specializations() as texts:
+            vllm.unified_attention(q, kc, vc, o, cu, 1, su, max_k, 0.125,
+                                   True, (-1, -1), table, 0, None, None,
+                                   None, num_segments=segments)
+        assert len(texts) == 1
+        return texts[0], o
+
+    hinted, _ = text(4)
+    assert "attn.stream_pages" in hinted and "_stream" in hinted
+    assert "attn.stream_pages" not in text(2, max_k=16384)[0]
+    saved = vllm.STREAM_SEGMENT_KEYS
+    try:
+        vllm.STREAM_SEGMENT_KEYS = 0
+        assert "attn.stream_pages" not in text(4)[0]
+    finally:
+        vllm.STREAM_SEGMENT_KEYS = saved
+    o = np.full(q.shape, np.nan, DTYPES["bf16"])
+    vllm.unified_attention(q, kc, vc, o, cu, 1, su, 1000, 0.125, True,
+                           (-1, -1), table, 0, None, None, None,
+                           num_segments=4)
+    check(o, reference(q, kc, vc, cu, su, table, 0.125), "bf16",
+          "stream_pages")

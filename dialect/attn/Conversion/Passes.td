@@ -95,6 +95,25 @@ def AttnNvvmTensorMapParams
   }];
 }
 
+def AttnNvvmStreamingCopies
+    : Pass<"attn-nvvm-streaming-copies", "::mlir::LLVM::LLVMFuncOp"> {
+  let summary = "Give a streaming kernel's cp.async copies an L2 evict-first "
+                "policy";
+  let description = [{
+    Kernels that convert-attn-to-gpu marked `attn.streaming_copies` (split-KV
+    decode programs, which read each page once) have each 16-byte
+    `nvvm.cp.async.shared.global` (cache = cg) rewritten as PTX's
+    `cp.async.cg.shared.global.L2::cache_hint` with the policy that
+    `createpolicy.fractional.L2::evict_first` makes once at the kernel's
+    entry: the lines they bring go first from L2, before lines that other
+    kernels left there. (Upstream's op has no cache-hint operand.) The
+    copy's shared address goes through a shuffle of the active lanes: CUDA
+    13.0's ptxas gives a hinted copy whose address it splits into a
+    register and a uniform offset a misaligned uniform descriptor, an
+    illegal instruction at run time (bench/probes/cpasync_hint_fault.cu).
+  }];
+}
+
 def AttnNvvmExternDynamicShared
     : Pass<"attn-nvvm-extern-dynamic-shared", "::mlir::gpu::GPUModuleOp"> {
   let summary = "Keep dynamic shared memory apart from static shared variables";

@@ -48,6 +48,14 @@ inline constexpr llvm::StringLiteral kPrefillRowsHint = "attn.prefill_rows";
 /// changes nothing.
 inline constexpr llvm::StringLiteral kDecodeRowsHint = "attn.decode_rows";
 
+/// A discardable unit attribute of attn.unified: the calls the op stands
+/// for stream short segments of pages (split-KV decode whose programs each
+/// read at most a few thousand keys; the vLLM drop-in sets it from its
+/// plan). A code generation hint only: on sm_90a the split-KV programs'
+/// 16-byte cp.async copies then take an L2 evict-first policy
+/// (attn-nvvm-streaming-copies); elsewhere it changes nothing.
+inline constexpr llvm::StringLiteral kStreamPagesHint = "attn.stream_pages";
+
 /// The op's own schedule, or the CPU default when it has none.
 ScheduleAttr scheduleOrDefault(Operation *op);
 

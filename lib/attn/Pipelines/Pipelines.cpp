@@ -80,6 +80,7 @@ void mlir::attn::buildLowerToNvvmPipeline(OpPassManager &pm,
   kernels.addPass(createConvertNVGPUToNVVMPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
   kernels.addNestedPass<LLVM::LLVMFuncOp>(createAttnNvvmTensorMapParams());
+  kernels.addNestedPass<LLVM::LLVMFuncOp>(createAttnNvvmStreamingCopies());
   // (The tiles past the mbarriers, not over them.)
   kernels.addPass(createAttnNvvmExternDynamicShared());
   // PTX-builder NVVM ops (mbarrier.try_wait.parity) as inline assembly.

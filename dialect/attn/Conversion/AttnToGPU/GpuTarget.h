@@ -55,6 +55,9 @@ struct KernelLaunch {
   /// blocks an SM), which spreads them over more SMs; 0: no such rule.
   int64_t smallGridProgramsPerSM = 0;
   int64_t smallGridSharedBytes = 0;
+  /// NVVM: the kernel's 16-byte cp.async copies stream (each byte is read
+  /// once): attn-nvvm-streaming-copies gives them an L2 evict-first policy.
+  bool streamingCopies = false;
 };
 
 /// What one warp (or wave) of a program unrolls: its rows, each 16-row MMA
@@ -133,6 +136,11 @@ struct TensorMapRequest {
 /// parameters (attn-nvvm-tensor-map-params passes them by value).
 inline constexpr llvm::StringLiteral kTensorMapParamsAttr =
     "attn.tensor_map_params";
+
+/// The gpu.func attribute of kernels whose 16-byte cp.async copies take an
+/// L2 evict-first policy (KernelLaunch::streamingCopies).
+inline constexpr llvm::StringLiteral kStreamingCopiesAttr =
+    "attn.streaming_copies";
 
 /// A kernel's tensor map: the memref argument it describes and the
 /// parameter that carries it (an !llvm.ptr to the 128-byte map).

@@ -311,6 +311,8 @@ struct ConvertAttnToGPUPass
       kernel->setAttr(kTensorMapParamsAttr,
                       IntegerAttr::get(IntegerType::get(ctx, 64),
                                        int64_t(requests.size())));
+    if (launch.streamingCopies)
+      kernel->setAttr(kStreamingCopiesAttr, UnitAttr::get(ctx));
     kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
         ctx, {static_cast<int32_t>(launch.threads), 1, 1}));
     Block *entry = &kernel.getBody().front();
