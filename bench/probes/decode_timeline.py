@@ -81,7 +81,7 @@ def patch(ptx, empty=False, evict_first=False, policy=None, only_first=False):
             out.append("\t.reg .b64 %prb<4>;\n\t.reg .b32 %prw<8>;\n"
                        "\t.reg .pred %prp<2>;\n\t.reg .b64 %prpol;\n"
                        "\t.reg .pred %prz;\n\t.reg .b64 %przsrc, %przero;\n"
-                       "\t.reg .b32 %przdst;\n")
+                       "\t.reg .b32 %przdst, %prmask, %prlane;\n")
             continue
         if in_entry and not body and s and not s.startswith(".") and \
                 not s.startswith("//") and s not in ("{", ")") and \
@@ -109,29 +109,24 @@ def patch(ptx, empty=False, evict_first=False, policy=None, only_first=False):
         if body and evict_first and s.startswith("cp.async.cg.shared.global [") \
                 and not (only_first and "hinted" in seen):
             seen.add("hinted")
-            # The K/V copies stream: their lines go first from L2. (A
-            # zero-filling or predicated copy with a cache hint is an
-            # illegal instruction on sm_90a (CUDA 13.0's ptxas): every copy
-            # is whole, from a zero line where src-size is 0.)
+            # The K/V copies stream: their lines go first from L2. CUDA
+            # 13.0's ptxas gives a hinted copy whose shared address it
+            # splits into a register and a uniform offset ([R + UR0]) its
+            # policy in a misaligned uniform pair (desc[UR1]), an illegal
+            # instruction (bench/probes/cpasync_hint_fault.cu); the address
+            # through a shuffle of the active lanes is one register.
             m = re.match(r"\s*cp\.async\.cg\.shared\.global \[(.+?)\], "
-                         r"\[(.+?)\], 16, (\S+?);", line)
+                         r"\[(.+?)\], 16(, \S+?)?;", line)
             dst, src, size = m.groups()
-
-            def split(a):
-                return a.split("+")[0], a.split("+")[1] if "+" in a else "0"
-            # (Shared addresses in 32 bits: with 64-bit ones the hinted copy
-            # is an illegal instruction too.)
-            base, off = split(dst)
+            base, _, off = dst.partition("+")
             line = (f"\tcvt.u32.u64 %przdst, {base};\n"
-                    f"\tadd.u32 %przdst, %przdst, {off};\n")
-            if size.startswith("%"):
-                line += (f"\tsetp.ne.u32 %prz, {size}, 0;\n"
-                         "\tadd.u64 %przsrc, {}, {};\n".format(*split(src)) +
-                         "\tselp.b64 %przsrc, %przsrc, %przero, %prz;\n")
-            else:
-                line += "\tadd.u64 %przsrc, {}, {};\n".format(*split(src))
-            line += ("\tcp.async.cg.shared.global.L2::cache_hint "
-                     "[%przdst], [%przsrc], 16, %prpol;\n")
+                    f"\tadd.u32 %przdst, %przdst, {off or 0};\n"
+                    "\tactivemask.b32 %prmask;\n"
+                    "\tmov.u32 %prlane, %laneid;\n"
+                    "\tshfl.sync.idx.b32 %przdst, %przdst, %prlane, 0x1f, "
+                    "%prmask;\n"
+                    "\tcp.async.cg.shared.global.L2::cache_hint "
+                    f"[%przdst], [{src}], 16{size or ''}, %prpol;\n")
         if body and s.startswith("atom.global.add.u32"):
             out.append(stamp(3))
             out.append(line)
