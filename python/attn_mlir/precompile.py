@@ -102,10 +102,12 @@ def specializations(cfg):
     forms for batches whose queries average more than
     ops.LONG_QUERY_TOKENS (mixed batches) and at least
     ops.PREFILL_ROW_TOKENS (prefills) a sequence, where those planning
-    hints apply, and, with split_kv, the split-KV kernel and merge that
-    attn_mlir.vllm's plan picks for decode over long contexts (one decode
-    call: the kernel reads the segment count at run time, so every count
-    is the same specialization)."""
+    hints apply, and, with split_kv, the split-KV kernels that
+    attn_mlir.vllm's plan picks for decode over long contexts (the kernel
+    reads the segment count at run time, so every count is the same
+    specialization; short segments take the attn.stream_pages hint, long
+    ones not) and a mixed batch's split decode op."""
+    long_keys = 1 << 16   # (a bound: the arrays stay small)
     with ops.collect_specializations() as texts:
         vllm.unified_attention(**_arrays(cfg, tokens=4, batch=2, context=64))
         for per_seq in (ops.LONG_QUERY_TOKENS + 1, ops.PREFILL_ROW_TOKENS):
@@ -113,8 +115,17 @@ def specializations(cfg):
                                              batch=2, context=per_seq))
         if cfg.split_kv:
             context = 512   # the shortest context the plan splits
+            # Short segments (the attn.stream_pages hint), then long ones.
             vllm.unified_attention(**_arrays(cfg, tokens=2, batch=2,
                                              context=context))
+            vllm.unified_attention(**{
+                **_arrays(cfg, tokens=2, batch=2, context=context),
+                "max_seqlen_k": long_keys}, num_segments=2)
+            # A mixed batch over long contexts: its decode op splits.
+            per_seq = ops.LONG_QUERY_TOKENS + 1
+            vllm.unified_attention(**{
+                **_arrays(cfg, tokens=2 * per_seq, batch=2, context=per_seq),
+                "max_seqlen_k": long_keys})
     return list(texts)
 
 

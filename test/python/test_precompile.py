@@ -22,13 +22,17 @@ def test_specializations_of_a_config():
     got = names(precompile.specializations(cfg))
     # One pass, its forms for mixed batches (a decode op and a prefill-rows
     # op: min_query_len) and prefill batches (the long-queries and
-    # prefill-rows hints), one split-KV kernel for every segment count the
-    # plan picks (2-16: the count is read at run time) that merges its
-    # segments itself.
+    # prefill-rows hints), the split-KV kernel for every segment count the
+    # plan picks (the count is read at run time) that merges its segments
+    # itself, over short segments (the stream-pages hint) and long ones,
+    # and a mixed batch over long contexts, whose decode op splits.
     assert got == ["attn_unified_bf16_d64_h8_gqa4",
                    "attn_unified_bf16_d64_h8_gqa4_prefill_mixed",
                    "attn_unified_bf16_d64_h8_gqa4_long_prefill",
-                   "attn_unified_bf16_d64_h8_gqa4_split_merged"]
+                   "attn_unified_bf16_d64_h8_gqa4_split_merged_stream",
+                   "attn_unified_bf16_d64_h8_gqa4_split_merged",
+                   "attn_unified_bf16_d64_h8_gqa4_split_prefill_seqsplit"
+                   "_mixed"]
     # Heads of 96 take neither hint.
     d96 = AttentionConfig(num_q_heads=32, num_kv_heads=8, head_dim=96,
                           split_kv=False)
@@ -65,15 +69,20 @@ def test_serving_never_compiles_after_precompile(monkeypatch, tmp_path):
     _toolchain._loaded.clear()
     cfg = AttentionConfig(num_q_heads=4, num_kv_heads=2, head_dim=32,
                           dtype="float32", block_size=16)
-    # One pass and split-KV (merging its own segments); f32 takes no hint.
-    assert precompile.precompile([cfg], chip="cpu") == 2
+    # One pass and split-KV (merging its own segments) over short segments
+    # (the stream-pages hint) and long ones; f32 takes no other hint.
+    assert precompile.precompile([cfg], chip="cpu") == 3
     _toolchain._loaded.clear()  # a new process: only the disk cache
 
     def no_build(*a):
         raise AssertionError("compiled after precompile")
     monkeypatch.setattr(_toolchain, "_build", no_build)
     rng = np.random.default_rng(0)
-    for batch, per_seq, context in ((2, 5, 40), (3, 1, 33), (2, 1, 2000)):
+    # (The last: a split of long segments, as a long context's plan of two
+    # segments, on small arrays: max_seqlen_k is the bound.)
+    for batch, per_seq, context, max_k, segments in (
+            (2, 5, 40, 40, None), (3, 1, 33, 33, None),
+            (2, 1, 2000, 2000, None), (2, 1, 300, 1 << 16, 2)):
         pages = -(-context // 16)
         q = rng.standard_normal((batch * per_seq, 4, 32)).astype(np.float32)
         cache = rng.standard_normal((batch * pages, 16, 2, 32)).astype(
@@ -82,9 +91,9 @@ def test_serving_never_compiles_after_precompile(monkeypatch, tmp_path):
         vllm.unified_attention(
             q, cache, cache, out,
             np.arange(0, batch * per_seq + 1, per_seq, dtype=np.int32),
-            per_seq, np.full(batch, context, np.int32), context, 0.17, True,
+            per_seq, np.full(batch, context, np.int32), max_k, 0.17, True,
             None, np.arange(batch * pages, dtype=np.int32).reshape(batch, -1),
-            None, None, None, None)
+            None, None, None, None, num_segments=segments)
         assert np.isfinite(out).all()
 
 
