@@ -74,13 +74,12 @@ def patch(ptx, empty=False, evict_first=False, policy=None, only_first=False):
         s = line.strip()
         if s.startswith(".visible .entry") or s.startswith(".entry"):
             out.append(f".global .align 8 .b64 attn_probe[{MAX_PROGRAMS * len(SLOTS)}];"
-                       "\n.global .align 16 .b8 attn_zero[16];\n\n")
+                       "\n\n")
             in_entry = True
         if in_entry and not body and s == "{":
             out.append(line)
             out.append("\t.reg .b64 %prb<4>;\n\t.reg .b32 %prw<8>;\n"
                        "\t.reg .pred %prp<2>;\n\t.reg .b64 %prpol;\n"
-                       "\t.reg .pred %prz;\n\t.reg .b64 %przsrc, %przero;\n"
                        "\t.reg .b32 %przdst, %prmask, %prlane;\n")
             continue
         if in_entry and not body and s and not s.startswith(".") and \
@@ -99,7 +98,6 @@ def patch(ptx, empty=False, evict_first=False, policy=None, only_first=False):
                 f"\tmul.wide.u32 %prb0, %prw0, {8 * len(SLOTS)};\n"
                 "\tmov.u64 %prb1, attn_probe;\n"
                 "\tadd.u64 %prb0, %prb0, %prb1;\n"
-                "\tmov.u64 %przero, attn_zero;\n"
                 + ("\tcreatepolicy.fractional.L2::evict_first.b64 %prpol, 1.0;\n"
                    if policy is None else f"\tmov.b64 %prpol, {policy};\n")
                 + stamp(0) +

@@ -565,7 +565,8 @@ MIXED_DECODE_SPLIT = True
 # context's bucket) stream their pages with an L2 evict-first policy (the
 # attn.stream_pages hint): a fixed 2-3 us off a launch, about 3% of the
 # streaming, on H200 (bench/results/2026-12-01-h200-decode-evict-first.log:
-# 1.06-1.07x at B=1 ctx 32k, level at 2048 keys, 0.97x from 4096). 0: never.
+# 1.06-1.07x at 1024 keys (B=1 ctx 32k), 1.00-1.03x at 2048, 0.97-1.00x
+# from 4096). 0: never.
 STREAM_SEGMENT_KEYS = 2048
 
 
