@@ -26,6 +26,10 @@ Prints TFLOP/s per round and the median.
     python bench/probes/ab_schedules.py keys   # bf16 D=128 full at S = 1024
                                                # .. 8192: 128- or 176-key
                                                # tiles, grid or persistent
+    python bench/probes/ab_schedules.py fp8 keys  # e4m3 D=128 at S = 2048
+                                               # and 8192: the plan's
+                                               # 128-key tiles against 160,
+                                               # 192 and 224 (FA3's fp8 tile)
 
 ATTN_MLIR_DRY_RUN=1 only records the specializations.
 """
@@ -73,9 +77,15 @@ ORDER_CASES = {(128, S, c): SHORT_CASES[(512, c)]
                for S in (512, 1024, 2048, 4096, 8192) for c in (False, True)}
 ORDER64_CASES = {(64, S, False): [PLAN64, PERSISTENT]
                  for S in (1024, 2048, 4096, 8192)}
+# fp8 heads of 128 on tiles of more than 128 keys (V^T in two atoms):
+# FlashAttention-3 takes 224 keys for them.
+FP8_KEY_CASES = {(128, S, c): [None] + [(128, n, 1, 8, 1, 4, 1)
+                                        for n in (160, 192, 224)]
+                 for S in (2048, 8192) for c in (False, True)}
 FP8_SCALES = dict(fp8_scales=(1.0, 1.0, 1.0, 1.0 / 448))
 cases = ({(128, S, c): v for (S, c), v in SHORT_CASES.items()} if SHORT else
          LONG_CASES if "long" in sys.argv[1:] else
+         FP8_KEY_CASES if FP8 and "keys" in sys.argv[1:] else
          KEY_CASES if "keys" in sys.argv[1:] else
          ORDER64_CASES if "order64" in sys.argv[1:] else
          ORDER_CASES if "order" in sys.argv[1:] else

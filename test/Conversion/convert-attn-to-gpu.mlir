@@ -224,6 +224,16 @@ func.func @tma_not_possible(%q: memref<?x4x128xf8E4M3FN>, %k: memref<?x4x128xf8E
 
 // -----
 
+// fp8 wgmma programs transpose V into 128-key atoms: tiles of 256 keys
+// (which spilled beside O, S and P) are rejected, as everywhere but sm_90a.
+func.func @tma_fp8_keys_past_224(%q: memref<?x4x128xf8E4M3FN>, %cq: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %o: memref<?x4x128xbf16>) {
+  // expected-error @+1 {{fp8 Q, K and V: 128 keys, or for heads of 128 on warps = 8 whole 32-key steps up to 224}}
+  attn.flash q(%q : memref<?x4x128xf8E4M3FN>) k(%q : memref<?x4x128xf8E4M3FN>) v(%q : memref<?x4x128xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%cq : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%qs : memref<1xf32>) v_scale(%qs : memref<1xf32>) p_scale(%qs : memref<1xf32>) out(%o : memref<?x4x128xbf16>) {schedule = #attn.schedule<block_q = 128, block_n = 256, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4, pingpong = true>}
+  return
+}
+
+// -----
+
 // A producer warpgroup shares the registers with one, two or three consumer
 // warpgroups: four (256 rows, 640 threads) would not launch.
 func.func @tma_four_consumer_warpgroups(%q: memref<?x4x64xbf16>, %cq: memref<?xi32>, %s: f32, %o: memref<?x4x64xbf16>) {

@@ -107,8 +107,27 @@
 // CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // CHECK: setmaxnreg.inc.sync.aligned.u32 232;
 // CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+
+// fp8 flash (heads of 128) pinned to 224-key tiles: K and raw V come as
+// boxes of 224 rows, V^T takes two 128-key atoms (the producer's warps 0-2
+// transpose a second 32-key step into the second), QK is one m64n224k32
+// per 32 dims, PV seven m64n128k32 key steps.
+// CHECK: .visible .entry flash_fp8_keys224(
+// CHECK: .maxntid 384, 1, 1
+// CHECK: setmaxnreg.dec.sync.aligned.u32 24;
+// CHECK: stmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// CHECK: setmaxnreg.inc.sync.aligned.u32 240;
+// CHECK: wgmma.mma_async.sync.aligned.m64n224k32.f32.e4m3.e4m3
+// CHECK-COUNT-7: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// CHECK-NOT: ld.local
+// CHECK-NOT: st.local
 // ptxas, per kernel (in the order it compiles them): no spills, no
 // serialized wgmma (C7510-C7520 "Potential Performance Loss").
+// PTXAS: Compiling entry function 'flash_fp8_keys224' for 'sm_90a'
+// PTXAS-NEXT: Function properties for flash_fp8_keys224
+// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NEXT: Used 168 registers
+// PTXAS-NOT: Potential Performance Loss
 // PTXAS-NOT: Potential Performance Loss
 // PTXAS: Compiling entry function 'flash_fp8_d64' for 'sm_90a'
 // PTXAS-NEXT: Function properties for flash_fp8_d64
@@ -197,5 +216,10 @@ func.func @flash_fp8_d256(%q: memref<?x16x256xf8E4M3FN>, %k: memref<?x4x256xf8E4
 
 func.func @flash_fp8_d64(%q: memref<?x16x64xf8E4M3FN>, %k: memref<?x4x64xf8E4M3FN>, %v: memref<?x4x64xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x16x64xbf16>) {
   attn.flash q(%q : memref<?x16x64xf8E4M3FN>) k(%k : memref<?x4x64xf8E4M3FN>) v(%v : memref<?x4x64xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x16x64xbf16>) {causal}
+  return
+}
+
+func.func @flash_fp8_keys224(%q: memref<?x16x128xf8E4M3FN>, %k: memref<?x4x128xf8E4M3FN>, %v: memref<?x4x128xf8E4M3FN>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %qs: memref<1xf32>, %ks: memref<1xf32>, %vs: memref<1xf32>, %ps: memref<1xf32>, %o: memref<?x16x128xbf16>) {
+  attn.flash q(%q : memref<?x16x128xf8E4M3FN>) k(%k : memref<?x4x128xf8E4M3FN>) v(%v : memref<?x4x128xf8E4M3FN>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<1xf32>) v_scale(%vs : memref<1xf32>) p_scale(%ps : memref<1xf32>) out(%o : memref<?x16x128xbf16>) {schedule = #attn.schedule<block_q = 128, block_n = 224, heads_per_program = 1, warps = 8, tma = true, producer_warps = 4, pingpong = true>}
   return
 }

@@ -133,3 +133,25 @@ def test_fp8_wgmma_rows_without_keys(d):
     assert np.isneginf(lse[:70]).all() and np.isneginf(lse[200:205]).all()
     finite = np.isfinite(ref_lse)
     check(lse[finite], ref_lse[finite], "f32", "lse", tol=1e-3)
+
+
+@pytest.mark.parametrize("block_n", [160, 192, 224])
+@pytest.mark.parametrize("causal", [False, True])
+def test_fp8_wgmma_key_tiles_past_one_atom(block_n, causal):
+    """Pinned tiles of more than 128 keys (heads of 128): V^T in two atoms
+    of 128 keys, the producer's warps taking a second 32-key step where the
+    tile has one. Sequences end inside the first and the second atom, on a
+    tile's end, and after several tiles."""
+    rng = np.random.default_rng(17)
+    lq, lk = [130, 1, 64, 300, 700], [200, 150, 64, 2 * block_n, 900]
+    q, k, v, cq, ck = make(rng, lq, lk, 8, 2, "f8E4M3FN")
+    scales = (0.05, 0.04, 0.06, 1 / 448)
+    o = np.full(q.shape, np.nan, np.float32)
+    lse = np.full(q.shape[:2], np.nan, np.float32)
+    ops.flash(q, k, v, cq, ck, o, scale=0.09, causal=causal,
+              fp8_scales=scales, lse=lse,
+              schedule=(128, block_n, 1, 8, 1, 4, 1))
+    ref, ref_lse = reference(q, k, v, cq, ck, scales, 0.09, causal)
+    check(o, ref, "f8E4M3FN", f"{block_n} keys causal={causal}")
+    finite = np.isfinite(ref_lse)
+    check(lse[finite], ref_lse[finite], "f32", "lse", tol=1e-3)

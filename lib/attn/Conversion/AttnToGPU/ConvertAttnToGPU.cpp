@@ -242,9 +242,11 @@ struct ConvertAttnToGPUPass
                   "(head dim a multiple of 64, contiguous rows, "
                   "double-buffered tiles of at most 256 keys; one to three "
                   "consumer warpgroups, warps 4, 8 or 12 (12: flash only), "
-                  "with producer_warps), and unified programs of a gathering "
-                  "producer whose pages are whole boxes of the KV tile (8 "
-                  "keys or more, dividing block_n or a multiple of it)";
+                  "with producer_warps; fp8 Q, K and V: 128 keys, or for "
+                  "heads of 128 on warps = 8 whole 32-key steps up to 224), "
+                  "and unified programs of a gathering producer whose pages "
+                  "are whole boxes of the KV tile (8 keys or more, dividing "
+                  "block_n or a multiple of it)";
       if (shape.producerWarps && !shape.tma &&
           !gpuTarget.gathersKeys(op, shape, computeType))
         return op->emitOpError("convert-attn-to-gpu: the schedule ")

@@ -13,6 +13,8 @@
 //   transposes it into V^T ([D, keys], 128-byte swizzled): ldmatrix, two
 //   byte permutes per register, stmatrix.trans (heads of 128 and 256), or
 //   32-bit loads, permutes and stores (heads of 64; transposeValues).
+//   Pinned tiles of more than 128 keys (heads of 128, up to 224) keep
+//   V^T in atoms of 128 keys; the plan takes 128 (fp8WgmmaKeys).
 // * P's A registers need 4 adjacent keys of a row per register, where the
 //   S accumulator holds pairs: keys 2t, 2t + 1 and 2t + 8, 2t + 9 of each
 //   16 (t the lane's quad column). Instead of trading values between lanes,
@@ -91,14 +93,16 @@ struct I32Ops {
 SharedTile WarpAttentionBuilder::transposedValues(Value stage) {
   // Past the K/V ring, one V^T per buffer (fp8WgmmaGeometry; warpLaunchFor
   // reserves them).
+  // Tiles of more than 128 keys: atoms of 128 keys dPad rows apart.
   int64_t ctBytes = ct.getIntOrFloatBitWidth() / 8;
-  int64_t vtElems = g.dPad * g.bn / ctBytes;
+  int64_t vtElems = transposedValueBytes(g) / ctBytes;
   SharedTile t;
   t.offset = e.add(e.idx(g.mRows * g.stride + g.stages * g.kvElems()),
                    e.mul(stage, e.idx(vtElems)));
   t.rows = g.dPad;
   t.layout = TileLayout::Swizzled;
-  t.mem = view(t.offset, g.dPad, wgmma::kAtomRowBytes / ctBytes);
+  t.mem = view(t.offset, transposedValueBytes(g) / wgmma::kAtomRowBytes,
+               wgmma::kAtomRowBytes / ctBytes);
   return t;
 }
 
@@ -121,9 +125,12 @@ void WarpAttentionBuilder::transposeValuesByMatrices(const SharedTile &raw,
   // by words). Shared addresses are 32-bit with the round's offset as an
   // immediate (the upstream ops take 64-bit pointers: more registers than
   // the producer's 24 beside heads of 256).
-  assert(g.bn == 4 * 32 && kProducerWarps == 4 &&
+  // Tiles of more than 128 keys (heads of 128): warp w also takes steps w
+  // + 4, w + 8 .., each in the next V^T atom of 128 keys.
+  assert(g.bn % 32 == 0 && kProducerWarps == 4 &&
+         (g.bn == 128 || (g.bn <= 224 && g.dPad == 128)) &&
          (g.dPad == 128 || g.dPad == 256) &&
-         "four warps of 32 keys; V^T rows of one 128-byte atom");
+         "warps of 32-key steps; V^T rows of 128-byte atoms");
   I32Ops o{e};
   Type i32 = b.getI32Type();
   Value ptid = o.andC(o.of(tid), kProducerWarps * kLanes - 1);
@@ -184,8 +191,23 @@ void WarpAttentionBuilder::transposeValuesByMatrices(const SharedTile &raw,
   // sixteen spilled).
   int64_t atoms = g.dPad / wgmma::kAtomRowBytes;
   if (atoms == 1) {
-    for (int64_t c = 0; c < g.dPad / 16; ++c)
-      round(loadAt, storeAt, c);
+    int64_t steps = g.bn / 32;
+    for (int64_t k = 0; 4 * k < steps; ++k) {
+      // Step 4k + w: 128 keys on in the raw rows, one V^T atom on.
+      Value load = o.add(loadAt, o.c(4 * k * 32 * wgmma::kAtomRowBytes));
+      Value store = o.add(storeAt, o.c(k * g.dPad * wgmma::kAtomRowBytes));
+      auto rounds = [&] {
+        for (int64_t c = 0; c < g.dPad / 16; ++c)
+          round(load, store, c);
+      };
+      // (A warp-uniform branch: the last atom's steps of fewer warps.)
+      if (4 * (k + 1) <= steps)
+        rounds();
+      else
+        e.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, step,
+                                       o.c(steps - 4 * k)),
+                 rounds);
+    }
     return;
   }
   e.forLoop(0, atoms, [&](Value atom) {

@@ -59,7 +59,7 @@ KernelLaunch mlir::attn::warpLaunchFor(Operation *op, const TileShape &shape,
     bytes -= keyTileBytes;
   }
   if (fp8Wgmma)
-    bytes = saturatingAdd(bytes, g.stages * g.dPad * g.bn);
+    bytes = saturatingAdd(bytes, g.stages * transposedValueBytes(g));
   if (int64_t merge = keySplitScratchBytes(g))
     bytes = std::max(bytes, saturatingAdd(g.mRows * g.stride * ctBytes, merge));
   if (g.wgmma)
@@ -198,9 +198,10 @@ SmallVector<TensorMapRequest> mlir::attn::warpTensorMaps(Operation *op,
   // transposes V (two consumer warpgroups, or three for heads of 64;
   // 128-key tiles: its lanes' layout).
   bool fp8 = multipliesFp8OnWgmma(op);
-  if (fp8 && (shape.producerWarps != kProducerWarps || shape.persistent ||
-              (g.warps != 8 && (g.warps != 12 || g.dPad != 64)) ||
-              g.bn != 128 || (g.dPad != 64 && g.dPad != 128 && g.dPad != 256)))
+  if (fp8 &&
+      (shape.producerWarps != kProducerWarps || shape.persistent ||
+       (g.warps != 8 && (g.warps != 12 || g.dPad != 64)) || !fp8WgmmaKeys(g) ||
+       (g.dPad != 64 && g.dPad != 128 && g.dPad != 256)))
     return {};
   int64_t atomCols = wgmma::kAtomRowBytes / (fp8 ? 1 : 2);
   // Programs that pair blocks (two layout rows, or a pipeline's one-row

@@ -238,9 +238,11 @@ WarpAttentionBuilder::issueWarpgroupPV(const Probabilities &probs,
     int64_t kk = kFirst + k;
     SmallVector<Value> p(probs.p.begin() + 4 * k, probs.p.begin() + 4 * k + 4);
     if (qgmma) {
-      // fp8: V^T of the producer (K-major, one atom: k step kk of 32 keys
-      // is 32 bytes in).
-      Value v = descriptor(b, tileAddress(cur.vt, kk * 32), 16, kGroupBytes);
+      // fp8: V^T of the producer (K-major, atoms of 128 keys dPad rows
+      // apart: k step kk of 32 keys is 32 bytes into atom kk / 4).
+      Value v = descriptor(
+          b, tileAddress(cur.vt, kk / 4 * g.dPad * kAtomRowBytes + kk % 4 * 32),
+          16, kGroupBytes);
       acc = wgmma::mma(b, g.dPad, vType, vType, Value(), p, v,
                        /*transB=*/false, acc);
       continue;

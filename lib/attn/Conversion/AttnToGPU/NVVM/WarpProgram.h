@@ -132,6 +132,22 @@ Geometry geometryOf(const TileShape &s, bool wgmma, int64_t elemBytes);
 /// of 256 took 320 KB of shared memory; in bytes it takes 224.) The V
 /// buffer then holds the raw tile TMA delivers, and each buffer's V^T
 /// ([dPad, bn] fp8) lies past the K/V ring.
+/// Bytes of one V^T of an fp8 wgmma program: [dPad, bn] in atoms of 128
+/// keys (a tile of 224 keys takes two).
+inline int64_t transposedValueBytes(const Geometry &g) {
+  return g.dPad * llvm::alignTo(g.bn, wgmma::kAtomRowBytes);
+}
+
+/// The key tiles an fp8 wgmma program transposes V of: 128 keys, or (heads
+/// of 128 on two consumer warpgroups) whole 32-key steps up to 224, in two
+/// V^T atoms (256 spilled 288 bytes beside O, S and P at 240 registers).
+/// The plan keeps 128: on H200 (bench/results/2026-12-01-h200-fp8-key-
+/// tiles.log) 160-224 keys ran 1-10% slower at 2048 and 8192 keys.
+inline bool fp8WgmmaKeys(const Geometry &g) {
+  return g.bn == 128 ||
+         (g.bn % 32 == 0 && g.bn <= 224 && g.dPad == 128 && g.warps == 8);
+}
+
 inline Geometry fp8WgmmaGeometry(Geometry g, int64_t ctBytes) {
   g.stride = llvm::alignTo(g.dPad, wgmma::kAtomRowBytes) / ctBytes;
   g.vtStride = g.bn / ctBytes;
