@@ -38,6 +38,10 @@
 // GPU: %[[MERGES:.*]] = arith.cmpi ne, %[[FLAG]]
 // GPU: scf.if %[[MERGES]] {
 // GPU: scf.for
+// 16-bit programs read every round of 16 segments through one copy, its
+// indices clamped to the last segment (ProgramTarget::wholeMergeRounds).
+// GPU-NOT: scf.if {{.*}} -> (f32, f32, f32, f32, f32, f32)
+// GPU: arith.minsi
 // GPU: memref.load %arg9
 // GPU: memref.load %arg10
 // GPU: memref.load %[[OUT]]
@@ -47,6 +51,15 @@
 // CPU-LABEL: func.func @unified_fused_merge
 // CPU: scf.parallel
 // CPU: memref.atomic_rmw addi %{{.*}}, %arg12
+// The CPU merge takes whole rounds: a round of 16 segments all there reads
+// them at constant offsets from its first, unclamped; the last round of
+// fewer clamps its copies past the end to the last segment.
+// CPU: %[[ROUNDS:.*]]:6 = scf.for {{.*}} -> (f32, f32, f32, f32, f32, f32) {
+// CPU: %[[WHOLE:.*]] = arith.cmpi sle
+// CPU: scf.if %[[WHOLE]] -> (f32, f32, f32, f32, f32, f32) {
+// CPU-NOT: arith.minsi
+// CPU: } else {
+// CPU: arith.minsi
 // CPU: memref.store %{{.*}}, %arg11
 func.func @unified_fused_merge(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128xbf16>, %vc: memref<?x16x8x128xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %su: memref<?xi32>, %s: f32, %sk: memref<32xf32>, %o: memref<?x32x?x128xf32>, %m: memref<?x32x?xf32>, %l: memref<?x32x?xf32>, %mo: memref<?x32x128xbf16>, %c: memref<?x32xi32>) {
   attn.unified q(%q : memref<?x32x128xbf16>) k_cache(%kc : memref<?x16x8x128xbf16>) v_cache(%vc : memref<?x16x8x128xbf16>) block_table(%bt : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>) seqused_k(%su : memref<?xi32>) scale(%s) sinks(%sk : memref<32xf32>) out(%o : memref<?x32x?x128xf32>) segment_max(%m : memref<?x32x?xf32>) segment_sum(%l : memref<?x32x?xf32>) merged_out(%mo : memref<?x32x128xbf16>) merge_counters(%c : memref<?x32xi32>)

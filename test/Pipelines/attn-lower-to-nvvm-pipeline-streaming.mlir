@@ -10,13 +10,18 @@
 // shuffled from the lane itself (ptxas then keeps it in one register; see
 // attn-nvvm-streaming-copies); no plain cg copy is left.
 // CHECK: .visible .entry stream(
+// CHECK-NOT: .maxnreg
 // CHECK: createpolicy.fractional.L2::evict_first.b64 [[POL:%rd[0-9]+]], 1.0;
 // CHECK: activemask.b32
 // CHECK-NEXT: mov.u32 {{.*}}, %laneid;
 // CHECK-NEXT: shfl.sync.idx.b32
 // CHECK-NEXT: cp.async.cg.shared.global.L2::cache_hint [{{.*}}], [{{.*}}], 16, {{.*}}, [[POL]];
 // CHECK-NOT: cp.async.cg.shared.global [
+// The fp8 programs read K raw and launch three an SM: their registers are
+// capped for that (the fused merge's whole rounds would take more).
 // CHECK: .visible .entry stream_fp8(
+// CHECK: .maxntid 128, 1, 1
+// CHECK-NEXT: .maxnreg 168
 // CHECK: createpolicy.fractional.L2::evict_first.b64
 // CHECK: cp.async.cg.shared.global.L2::cache_hint
 // CHECK-NOT: cp.async.cg.shared.global [

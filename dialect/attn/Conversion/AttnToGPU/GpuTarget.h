@@ -106,6 +106,8 @@ public:
   /// launch has at least kArrivalSharedBytes).
   Value lastArrival(LoopEmitter &e, Value counters, ValueRange at,
                     Value expected) override;
+  /// (GPU programs keep one copy of the round unless their target says.)
+  bool wholeMergeRounds() const override { return false; }
 
 protected:
   /// An acq_rel fence at device scope: with the relaxed atomic after (or

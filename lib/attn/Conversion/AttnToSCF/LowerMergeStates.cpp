@@ -179,41 +179,61 @@ void mlir::attn::emitMergeRows(LoopEmitter &e, ProgramTarget &target,
     // loads are issued before its math (see kSegmentGroup).
     SmallVector<Value> init{e.negInf(), e.f32(0.0)};
     init.append(run, e.f32(0.0));
-    SmallVector<Value> acc = e.reduceN(
-        e.idx(0), groups, init,
-        [&](Value g, ValueRange st) -> SmallVector<Value> {
-          SmallVector<Value> stats, sums, parts;
-          for (int64_t k = 0; k < kSegmentGroup; ++k) {
-            Value s = e.add(e.mul(g, e.idx(kSegmentGroup)), e.idx(k));
-            Value counted = e.le(s, last);
-            s = e.min(s, last);
-            // A copy of the last segment past the end counts as empty.
-            stats.push_back(e.select(
-                counted, e.load(states.segmentMax, {t, h, s}), e.negInf()));
-            sums.push_back(e.load(states.segmentSum, {t, h, s}));
-            for (int64_t j = 0; j < run; ++j)
-              parts.push_back(
-                  e.load32(states.partial, {t, h, s, e.add(d0, e.idx(j))}));
-          }
-          Value m = st[0];
-          for (Value x : stats)
-            m = e.maxF(m, x);
-          Value base = safe(m);
-          Value rescale = exp(e.subF(st[0], base));
-          Value den = e.mulF(st[1], rescale);
-          SmallVector<Value> num;
-          for (int64_t j = 0; j < run; ++j)
-            num.push_back(e.mulF(st[2 + j], rescale));
-          for (int64_t k = 0; k < kSegmentGroup; ++k) {
-            Value w = exp(e.subF(stats[k], base));
-            den = e.addF(den, e.mulF(w, sums[k]));
-            for (int64_t j = 0; j < run; ++j)
-              num[j] = e.addF(num[j], e.mulF(w, parts[k * run + j]));
-          }
-          SmallVector<Value> next{m, den};
-          next.append(num.begin(), num.end());
-          return next;
-        });
+    // A round of kSegmentGroup segments: all of them there (`whole`), or
+    // the last round's, each past the end a copy of the last segment that
+    // counts as empty.
+    auto round = [&](Value g, ValueRange st, bool whole) -> SmallVector<Value> {
+      SmallVector<Value> stats, sums, parts;
+      Value first = e.mul(g, e.idx(kSegmentGroup));
+      for (int64_t k = 0; k < kSegmentGroup; ++k) {
+        Value s = e.add(first, e.idx(k));
+        Value counted = whole ? Value() : e.le(s, last);
+        if (!whole)
+          s = e.min(s, last);
+        Value m = e.load(states.segmentMax, {t, h, s});
+        stats.push_back(whole ? m : e.select(counted, m, e.negInf()));
+        sums.push_back(e.load(states.segmentSum, {t, h, s}));
+        for (int64_t j = 0; j < run; ++j)
+          parts.push_back(
+              e.load32(states.partial, {t, h, s, e.add(d0, e.idx(j))}));
+      }
+      Value m = st[0];
+      for (Value x : stats)
+        m = e.maxF(m, x);
+      Value base = safe(m);
+      Value rescale = exp(e.subF(st[0], base));
+      Value den = e.mulF(st[1], rescale);
+      SmallVector<Value> num;
+      for (int64_t j = 0; j < run; ++j)
+        num.push_back(e.mulF(st[2 + j], rescale));
+      for (int64_t k = 0; k < kSegmentGroup; ++k) {
+        Value w = exp(e.subF(stats[k], base));
+        den = e.addF(den, e.mulF(w, sums[k]));
+        for (int64_t j = 0; j < run; ++j)
+          num[j] = e.addF(num[j], e.mulF(w, parts[k * run + j]));
+      }
+      SmallVector<Value> next{m, den};
+      next.append(num.begin(), num.end());
+      return next;
+    };
+    // Whole rounds (a 32-segment merge's two) address each segment at a
+    // constant offset from the round's first, where the target takes them
+    // (ProgramTarget::wholeMergeRounds): on sm_90a the index arithmetic
+    // and clamps were about two thirds of a round's 641 instructions
+    // (bench/results/2026-12-01-h200-session30.md).
+    SmallVector<Type> types(init.size(), e.builder().getF32Type());
+    SmallVector<Value> acc =
+        e.reduceN(e.idx(0), groups, init,
+                  [&](Value g, ValueRange st) -> SmallVector<Value> {
+                    if (!target.wholeMergeRounds())
+                      return round(g, st, false);
+                    Value whole =
+                        e.le(e.mul(e.add(g, e.idx(1)), e.idx(kSegmentGroup)),
+                             states.segments);
+                    return e.ifElse(
+                        whole, types, [&] { return round(g, st, true); },
+                        [&] { return round(g, st, false); });
+                  });
     Value den = acc[1];
     SmallVector<Value> num(acc.begin() + 2, acc.end());
     Value base = safe(acc[0]); // what den is relative to

@@ -45,6 +45,14 @@ void WarpAttentionBuilder::chooseScoreOperands(const ProgramRows &rows,
 void WarpAttentionBuilder::setUp(const ProgramRows &rows,
                                  ArrayRef<KvWalk> walks) {
   setUpThreads();
+  // Programs that read K raw launch three an SM (KernelLaunch::
+  // smallGridProgramsPerSM): their registers must fit that too, whatever
+  // a fused merge's rounds would take (a whole round's 96 loads in flight
+  // took fp8 split decode to 204-220).
+  if (rawKeysDirect && !shape.producerWarps)
+    entry->getParentOp()->setAttr(
+        NVVM::NVVMDialect::getMaxnregAttrName(),
+        b.getI32IntegerAttr(kRegistersPerSM / (3 * threads) / 8 * 8));
   chooseScoreOperands(rows, walks);
   foldCacheScales(walks);
   // (convert-attn-to-gpu gives bf16 queries f16 tiles only where the walk

@@ -208,6 +208,8 @@ inline int64_t rawRingBytes(const Geometry &g) {
 /// three an SM from 576 up (1.14-1.21x at 576-704: bench/results/
 /// 2026-11-30-h200-session24.md).
 constexpr int64_t kCompactFromProgramsPerSM = 4;
+/// 32-bit registers of an SM (sm_80 to sm_90).
+constexpr int64_t kRegistersPerSM = 64 * 1024;
 
 /// Compute-type elements of a program's K/V tiles (after the query tile).
 /// A raw-staged program whose QK reads K raw (`rawKeysDirect`) decodes
