@@ -107,7 +107,7 @@ public:
   Value lastArrival(LoopEmitter &e, Value counters, ValueRange at,
                     Value expected) override;
   /// (GPU programs keep one copy of the round unless their target says.)
-  bool wholeMergeRounds() const override { return false; }
+  bool wholeMergeRounds(const TileShape &shape) const override { return false; }
 
 protected:
   /// An acq_rel fence at device scope: with the relaxed atomic after (or

@@ -56,6 +56,8 @@ struct SegmentStates {
   /// Optional [tokens, heads] f32: each merged row's log-sum-exp (sinks
   /// included), as the non-split form's lse.
   Value lse = Value();
+  /// Whole rounds of segments unclamped (ProgramTarget::wholeMergeRounds).
+  bool wholeRounds = false;
 };
 
 /// One row of a fused merge: the row of its partials and statistics, the

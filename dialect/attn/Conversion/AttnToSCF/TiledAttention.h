@@ -299,12 +299,12 @@ public:
   /// the stores of every program counted before it. (CPU: an atomic add.)
   virtual Value lastArrival(LoopEmitter &e, Value counters, ValueRange at,
                             Value expected);
-  /// Whether the fused merge reads its whole rounds of segments (all of
-  /// them there) through a second copy of the round that addresses each
-  /// segment at a constant offset from the round's first, without the
-  /// last round's clamps: fewer instructions, more loads in flight (and
-  /// registers). The result is the same.
-  virtual bool wholeMergeRounds() const { return true; }
+  /// Whether the fused merge of programs of `shape` reads its whole rounds
+  /// of segments (all of them there) through a second copy of the round
+  /// that addresses each segment at a constant offset from the round's
+  /// first, without the last round's clamps: fewer instructions, more
+  /// loads in flight (and registers). The result is the same.
+  virtual bool wholeMergeRounds(const TileShape &shape) const { return true; }
   /// The largest i in [0, n) with key(i) <= x, for a non-decreasing `key`
   /// with key(0) <= x (0 when n <= 1): where a program finds its sequence.
   /// A binary search unless the target searches faster.

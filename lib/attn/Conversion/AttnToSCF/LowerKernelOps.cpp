@@ -467,6 +467,7 @@ void emitUnified(LoopEmitter &e, ProgramTarget &target, UnifiedOp op) {
                 op.getOut(),   op.getSegmentMax(), op.getSegmentSum(),
                 op.getSinks(), outScale,           op.getMergedOut(),
                 segments,      shape.headDim,      op.getLse()};
+            states.wholeRounds = target.wholeMergeRounds(shape);
             Value pack = e.idx(shape.pack);
             emitMergeRows(
                 e, target, states, e.mul(rows.numTokens, pack), [&](Value r) {

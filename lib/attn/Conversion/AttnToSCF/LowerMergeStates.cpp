@@ -218,14 +218,14 @@ void mlir::attn::emitMergeRows(LoopEmitter &e, ProgramTarget &target,
     };
     // Whole rounds (a 32-segment merge's two) address each segment at a
     // constant offset from the round's first, where the target takes them
-    // (ProgramTarget::wholeMergeRounds): on sm_90a the index arithmetic
+    // (SegmentStates::wholeRounds): on sm_90a the index arithmetic
     // and clamps were about two thirds of a round's 641 instructions
     // (bench/results/2026-12-01-h200-session30.md).
     SmallVector<Type> types(init.size(), e.builder().getF32Type());
     SmallVector<Value> acc =
         e.reduceN(e.idx(0), groups, init,
                   [&](Value g, ValueRange st) -> SmallVector<Value> {
-                    if (!target.wholeMergeRounds())
+                    if (!states.wholeRounds)
                       return round(g, st, false);
                     Value whole =
                         e.le(e.mul(e.add(g, e.idx(1)), e.idx(kSegmentGroup)),

@@ -45,11 +45,11 @@ void WarpAttentionBuilder::chooseScoreOperands(const ProgramRows &rows,
 void WarpAttentionBuilder::setUp(const ProgramRows &rows,
                                  ArrayRef<KvWalk> walks) {
   setUpThreads();
-  // Programs that read K raw launch three an SM (KernelLaunch::
+  // Decode-row programs that read K raw launch three an SM (KernelLaunch::
   // smallGridProgramsPerSM): their registers must fit that too, whatever
-  // a fused merge's rounds would take (a whole round's 96 loads in flight
-  // took fp8 split decode to 204-220).
-  if (rawKeysDirect && !shape.producerWarps)
+  // a fused merge's whole rounds would take (their 96 loads in flight
+  // took fp8 split decode to 204-220; they used 159-168 before).
+  if (rawKeysDirect && g.keyWarps > 1 && !shape.producerWarps)
     entry->getParentOp()->setAttr(
         NVVM::NVVMDialect::getMaxnregAttrName(),
         b.getI32IntegerAttr(kRegistersPerSM / (3 * threads) / 8 * 8));
@@ -851,6 +851,12 @@ bool WarpAttentionBuilder::visitOutputChunks(
 }
 
 } // namespace mlir::attn::warp
+
+bool WarpProgramTarget::wholeMergeRounds(const TileShape &shape) const {
+  return rawKeysDirect &&
+         geometryOf(shape, chip.wgmma, computeType.getIntOrFloatBitWidth() / 8)
+                 .keyWarps > 1;
+}
 
 void WarpProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,
                                     const AttentionFeatures &f,

@@ -126,10 +126,11 @@ public:
   bool pairsBlocks(Operation *op, const TileShape &shape) const override {
     return warpPairsBlocks(op, shape, chip);
   }
-  /// Programs that read fp8 K raw (split decode over fp8 caches): on H200
-  /// (bench/results/2026-12-01-h200-session30.md) 1.015-1.026x at B=1..8;
-  /// 16-bit split decode lost 0.2-0.7% with them.
-  bool wholeMergeRounds() const override { return rawKeysDirect; }
+  /// Decode-row programs that read fp8 K raw (split decode over fp8
+  /// caches; WarpAttentionBuilder caps their registers for three an SM):
+  /// on H200 (bench/results/2026-12-01-h200-session30.md) 1.015-1.026x at
+  /// B=1..8; 16-bit split decode lost 0.2-0.7% with them.
+  bool wholeMergeRounds(const TileShape &shape) const override;
 
 protected:
   /// NVPTX's "device" scope: fence.acq_rel.gpu (lighter than membar.gl,
