@@ -49,10 +49,11 @@ void WarpAttentionBuilder::setUp(const ProgramRows &rows,
   // smallGridProgramsPerSM): their registers must fit that too, whatever
   // a fused merge's whole rounds would take (their 96 loads in flight
   // took fp8 split decode to 204-220; they used 159-168 before).
-  if (rawKeysDirect && g.keyWarps > 1 && !shape.producerWarps)
+  if (compactDecodeRows(g, rawKeysDirect) && !shape.producerWarps)
     entry->getParentOp()->setAttr(
         NVVM::NVVMDialect::getMaxnregAttrName(),
-        b.getI32IntegerAttr(kRegistersPerSM / (3 * threads) / 8 * 8));
+        b.getI32IntegerAttr(kRegistersPerSM /
+                            (kCompactProgramsPerSM * threads) / 8 * 8));
   chooseScoreOperands(rows, walks);
   foldCacheScales(walks);
   // (convert-attn-to-gpu gives bf16 queries f16 tiles only where the walk
@@ -853,9 +854,9 @@ bool WarpAttentionBuilder::visitOutputChunks(
 } // namespace mlir::attn::warp
 
 bool WarpProgramTarget::wholeMergeRounds(const TileShape &shape) const {
-  return rawKeysDirect &&
-         geometryOf(shape, chip.wgmma, computeType.getIntOrFloatBitWidth() / 8)
-                 .keyWarps > 1;
+  return compactDecodeRows(
+      geometryOf(shape, chip.wgmma, computeType.getIntOrFloatBitWidth() / 8),
+      rawKeysDirect);
 }
 
 void WarpProgramTarget::emitProgram(LoopEmitter &e, const TileShape &shape,

@@ -125,13 +125,6 @@ constexpr int64_t kRawKeyPad = 16;
 /// for f32).
 Geometry geometryOf(const TileShape &s, bool wgmma, int64_t elemBytes);
 
-/// The geometry of an fp8 wgmma program (qgmma) from that of its compute
-/// type (`ctBytes` an element): its tiles hold fp8 bytes, so rows of Q, K
-/// and raw V are whole 128-byte atoms of fp8 and V^T rows bn bytes, still
-/// counted in compute-type elements. (Sized for the compute type, a head
-/// of 256 took 320 KB of shared memory; in bytes it takes 224.) The V
-/// buffer then holds the raw tile TMA delivers, and each buffer's V^T
-/// ([dPad, bn] fp8) lies past the K/V ring.
 /// Bytes of one V^T of an fp8 wgmma program: [dPad, bn] in atoms of 128
 /// keys (a tile of 224 keys takes two).
 inline int64_t transposedValueBytes(const Geometry &g) {
@@ -148,6 +141,13 @@ inline bool fp8WgmmaKeys(const Geometry &g) {
          (g.bn % 32 == 0 && g.bn <= 224 && g.dPad == 128 && g.warps == 8);
 }
 
+/// The geometry of an fp8 wgmma program (qgmma) from that of its compute
+/// type (`ctBytes` an element): its tiles hold fp8 bytes, so rows of Q, K
+/// and raw V are whole 128-byte atoms of fp8 and V^T rows bn bytes, still
+/// counted in compute-type elements. (Sized for the compute type, a head
+/// of 256 took 320 KB of shared memory; in bytes it takes 224.) The V
+/// buffer then holds the raw tile TMA delivers, and each buffer's V^T
+/// ([dPad, bn] fp8) lies past the K/V ring.
 inline Geometry fp8WgmmaGeometry(Geometry g, int64_t ctBytes) {
   g.stride = llvm::alignTo(g.dPad, wgmma::kAtomRowBytes) / ctBytes;
   g.vtStride = g.bn / ctBytes;
@@ -210,6 +210,16 @@ inline int64_t rawRingBytes(const Geometry &g) {
 constexpr int64_t kCompactFromProgramsPerSM = 4;
 /// 32-bit registers of an SM (sm_80 to sm_90).
 constexpr int64_t kRegistersPerSM = 64 * 1024;
+/// Programs an SM of the compact footprint (rawKeysDirect launches).
+constexpr int64_t kCompactProgramsPerSM = 3;
+
+/// Decode-row programs (warps splitting each tile's keys) that read fp8 K
+/// raw: they launch kCompactProgramsPerSM an SM, so their registers are
+/// capped for that (WarpAttentionBuilder::setUp), and their fused merge
+/// takes whole rounds (WarpProgramTarget::wholeMergeRounds).
+inline bool compactDecodeRows(const Geometry &g, bool rawKeysDirect) {
+  return rawKeysDirect && g.keyWarps > 1;
+}
 
 /// Compute-type elements of a program's K/V tiles (after the query tile).
 /// A raw-staged program whose QK reads K raw (`rawKeysDirect`) decodes
