@@ -30,9 +30,11 @@ def reference(q, kc, vc, cu, seqused, table, scale, *, q_scale=1.0, k_scale=1.0,
               alibi_form="context", sinks=None, causal=True,
               chunk_lookback=None, k_token_scales=None, v_token_scales=None):
     """causal: a bool or per-sequence flags; chunk_lookback (with window):
-    chunked attention; *_token_scales [blocks, block_size, kv_heads]."""
+    chunked attention; *_token_scales [blocks, block_size, kv_heads]; the
+    q/k/v scales one value or [num_seqs, kv_heads] (vLLM's descales)."""
     hq, bs, hk = q.shape[1], kc.shape[1], kc.shape[2]
-    kf, vf, qf = f64(kc) * k_scale, f64(vc) * v_scale, f64(q) * q_scale
+    kf, vf, qf = f64(kc), f64(vc), f64(q)
+    scale_at = lambda s, b, kvh: float(s if np.ndim(s) == 0 else s[b, kvh])  # noqa: E731
     if k_token_scales is not None:
         kf = kf * np.asarray(k_token_scales, np.float64)[..., None]
         vf = vf * np.asarray(v_token_scales, np.float64)[..., None]
@@ -60,7 +62,9 @@ def reference(q, kc, vc, cu, seqused, table, scale, *, q_scale=1.0, k_scale=1.0,
                         "absolute": kpos + 0 * qpos}[alibi_form]
                 ab = slopes[h] * dist
             ref[cu[b]:cu[b + 1], h] = attend(
-                qf[cu[b]:cu[b + 1], h], kf[blocks, slot, kvh], vf[blocks, slot, kvh],
+                qf[cu[b]:cu[b + 1], h] * scale_at(q_scale, b, kvh),
+                kf[blocks, slot, kvh] * scale_at(k_scale, b, kvh),
+                vf[blocks, slot, kvh] * scale_at(v_scale, b, kvh),
                 scale, vis, softcap=softcap, alibi=ab,
                 sink=None if sinks is None else float(sinks[h]))
     return ref
@@ -1151,12 +1155,7 @@ def test_fp8_cache_query_magnitudes(magnitude, split):
     else:
         ops.unified(q, kc, vc, table, cu, su, o, scale=scale, k_descale=ks,
                     v_descale=vs)
-    ref = np.full(q.shape, np.nan)
-    for b in range(len(su)):
-        rows = slice(cu[b], cu[b + 1])
-        ref[rows] = reference(q, kc, vc, cu, su, table, scale,
-                              k_scale=ks[b][:, None],
-                              v_scale=vs[b][:, None])[rows]
+    ref = reference(q, kc, vc, cu, su, table, scale, k_scale=ks, v_scale=vs)
     check(o, ref, "bf16", f"|q| ~ {magnitude:g}")
 
 
