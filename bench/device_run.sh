@@ -5,13 +5,15 @@
 # the dense kernel. Expects AOT bundles in .device/bundles (or the wheel's
 # attn-opt as .device/attn-opt.xz) and the peers in .peers (carried). Usage:
 #   bench/device_run.sh [all|tests|sanitize|bench|host|profile|sass]...
-#   bench/device_run.sh grid-record | grid | cp | decode-sweep   (not in all;
-#   cp needs 2 GPUs)
+#   bench/device_run.sh grid-record | grid | cp | decode-sweep | fuzz   (not
+#   in all; cp needs 2 GPUs)
 # (TESTS_PATHS/TESTS_TIMEOUT narrow the tests step; SANITIZE_TOOLS and
 # SANITIZE_SCRIPTS the sanitize step's tools and sm_90a scripts, and
 # SANITIZE_VLLM=0 leaves out its memcheck of one call per op; GRID_TIME_LIMIT stops
 # the grid's processes after that many seconds and reports what finished;
-# GRID_IDS names a file of the test ids to run instead of the whole grid.)
+# GRID_IDS names a file of the test ids to run instead of the whole grid;
+# FUZZ_OPS, FUZZ_CASES, FUZZ_SEED, FUZZ_TIMEOUT and FUZZ_MEMCHECK shape the
+# fuzz step.)
 # (grid-record: the specializations of vLLM's full kernel-test grids, into
 # $OUT/grid_spec.jsonl for `python -m attn_mlir.aot`; grid: those grids on
 # CUDA tensors, GRID_JOBS processes (8: at 16, processes holding vLLM's
@@ -99,6 +101,42 @@ if [[ " ${steps[*]} " == *" decode-sweep "* ]]; then
     --section WarpStateStats --section Occupancy --section LaunchStats \
     -k regex:^attn_ -c 2 python3 bench/profile_decode.py ${PROFILE_DECODE_ARGS:-1 32768 32} 2>&1 \
     | tee "$OUT/ncu_decode.log" | grep -E "attn_|Throughput|Occupancy|Registers|Stall|Block Limit|Waves" | head -60
+fi
+if [[ " ${steps[*]} " == *" fuzz "* ]]; then
+  # The fuzzers of the vLLM entry points (test/python/test_*_fuzz.py) on
+  # CUDA: FUZZ_CASES cases each from FUZZ_SEED, for FUZZ_OPS. Each campaign
+  # records its specializations (a dry run), compiles them here (needs
+  # .device/attn-opt.xz; 600 in about 30 s), then runs; unified and flash
+  # also on torch CUDA tensors (the drop-in planning for this GPU), and a
+  # memcheck of FUZZ_MEMCHECK of those cases.
+  [ -n "${ATTN_MLIR_OPT:-}" ] || echo "fuzz: no .device/attn-opt.xz: kernels missing from the bundles will fail"
+  export ATTN_MLIR_FUZZ_SEED="${FUZZ_SEED:-2026}"
+  for op in ${FUZZ_OPS:-unified flash prefix blocksparse}; do
+    modes="host"; case $op in unified|flash) modes="host torch" ;; esac
+    for mode in $modes; do
+      torch=$([ "$mode" = torch ] && echo 1 || echo 0)
+      fuzz() { ATTN_MLIR_TEST_DEVICE=cuda ATTN_MLIR_FUZZ_TORCH=$torch "$@"; }
+      echo "== fuzz: $op, $mode, ${FUZZ_CASES:-400} cases, seed $ATTN_MLIR_FUZZ_SEED"
+      rec="/tmp/fuzz_${op}_$mode.jsonl"; rm -f "$rec"
+      ATTN_MLIR_FUZZ_CASES=${FUZZ_CASES:-400} ATTN_MLIR_DRY_RUN=1 ATTN_MLIR_RECORD="$rec" \
+        ATTN_MLIR_TEST_RECORD_ALL=1 fuzz python3 -m pytest -q -p no:cacheprovider \
+        "test/python/test_${op}_fuzz.py" 2>&1 | tail -1
+      sort -u "$rec" -o "$rec"
+      PYTHONPATH="python${PYTHONPATH:+:$PYTHONPATH}" python3 -m attn_mlir.aot --chip sm_90a --record "$rec" --out "/tmp/fuzz_b_${op}_$mode" \
+        -j "$(nproc)" 2>&1 | tail -2
+      ATTN_MLIR_BUNDLES="/tmp/fuzz_b_${op}_$mode:$ATTN_MLIR_BUNDLES" \
+        ATTN_MLIR_FUZZ_CASES=${FUZZ_CASES:-400} fuzz timeout "${FUZZ_TIMEOUT:-300}" \
+        python3 -m pytest -q -p no:cacheprovider "test/python/test_${op}_fuzz.py" 2>&1 \
+        | tee "$OUT/fuzz_${op}_$mode.log" | grep -E "passed|failed|^E +Assert" | tail -20
+      if [ "$mode" = torch ] && [ "${FUZZ_MEMCHECK:-0}" -gt 0 ]; then
+        SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+        ATTN_MLIR_BUNDLES="/tmp/fuzz_b_${op}_$mode:$ATTN_MLIR_BUNDLES" \
+          ATTN_MLIR_FUZZ_CASES=$FUZZ_MEMCHECK fuzz timeout 300 "$SAN" --tool memcheck \
+          python3 -m pytest -q -p no:cacheprovider "test/python/test_${op}_fuzz.py" 2>&1 \
+          | tee "$OUT/fuzz_${op}_memcheck.log" | grep -E "passed|failed|ERROR SUMMARY"
+      fi
+    done
+  done
 fi
 if want host; then
   echo "== host time per call"
