@@ -166,6 +166,14 @@ def test_sinks_and_fp8_out():
     check(f64(o) * 0.05, ref, "f8E4M3FN", "sinks fp8 out vs exact")
 
 
+def test_sinks_with_alibi_rejected():
+    """vLLM's ALiBi kernel of prefix prefill takes no sinks (it drops
+    them); the drop-in names the pair instead of ignoring either."""
+    with pytest.raises(ValueError, match="^sinks: cannot be combined with "
+                                         "alibi_slopes"):
+        run_case(np.random.default_rng(10), alibi=True, sinks=True)
+
+
 def test_skip_decode_leaves_decode_rows():
     o, ref = run_case(np.random.default_rng(9), dtype="f32", skip_decode=True)
     decode_row = 5  # sequence 1 has a single new token
