@@ -111,19 +111,20 @@ if [[ " ${steps[*]} " == *" fuzz "* ]]; then
   # memcheck of FUZZ_MEMCHECK of those cases.
   [ -n "${ATTN_MLIR_OPT:-}" ] || echo "fuzz: no .device/attn-opt.xz: kernels missing from the bundles will fail"
   export ATTN_MLIR_FUZZ_SEED="${FUZZ_SEED:-2026}"
+  # A command on the GPU, on torch tensors when $torch is 1.
+  fuzz() { ATTN_MLIR_TEST_DEVICE=cuda ATTN_MLIR_FUZZ_TORCH=$torch "$@"; }
   for op in ${FUZZ_OPS:-unified flash prefix blocksparse}; do
     modes="host"; case $op in unified|flash) modes="host torch" ;; esac
     for mode in $modes; do
       torch=$([ "$mode" = torch ] && echo 1 || echo 0)
-      fuzz() { ATTN_MLIR_TEST_DEVICE=cuda ATTN_MLIR_FUZZ_TORCH=$torch "$@"; }
       echo "== fuzz: $op, $mode, ${FUZZ_CASES:-400} cases, seed $ATTN_MLIR_FUZZ_SEED"
       rec="/tmp/fuzz_${op}_$mode.jsonl"; rm -f "$rec"
       ATTN_MLIR_FUZZ_CASES=${FUZZ_CASES:-400} ATTN_MLIR_DRY_RUN=1 ATTN_MLIR_RECORD="$rec" \
         ATTN_MLIR_TEST_RECORD_ALL=1 fuzz python3 -m pytest -q -p no:cacheprovider \
         "test/python/test_${op}_fuzz.py" 2>&1 | tail -1
       sort -u "$rec" -o "$rec"
-      PYTHONPATH="python${PYTHONPATH:+:$PYTHONPATH}" python3 -m attn_mlir.aot --chip sm_90a --record "$rec" --out "/tmp/fuzz_b_${op}_$mode" \
-        -j "$(nproc)" 2>&1 | tail -2
+      PYTHONPATH="python${PYTHONPATH:+:$PYTHONPATH}" python3 -m attn_mlir.aot \
+        --chip sm_90a --record "$rec" --out "/tmp/fuzz_b_${op}_$mode" -j "$(nproc)" 2>&1 | tail -2
       ATTN_MLIR_BUNDLES="/tmp/fuzz_b_${op}_$mode:$ATTN_MLIR_BUNDLES" \
         ATTN_MLIR_FUZZ_CASES=${FUZZ_CASES:-400} fuzz timeout "${FUZZ_TIMEOUT:-300}" \
         python3 -m pytest -q -p no:cacheprovider "test/python/test_${op}_fuzz.py" 2>&1 \

@@ -14,7 +14,7 @@ import pytest
 from attn_mlir import vllm
 from reference import DTYPES, check
 from test_blocksparse import layout, reference
-from test_unified_fuzz import CASES, HEAD_DIMS, SEED
+from test_unified_fuzz import CASES, HEAD_DIMS, SEED, heads
 
 
 def draw(case):
@@ -28,13 +28,10 @@ def draw(case):
         q = k if rng.random() < 0.6 else 1
         q_lens.append(q)
         k_lens.append(k)
-    hk = int(rng.choice([1, 2, 4, 8]))
-    ratio = int(rng.choice([1, 2, 3, 4, 8]))
-    while hk * ratio > 32:
-        hk //= 2
+    hk, hq = heads(rng, ratios=(1, 2, 3, 4, 8))
     bs = int(rng.choice([16, 32, 64, 128]))
     qbs = rng.choice([None, bs // 2, bs, 2 * bs])
-    return dict(case=case, q_lens=q_lens, k_lens=k_lens, hk=hk, hq=hk * ratio,
+    return dict(case=case, q_lens=q_lens, k_lens=k_lens, hk=hk, hq=hq,
                 d=int(rng.choice([d for d in HEAD_DIMS if d % 16 == 0])),
                 dtype=str(rng.choice(["bf16", "f16", "f32"], p=[0.5, 0.3, 0.2])),
                 bs=bs, qbs=None if qbs is None else int(qbs),

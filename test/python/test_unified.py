@@ -34,7 +34,10 @@ def reference(q, kc, vc, cu, seqused, table, scale, *, q_scale=1.0, k_scale=1.0,
     q/k/v scales one value or [num_seqs, kv_heads] (vLLM's descales)."""
     hq, bs, hk = q.shape[1], kc.shape[1], kc.shape[2]
     kf, vf, qf = f64(kc), f64(vc), f64(q)
-    scale_at = lambda s, b, kvh: float(s if np.ndim(s) == 0 else s[b, kvh])  # noqa: E731
+
+    def scale_at(s, b, kvh):
+        return float(s if np.ndim(s) == 0 else s[b, kvh])
+
     if k_token_scales is not None:
         kf = kf * np.asarray(k_token_scales, np.float64)[..., None]
         vf = vf * np.asarray(v_token_scales, np.float64)[..., None]

@@ -8,9 +8,9 @@ types (fp8 caches with per-tensor or per-(sequence, KV head) descales,
 int8 and fp8 caches with per-token-head scales, fp8 queries, fp8 outputs);
 and the features vLLM passes: a sliding window (or chunked local
 attention), softcap, ALiBi, sinks, bidirectional or per-sequence causal
-masks, and a split-KV plan. The grids of test_unified.py take features one or two at a
-time; bugs of combinations (a window over fp8 pages of 32 with GQA 6 and
-split-KV, say) are what this finds.
+masks, and a split-KV plan. The grids of test_unified.py take features one
+or two at a time; bugs of combinations (a window over fp8 pages of 32 with
+GQA 6 and split-KV, say) are what this finds.
 
 ATTN_MLIR_FUZZ_CASES cases (default 12) from ATTN_MLIR_FUZZ_SEED (default
 2026). Under ATTN_MLIR_TEST_DEVICE=cuda they run on the GPU (conftest.py):
@@ -68,26 +68,43 @@ def _batch(rng):
     return q_lens, k_lens
 
 
-def _cuda(x):
-    """A numpy array as a torch CUDA tensor of the same type (fp8 and bf16
-    through their bits); anything else as it is."""
-    import torch
-    if not isinstance(x, np.ndarray):
-        return x
-    x = np.ascontiguousarray(x)
-    bits = {np.dtype(DTYPES["bf16"]): (np.int16, torch.bfloat16),
-            np.dtype(F8["f8E4M3FN"]): (np.uint8, torch.float8_e4m3fn),
-            np.dtype(F8["f8E5M2"]): (np.uint8, torch.float8_e5m2)}
-    if x.dtype in bits:
-        store, dtype = bits[x.dtype]
-        return torch.from_numpy(x.view(store)).cuda().view(dtype)
-    return torch.from_numpy(x).cuda()
+def heads(rng, ratios=(1, 2, 3, 4, 5, 6, 8, 16)):
+    """(KV heads, query heads): 1-8 KV heads, GQA of a ratio drawn from
+    `ratios`, at most 32 query heads."""
+    hk = int(rng.choice([1, 2, 4, 8]))
+    ratio = int(rng.choice(ratios))
+    while hk * ratio > 32:
+        hk //= 2
+    return hk, hk * ratio
 
 
-def _host(t, dtype):
-    import torch
-    width = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[t.element_size()]
-    return t.view(width).cpu().numpy().view(dtype)
+def poisoned_output(rng, shape, dtype, fp8):
+    """(output poisoned with NaN, its scale): e4m3 with a random output
+    scale when `fp8`, else `dtype` and no scale."""
+    if not fp8:
+        return np.full(shape, np.nan, DTYPES[dtype]), None
+    return np.full(shape, np.nan, F8["f8E4M3FN"]), \
+        float(rng.uniform(0.005, 0.05))
+
+
+def check_fp8_output(o, ref, out_scale, what, tol=None):
+    """Section 6: o is ref / out_scale clamped to the e4m3 range."""
+    bound = F8_MAX["f8E4M3FN"] * out_scale
+    return check(f64(o) * out_scale, np.clip(ref, -bound, bound), "f8E4M3FN",
+                 what, tol=tol)
+
+
+def call(fn, args, kw, out):
+    """fn(*args, **kw), on torch CUDA tensors under ATTN_MLIR_FUZZ_TORCH
+    (args[out], the output, then copied back); the output array."""
+    if not TORCH:
+        fn(*args, **kw)
+        return args[out]
+    from test_vllm_cuda import to_cuda, to_host
+    dev = lambda a: to_cuda(a) if isinstance(a, np.ndarray) else a  # noqa: E731
+    args = [dev(a) for a in args]
+    fn(*args, **{key: dev(a) for key, a in kw.items()})
+    return to_host(args[out])
 
 
 def draw(case):
@@ -96,12 +113,9 @@ def draw(case):
     q_lens, k_lens = _batch(rng)
     dtype = str(rng.choice(["bf16", "f16", "f32"], p=[0.5, 0.3, 0.2]))
     fp8 = rng.choice([None, "f8E4M3FN", "f8E5M2"], p=[0.55, 0.3, 0.15])
-    hk = int(rng.choice([1, 2, 4, 8]))
-    ratio = int(rng.choice([1, 2, 3, 4, 5, 6, 8, 16]))
-    while hk * ratio > 32:
-        hk //= 2
+    hk, hq = heads(rng)
     c = dict(case=case, q_lens=q_lens, k_lens=k_lens, dtype=dtype,
-             fp8=None if fp8 is None else str(fp8), hk=hk, hq=hk * ratio,
+             fp8=None if fp8 is None else str(fp8), hk=hk, hq=hq,
              d=int(rng.choice(HEAD_DIMS)),
              block_size=int(rng.choice(PAGE_SIZES)),
              scale_factor=float(rng.uniform(0.5, 1.5)))
@@ -175,13 +189,9 @@ def run(c):
     if c["sinks"]:
         kw["sinks"] = rkw["sinks"] = rng.standard_normal(hq).astype(np.float32)
     out_type = "f32" if c["q_fp8"] and c["dtype"] == "f32" else c["dtype"]
-    out_scale = None
-    if c["out_fp8"]:
-        out_scale = float(rng.uniform(0.005, 0.05))
+    o, out_scale = poisoned_output(rng, q.shape, out_type, c["out_fp8"])
+    if out_scale is not None:
         kw["output_scale"] = out_scale
-        o = np.full(q.shape, np.nan, F8["f8E4M3FN"])
-    else:
-        o = np.full(q.shape, np.nan, DTYPES[out_type])
     if c["split"] == "forced":
         kw["num_segments"] = c["segments"]
     elif c["split"] == "vllm":
@@ -196,18 +206,10 @@ def run(c):
                                                np.float32))
     args = [q, kc, vc, o, cu, max(c["q_lens"]), su, max(c["k_lens"]), scale,
             causal, window, table, softcap, qd, kd, vd]
-    if TORCH:
-        args, kw = [_cuda(a) for a in args], {k: _cuda(a) for k, a in kw.items()}
-        vllm.unified_attention(*args, **kw)
-        o = _host(args[3], o.dtype)
-    else:
-        vllm.unified_attention(*args, **kw)
+    o = call(vllm.unified_attention, args, kw, out=3)
     ref = reference(q, kc, vc, cu, su, table, scale, causal=causal, **rkw)
     if out_scale is not None:
-        # Section 6: o / out_scale clamped to the e4m3 range.
-        bound = F8_MAX["f8E4M3FN"] * out_scale
-        return check(f64(o) * out_scale, np.clip(ref, -bound, bound),
-                     "f8E4M3FN", str(c))
+        return check_fp8_output(o, ref, out_scale, str(c))
     return check(o, ref, out_type, str(c))
 
 

@@ -31,21 +31,31 @@ def bf16(rng, *shape):
     return rng.standard_normal(shape).astype(DTYPES["bf16"])
 
 
+# ml_dtypes types torch.from_numpy does not take, by their bits:
+# (numpy dtype, storage, torch dtype name).
+_BITS = [(np.dtype(DTYPES["bf16"]), np.int16, "bfloat16"),
+         (np.dtype(DTYPES["f8E4M3FN"]), np.uint8, "float8_e4m3fn"),
+         (np.dtype(DTYPES["f8E5M2"]), np.uint8, "float8_e5m2")]
+
+
 def to_cuda(x):
     """A numpy array (bf16 and fp8 as ml_dtypes) as a CUDA tensor of the
     same dtype."""
     x = np.ascontiguousarray(x)
-    if x.dtype == DTYPES["bf16"]:
-        return torch.from_numpy(x.view(np.int16)).cuda().view(torch.bfloat16)
-    if x.dtype == DTYPES["f8E4M3FN"]:
-        return torch.from_numpy(x.view(np.uint8)).cuda().view(
-            torch.float8_e4m3fn)
+    for dtype, store, name in _BITS:
+        if x.dtype == dtype:
+            return torch.from_numpy(x.view(store)).cuda().view(
+                getattr(torch, name))
     return torch.from_numpy(x).cuda()
 
 
 def to_host(t):
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).cpu().numpy().view(DTYPES["bf16"])
+    """A CUDA tensor as a numpy array of the same dtype (bf16 and fp8 as
+    ml_dtypes)."""
+    for dtype, store, name in _BITS:
+        if t.dtype == getattr(torch, name):
+            return t.view(getattr(torch, np.dtype(store).name)).cpu() \
+                .numpy().view(dtype)
     return t.cpu().numpy()
 
 
