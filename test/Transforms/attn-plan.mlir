@@ -483,3 +483,77 @@ func.func @unified_decode_rows(%q: memref<?x32x128xbf16>, %kc: memref<?x16x8x128
       scale(%s) k_descale(%sc : memref<1xf32>) v_descale(%sc : memref<1xf32>) out(%o80 : memref<?x64x80xf16>) {attn.decode_rows}
   return
 }
+
+// Layout blocks shorter than the heads' KV tile: each block is its own key
+// range, so the tile shrinks to the largest power of two dividing the block
+// (at least 16 keys): 16 for blocks of 16 and 48, 32 for 32, 16 for 8.
+// CHECK-LABEL: func.func @blocksparse_small_key_blocks
+// CHECK: schedule = #attn.schedule<block_q = 16, block_n = 16, heads_per_program = 1>
+// CHECK: schedule = #attn.schedule<block_q = 16, block_n = 16, heads_per_program = 1>
+// CHECK: schedule = #attn.schedule<block_q = 16, block_n = 32, heads_per_program = 1>
+// CHECK: schedule = #attn.schedule<block_q = 8, block_n = 16, heads_per_program = 1>
+// NVVM-LABEL: func.func @blocksparse_small_key_blocks
+// NVVM: schedule = #attn.schedule<block_q = 16, block_n = 16, heads_per_program = 1>
+// NVVM: schedule = #attn.schedule<block_q = 16, block_n = 16, heads_per_program = 1>
+// NVVM: schedule = #attn.schedule<block_q = 32, block_n = 32, heads_per_program = 1>
+// NVVM: schedule = #attn.schedule<block_q = 8, block_n = 16, heads_per_program = 1>
+// HOPPER-LABEL: func.func @blocksparse_small_key_blocks
+// HOPPER: schedule = #attn.schedule<block_q = 16, block_n = 16, heads_per_program = 1>
+// HOPPER: schedule = #attn.schedule<block_q = 16, block_n = 16, heads_per_program = 1>
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 32, heads_per_program = 1>
+// HOPPER: schedule = #attn.schedule<block_q = 8, block_n = 16, heads_per_program = 1>
+// CDNA-LABEL: func.func @blocksparse_small_key_blocks
+// CDNA: block_n = 16,
+// CDNA: block_n = 16,
+// CDNA: block_n = 32,
+// CDNA: block_n = 16,
+// RDNA-LABEL: func.func @blocksparse_small_key_blocks
+// RDNA: block_n = 16,
+// RDNA: block_n = 16,
+// RDNA: block_n = 32,
+// RDNA: block_n = 16,
+func.func @blocksparse_small_key_blocks(%q: memref<?x4x112xbf16>, %k: memref<?x4x112xbf16>, %v: memref<?x4x112xbf16>,
+    %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<4x?xi32>, %col: memref<4x?xi32>, %s: f32,
+    %o: memref<?x4x112xbf16>) {
+  attn.blocksparse q(%q : memref<?x4x112xbf16>) k(%k : memref<?x4x112xbf16>) v(%v : memref<?x4x112xbf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<4x?xi32>)
+      col(%col : memref<4x?xi32>) scale(%s) out(%o : memref<?x4x112xbf16>) {block_size = 16 : i64}
+  attn.blocksparse q(%q : memref<?x4x112xbf16>) k(%k : memref<?x4x112xbf16>) v(%v : memref<?x4x112xbf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<4x?xi32>)
+      col(%col : memref<4x?xi32>) scale(%s) out(%o : memref<?x4x112xbf16>) {block_size = 48 : i64, q_block_size = 16 : i64}
+  attn.blocksparse q(%q : memref<?x4x112xbf16>) k(%k : memref<?x4x112xbf16>) v(%v : memref<?x4x112xbf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<4x?xi32>)
+      col(%col : memref<4x?xi32>) scale(%s) out(%o : memref<?x4x112xbf16>) {block_size = 32 : i64}
+  attn.blocksparse q(%q : memref<?x4x112xbf16>) k(%k : memref<?x4x112xbf16>) v(%v : memref<?x4x112xbf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<4x?xi32>)
+      col(%col : memref<4x?xi32>) scale(%s) out(%o : memref<?x4x112xbf16>) {block_size = 8 : i64}
+  return
+}
+
+// Programs of one or two warps (query blocks of 16-32 rows of one head)
+// over blocks of 64 keys: heads between 64 and 128 walk 32-key tiles,
+// heads over 128 (below 256) 16-key tiles; 255 registers held no more.
+// NVVM-LABEL: func.func @blocksparse_one_warp_programs
+// NVVM: schedule = #attn.schedule<block_q = 16, block_n = 32, heads_per_program = 1>
+// NVVM: schedule = #attn.schedule<block_q = 32, block_n = 16, heads_per_program = 1>
+// NVVM: schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 1>
+// HOPPER-LABEL: func.func @blocksparse_one_warp_programs
+// HOPPER: schedule = #attn.schedule<block_q = 16, block_n = 32, heads_per_program = 1>
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 16, heads_per_program = 1>
+// HOPPER: schedule = #attn.schedule<block_q = 16, block_n = 64, heads_per_program = 1>
+func.func @blocksparse_one_warp_programs(%q: memref<?x4x112xbf16>, %k: memref<?x4x112xbf16>, %v: memref<?x4x112xbf16>,
+    %cq: memref<?xi32>, %ck: memref<?xi32>, %crow: memref<4x?xi32>, %col: memref<4x?xi32>, %s: f32,
+    %o: memref<?x4x112xbf16>, %q2: memref<?x4x192xf16>, %k2: memref<?x4x192xf16>, %v2: memref<?x4x192xf16>,
+    %o2: memref<?x4x192xf16>, %q3: memref<?x4x128xbf16>, %k3: memref<?x4x128xbf16>, %v3: memref<?x4x128xbf16>,
+    %o3: memref<?x4x128xbf16>) {
+  attn.blocksparse q(%q : memref<?x4x112xbf16>) k(%k : memref<?x4x112xbf16>) v(%v : memref<?x4x112xbf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<4x?xi32>)
+      col(%col : memref<4x?xi32>) scale(%s) out(%o : memref<?x4x112xbf16>) {block_size = 64 : i64, q_block_size = 16 : i64}
+  attn.blocksparse q(%q2 : memref<?x4x192xf16>) k(%k2 : memref<?x4x192xf16>) v(%v2 : memref<?x4x192xf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<4x?xi32>)
+      col(%col : memref<4x?xi32>) scale(%s) out(%o2 : memref<?x4x192xf16>) {block_size = 64 : i64, q_block_size = 32 : i64}
+  attn.blocksparse q(%q3 : memref<?x4x128xbf16>) k(%k3 : memref<?x4x128xbf16>) v(%v3 : memref<?x4x128xbf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) crow(%crow : memref<4x?xi32>)
+      col(%col : memref<4x?xi32>) scale(%s) out(%o3 : memref<?x4x128xbf16>) {block_size = 64 : i64, q_block_size = 16 : i64}
+  return
+}

@@ -96,6 +96,20 @@ bool tmaOperands(Operation *op) {
 
 } // namespace
 
+/// The largest KV tile a block-sparse program should walk its layout
+/// blocks with: each block is its own range of keys, so a tile longer than
+/// the block is partly masked work. Tiles of 16 keys (one MMA step) up to
+/// the largest power of two dividing the block (blocks of 48 take three
+/// tiles of 16, not two of 32 with half of one masked). On H200 (S = 8192,
+/// bench/results/2026-12-02-h200-session33.md) blocks of 16 ran 2.6-5.5x
+/// faster on 16-key tiles than on the 32-64 the heads' rules gave (heads
+/// of 80-192; 64 also spilled 156-548 bytes for heads of 80-112), blocks
+/// of 32 with heads of 112 1.9x on 32 than on 64.
+static int64_t sparseKeyLimit(BlockSparseOp op) {
+  int64_t block = op.getBlockSizeAttr().getInt();
+  return std::max<int64_t>(16, block & -block);
+}
+
 FailureOr<ScheduleAttr>
 mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   std::optional<TargetTiles> tiles = tilesFor(target);
@@ -138,6 +152,8 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     if (auto flash = dyn_cast<FlashOp>(op);
         flash && flash.getBias() && *family == AmdFamily::rdna3 && headDim > 64)
       t.keys = std::min<int64_t>(t.keys, 32);
+    if (auto sparse = dyn_cast<BlockSparseOp>(op))
+      t.keys = std::min(t.keys, sparseKeyLimit(sparse));
     return ScheduleAttr::get(op->getContext(), blockQ, t.keys, pack, t.waves);
   }
   int64_t rows = tiles->rows;
@@ -184,6 +200,8 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     auto unified = dyn_cast<UnifiedOp>(op);
     if ((flash && flash.getLse()) || (unified && unified.getLse()))
       keys = std::min<int64_t>(keys, 32);
+    if (auto sparse = dyn_cast<BlockSparseOp>(op))
+      keys = std::min(keys, sparseKeyLimit(sparse));
     return ScheduleAttr::get(op->getContext(), blockQ, keys, pack, 0);
   }
   // sm_90a prefix prefill over fp8 caches with heads that are no whole
@@ -251,6 +269,15 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   // staging dequantizes (fp8 caches).
   if (target != "cpu" && !warps && headDim > 128)
     keys /= converted ? 4 : 2;
+  // Block-sparse programs of one or two warps (16-32 rows: small query
+  // blocks of one head, or a few packed heads' rows): ptxas gives their
+  // 32-64 threads 255 registers and still spilled on sm_90a at 64 keys for
+  // heads of 80-112 (156-548 bytes) and at 32 keys for heads of 160-192
+  // (172-456 bytes; bench/results/2026-12-02-h200-session33.md). 32 and 16
+  // keys fit.
+  if (target == "nvvm" && isa<BlockSparseOp>(op) && !warps &&
+      blockQ * pack <= 32 && headDim > 64 && headDim != 128 && headDim < 256)
+    keys = std::min<int64_t>(keys, headDim < 128 ? 32 : 16);
   // Unified programs of heads between 64 and 128 take 32-key tiles: ptxas
   // gives their 128 threads 168 registers (three programs per SM), and at
   // 64 keys a head of 96 spilled there.
@@ -279,6 +306,8 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   if (auto flash = dyn_cast<FlashOp>(op);
       target == "nvvm" && flash && flash.getQuantizeTo() && !warpgroups)
     keys = std::min<int64_t>(keys, 32);
+  if (auto sparse = dyn_cast<BlockSparseOp>(op))
+    keys = std::min(keys, sparseKeyLimit(sparse));
   // sm_90a flash over dense K/V stored like Q (f16/bf16, contiguous rows):
   // the Hopper pipeline (AttnToGPU/NVVM/WarpSpecialized.cpp): K/V by TMA,
   // a producer warpgroup, and two consumer warpgroups in pingpong.
