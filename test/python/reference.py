@@ -37,10 +37,14 @@ def f64(x):
 
 
 def attend(q, k, v, scale, visible, *, softcap=None, alibi=None, bias=None,
-           sink=None, keep=None, dropout_p=0.0):
+           sink=None, keep=None, dropout_p=0.0, p_error=None):
     """Section 2 for one (sequence, head): q [Lq, D], k/v [Lk, D], visible
     [Lq, Lk] bool, alibi/bias [Lq, Lk] additive (already in score units),
-    sink a scalar, keep [Lq, Lk] bool dropout mask."""
+    sink a scalar, keep [Lq, Lk] bool dropout mask. With `p_error`, a bound
+    on each softmax numerator's error, p_error(p, m) of the numerators p
+    (all <= 1) and the magnitudes m = scale * |q| @ |k|.T of the scores'
+    terms, the result is those errors carried through: sum(p_error v) / z
+    (pass |v| for their weight in the output)."""
     s = scale * (q @ k.T)
     if softcap:
         s = softcap * np.tanh(s / softcap)
@@ -57,10 +61,20 @@ def attend(q, k, v, scale, visible, *, softcap=None, alibi=None, bias=None,
     z = p.sum(axis=1, keepdims=True)
     if sink is not None:
         z = z + np.exp(sink - m)
+    if p_error is not None:
+        p = np.where(visible, p_error(p, abs(scale) * (np.abs(q) @ np.abs(k).T)),
+                     0.0)
     if keep is not None:
         p = np.where(keep, p, 0.0) / (1.0 - dropout_p)
     out = p @ v
     return np.where(z > 0, out / np.where(z > 0, z, 1.0), 0.0)
+
+
+def e4m3_rounding(x):
+    """The largest error of rounding |x| to e4m3 (nearest): half a step,
+    2^-4 of x for normals (>= 2^-6), below that min(|x|, 2^-10)."""
+    x = np.abs(x)
+    return np.where(x >= 2.0 ** -6, x * 2.0 ** -4, np.minimum(x, 2.0 ** -10))
 
 
 def to_fp8_out(o, out_scale, fp8):

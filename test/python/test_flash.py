@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attn_mlir import ops, vllm
-from reference import DTYPES, F8, attend, check, f64, philox_uniform, to_fp8_out
+from reference import DTYPES, F8, attend, check, f64, philox_uniform
 
 
 def make(rng, lq, lk, hq, hk, d, dtype):
@@ -18,10 +18,12 @@ def make(rng, lq, lk, hq, hk, d, dtype):
     return q, k, v, cq, ck
 
 
-def reference(q, k, v, cq, ck, scale, causal, bias=None, dropout=None):
+def reference(q, k, v, cq, ck, scale, causal, bias=None, dropout=None,
+              p_error=None):
+    """Section 3.3 in float64; `p_error` as reference.attend's."""
     q, k, v = f64(q), f64(k), f64(v)
     hq, hk = q.shape[1], k.shape[1]
-    ref = np.zeros(q.shape)
+    ref = np.zeros(q.shape[:2] + v.shape[2:])
     for b in range(len(cq) - 1):
         lq, lk = cq[b + 1] - cq[b], ck[b + 1] - ck[b]
         i, j = np.arange(lq)[:, None], np.arange(lk)[None, :]
@@ -39,7 +41,7 @@ def reference(q, k, v, cq, ck, scale, causal, bias=None, dropout=None):
             ref[cq[b]:cq[b + 1], h] = attend(
                 q[cq[b]:cq[b + 1], h], k[ck[b]:ck[b + 1], kv],
                 v[ck[b]:ck[b + 1], kv], scale, vis, bias=bb, keep=keep,
-                dropout_p=dropout[0] if dropout else 0.0)
+                dropout_p=dropout[0] if dropout else 0.0, p_error=p_error)
     return ref
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from attn_mlir import vllm
-from reference import DTYPES, F8, F8_MAX, check, f64
+from reference import DTYPES, F8, F8_MAX, RECORDING_ONLY, check, f64
 from test_unified import make, reference, token_scaled_caches
 
 CASES = int(os.environ.get("ATTN_MLIR_FUZZ_CASES", "12"))
@@ -207,6 +207,8 @@ def run(c):
     args = [q, kc, vc, o, cu, max(c["q_lens"]), su, max(c["k_lens"]), scale,
             causal, window, table, softcap, qd, kd, vd]
     o = call(vllm.unified_attention, args, kw, out=3)
+    if RECORDING_ONLY:  # nothing ran: the reference is not needed
+        return 0.0
     ref = reference(q, kc, vc, cu, su, table, scale, causal=causal, **rkw)
     if out_scale is not None:
         return check_fp8_output(o, ref, out_scale, str(c))
