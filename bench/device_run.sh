@@ -12,8 +12,8 @@
 # SANITIZE_VLLM=0 leaves out its memcheck of one call per op; GRID_TIME_LIMIT stops
 # the grid's processes after that many seconds and reports what finished;
 # GRID_IDS names a file of the test ids to run instead of the whole grid;
-# FUZZ_OPS, FUZZ_CASES, FUZZ_SEED, FUZZ_TIMEOUT and FUZZ_MEMCHECK shape the
-# fuzz step.)
+# FUZZ_OPS, FUZZ_MODES (host, torch), FUZZ_CASES, FUZZ_SEED, FUZZ_TIMEOUT,
+# FUZZ_JOBS and FUZZ_MEMCHECK shape the fuzz step.)
 # (grid-record: the specializations of vLLM's full kernel-test grids, into
 # $OUT/grid_spec.jsonl for `python -m attn_mlir.aot`; grid: those grids on
 # CUDA tensors, GRID_JOBS processes (8: at 16, processes holding vLLM's
@@ -110,25 +110,42 @@ if [[ " ${steps[*]} " == *" fuzz "* ]]; then
   # also on torch CUDA tensors (the drop-in planning for this GPU), and a
   # memcheck of FUZZ_MEMCHECK of those cases.
   [ -n "${ATTN_MLIR_OPT:-}" ] || echo "fuzz: no .device/attn-opt.xz: kernels missing from the bundles will fail"
-  export ATTN_MLIR_FUZZ_SEED="${FUZZ_SEED:-2026}"
+  export ATTN_MLIR_FUZZ_SEED="${FUZZ_SEED:-2026}" ATTN_MLIR_FUZZ_CASES=${FUZZ_CASES:-400}
   # A command on the GPU, on torch tensors when $torch is 1.
   fuzz() { ATTN_MLIR_TEST_DEVICE=cuda ATTN_MLIR_FUZZ_TORCH=$torch "$@"; }
+  # `shards LOG ENV=VALUE...`: the op's cases in FUZZ_JOBS pytest processes
+  # (the float64 references take most of the time, on the CPU), shard j
+  # with SHARD=j in its environment and its output in LOG.j.
+  shards() {
+    local log=$1 jobs=${FUZZ_JOBS:-8} j i; shift
+    for ((j = 0; j < jobs; j++)); do
+      local ids=()
+      for ((i = j; i < ATTN_MLIR_FUZZ_CASES; i += jobs)); do
+        ids+=("test/python/test_${op}_fuzz.py::test_${op}_fuzz[case_$i]")
+      done
+      [ ${#ids[@]} -gt 0 ] || continue
+      SHARD=$j fuzz env "$@" timeout "${FUZZ_TIMEOUT:-300}" python3 -m pytest -q \
+        -p no:cacheprovider "${ids[@]}" > "$log.$j" 2>&1 &
+    done
+    wait
+  }
   for op in ${FUZZ_OPS:-unified flash prefix blocksparse}; do
     modes="host"; case $op in unified|flash) modes="host torch" ;; esac
+    modes=${FUZZ_MODES:-$modes}
     for mode in $modes; do
       torch=$([ "$mode" = torch ] && echo 1 || echo 0)
-      echo "== fuzz: $op, $mode, ${FUZZ_CASES:-400} cases, seed $ATTN_MLIR_FUZZ_SEED"
-      rec="/tmp/fuzz_${op}_$mode.jsonl"; rm -f "$rec"
-      ATTN_MLIR_FUZZ_CASES=${FUZZ_CASES:-400} ATTN_MLIR_DRY_RUN=1 ATTN_MLIR_RECORD="$rec" \
-        ATTN_MLIR_TEST_RECORD_ALL=1 fuzz python3 -m pytest -q -p no:cacheprovider \
-        "test/python/test_${op}_fuzz.py" 2>&1 | tail -1
-      sort -u "$rec" -o "$rec"
+      echo "== fuzz: $op, $mode, $ATTN_MLIR_FUZZ_CASES cases, seed $ATTN_MLIR_FUZZ_SEED"
+      rec="/tmp/fuzz_${op}_$mode.jsonl"; rm -f "$rec"* /tmp/fuzz_log.*
+      # Each shard records into its own file: ATTN_MLIR_RECORD=$rec.$SHARD.
+      shards /tmp/fuzz_log ATTN_MLIR_DRY_RUN=1 ATTN_MLIR_TEST_RECORD_ALL=1 \
+        bash -c 'ATTN_MLIR_RECORD='"$rec"'.$SHARD exec "$0" "$@"'
+      tail -qn1 /tmp/fuzz_log.*; cat "$rec".* | sort -u > "$rec"
       PYTHONPATH="python${PYTHONPATH:+:$PYTHONPATH}" python3 -m attn_mlir.aot \
         --chip sm_90a --record "$rec" --out "/tmp/fuzz_b_${op}_$mode" -j "$(nproc)" 2>&1 | tail -2
-      ATTN_MLIR_BUNDLES="/tmp/fuzz_b_${op}_$mode:$ATTN_MLIR_BUNDLES" \
-        ATTN_MLIR_FUZZ_CASES=${FUZZ_CASES:-400} fuzz timeout "${FUZZ_TIMEOUT:-300}" \
-        python3 -m pytest -q -p no:cacheprovider "test/python/test_${op}_fuzz.py" 2>&1 \
-        | tee "$OUT/fuzz_${op}_$mode.log" | grep -E "passed|failed|^E +Assert" | tail -20
+      rm -f /tmp/fuzz_log.*
+      shards /tmp/fuzz_log ATTN_MLIR_BUNDLES="/tmp/fuzz_b_${op}_$mode:$ATTN_MLIR_BUNDLES"
+      cat /tmp/fuzz_log.* > "$OUT/fuzz_${op}_$mode.log"
+      grep -E "passed|failed|^E +Assert|Terminated" "$OUT/fuzz_${op}_$mode.log" | tail -20
       if [ "$mode" = torch ] && [ "${FUZZ_MEMCHECK:-0}" -gt 0 ]; then
         SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
         ATTN_MLIR_BUNDLES="/tmp/fuzz_b_${op}_$mode:$ATTN_MLIR_BUNDLES" \
