@@ -557,3 +557,25 @@ func.func @blocksparse_one_warp_programs(%q: memref<?x4x112xbf16>, %k: memref<?x
       col(%col : memref<4x?xi32>) scale(%s) out(%o3 : memref<?x4x128xbf16>) {block_size = 64 : i64, q_block_size = 16 : i64}
   return
 }
+
+// Philox dropout next to S: the sm_90a pipeline takes 64-key tiles for
+// heads up to 128 (172-180 bytes spilled at 128), and mma.sync programs of
+// 32 rows a warp halve 64-key tiles (heads of 16-32 spilled 16-156 bytes);
+// heads of 128 keep 32 there.
+// NVVM-LABEL: func.func @flash_dropout
+// NVVM: schedule = #attn.schedule<block_q = 32, block_n = 32, heads_per_program = 4, warps = 4>
+// NVVM: schedule = #attn.schedule<block_q = 32, block_n = 32, heads_per_program = 4, warps = 4>
+// HOPPER-LABEL: func.func @flash_dropout
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 32, heads_per_program = 4, warps = 4>
+func.func @flash_dropout(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
+    %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %p: f32, %seed: i64, %off: i64, %o: memref<?x32x128xbf16>,
+    %q2: memref<?x16x32xbf16>, %k2: memref<?x4x32xbf16>, %v2: memref<?x4x32xbf16>, %o2: memref<?x16x32xbf16>) {
+  attn.flash q(%q : memref<?x32x128xbf16>) k(%k : memref<?x8x128xbf16>) v(%v : memref<?x8x128xbf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s)
+      dropout(%p, %seed, %off) out(%o : memref<?x32x128xbf16>) {causal}
+  attn.flash q(%q2 : memref<?x16x32xbf16>) k(%k2 : memref<?x4x32xbf16>) v(%v2 : memref<?x4x32xbf16>)
+      cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s)
+      dropout(%p, %seed, %off) out(%o2 : memref<?x16x32xbf16>)
+  return
+}

@@ -306,6 +306,14 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   if (auto flash = dyn_cast<FlashOp>(op);
       target == "nvvm" && flash && flash.getQuantizeTo() && !warpgroups)
     keys = std::min<int64_t>(keys, 32);
+  // Philox dropout draws next to two 16-row fragments of S in each warp
+  // (mma.sync programs of 32 rows a warp): heads of 16-32 spilled 16-156
+  // bytes at 64 keys (sm_80, sm_89, sm_90a) and heads of 80 12 at 32
+  // (sm_90a); half the keys fit. Heads of 128 fit 32.
+  if (auto flash = dyn_cast<FlashOp>(op);
+      target == "nvvm" && flash && flash.getDropoutP() && warps &&
+      blockQ * pack / warps >= 32 && (keys >= 64 || midHead))
+    keys = std::max<int64_t>(16, keys / 2);
   if (auto sparse = dyn_cast<BlockSparseOp>(op))
     keys = std::min(keys, sparseKeyLimit(sparse));
   // sm_90a flash over dense K/V stored like Q (f16/bf16, contiguous rows):
@@ -398,6 +406,11 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     auto flash = dyn_cast<FlashOp>(op);
     if (flash && flash.getBias() && headDim > 64)
       keys = 64;
+    // Philox dropout draws next to them: heads of 64 spilled 8-20 bytes
+    // and heads of 128 172-180 at 128 keys, heads of 192 16-28 at 64
+    // (sm_90a; the flash fuzzer's kernels); 64 and 32 fit.
+    if (flash && flash.getDropoutP())
+      keys = std::min<int64_t>(keys, headDim <= 128 ? 64 : 32);
     bool persistent = flash && op->hasAttr(kShortSequencesHint) &&
                       headDim <= 128 && !flash.getBias() &&
                       !flash.getDropoutP() && !flash.getLse();
