@@ -15,6 +15,11 @@ Cases (bf16, S = 8192 tokens in one sequence):
   flash-dropout-32    flash, heads of 32, GQA 16/1, dropout 0.1: mma.sync
                       programs of 8 tokens x 16 heads at the plan's 32 keys
                       against the 64 before (spilled 16-156 B)
+  prefix-d256-gqa5    prefix prefill, heads of 256, 40 query heads over 8
+                      KV heads (programs of 125 rows), 8 sequences of 512
+                      new tokens over 1536 cached in pages of 16: the
+                      plan's 16 keys against the 32 before (spilled 156 B
+                      with ALiBi, 92 with a window)
   sparse-d192-b128    block-sparse, heads of 192, blocks of 128, per-head
                       layouts: 8 warps at 64 keys (spilled 260-284 B)
                       against 32
@@ -50,6 +55,9 @@ CASES = {
         "plan": None,
         "keys-64": dict(block_q=8, block_n=64, heads_per_program=16,
                         warps=4)}),
+    "prefix-d256-gqa5": ("prefix", 256, 40, 8, dict(), {
+        "plan": None,
+        "keys-32": dict(block_q=25, block_n=32, heads_per_program=5)}),
     "sparse-d192-b128": ("sparse", 192, 8, 8, dict(block=128, q_block=128), {
         "plan": None,
         "keys-32": dict(block_q=128, block_n=32, heads_per_program=1,
@@ -96,6 +104,19 @@ def make(name, seq, array):
         return q, lambda o, sched: ops.flash(
             q, k, v, cu, cu, o, scale=scale, causal=extra["causal"],
             dropout=(0.1, 1234, 0), schedule=sched)
+    if op == "prefix":
+        # 8 sequences of seq / 16 new tokens over 3x as many cached ones.
+        b, new = 8, seq // 16
+        ctx, page = 3 * new, 16
+        pages = b * ctx // page
+        q, k, v = (array((b * new, h, d)) for h in (hq, hk, hk))
+        kc, vc = array((pages, hk, d // 8, page, 8)), array((pages, hk, d, page))
+        table = array(np.arange(pages, dtype=np.int32).reshape(b, -1))
+        starts = array(np.arange(0, b * new + 1, new, dtype=np.int32))
+        lens = array(np.full(b, ctx + new, np.int32))
+        return q, lambda o, sched: ops.prefix_prefill(
+            q, k, v, kc, vc, table, starts, lens, o, scale=scale,
+            schedule=sched)
     crow, col = (array(x) for x in layout(seq, hq, extra["block"],
                                           extra["q_block"]))
     return q, lambda o, sched: ops.blocksparse(

@@ -579,3 +579,17 @@ func.func @flash_dropout(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v
       dropout(%p, %seed, %off) out(%o2 : memref<?x16x32xbf16>)
   return
 }
+
+// Prefix prefill of heads over 128 with GQA 5 (programs of 125 rows, outside
+// the 128-row rule): 16-key tiles, as 128-row ones (32 spilled 28-156 bytes
+// on sm_90a).
+// NVVM-LABEL: func.func @prefix_d256_gqa5
+// NVVM: schedule = #attn.schedule<block_q = 25, block_n = 16, heads_per_program = 5>
+// HOPPER-LABEL: func.func @prefix_d256_gqa5
+// HOPPER: schedule = #attn.schedule<block_q = 25, block_n = 16, heads_per_program = 5>
+func.func @prefix_d256_gqa5(%q: memref<?x10x256xbf16>, %k: memref<?x2x256xbf16>, %v: memref<?x2x256xbf16>,
+    %kc: memref<?x2x32x16x8xbf16>, %vc: memref<?x2x256x16xbf16>, %bt: memref<?x?xi32>, %qs: memref<?xi32>,
+    %sl: memref<?xi32>, %s: f32, %o: memref<?x10x256xbf16>) {
+  attn.prefix_prefill q(%q : memref<?x10x256xbf16>) k(%k : memref<?x2x256xbf16>) v(%v : memref<?x2x256xbf16>) k_cache(%kc : memref<?x2x32x16x8xbf16>) v_cache(%vc : memref<?x2x256x16xbf16>) block_table(%bt : memref<?x?xi32>) query_start(%qs : memref<?xi32>) seq_lens(%sl : memref<?xi32>) scale(%s) out(%o : memref<?x10x256xbf16>)
+  return
+}

@@ -72,7 +72,7 @@ def run_case(rng, *, dtype="bf16", d=64, hq=8, hk=2, block_size=16,
 @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
 @pytest.mark.parametrize("d,hq,hk", [(24, 4, 4), (64, 8, 2), (80, 10, 2),
                                      (96, 8, 1), (128, 8, 8), (256, 4, 1),
-                                     (256, 8, 1)])
+                                     (256, 8, 1), (256, 10, 2), (192, 6, 1)])
 def test_dtype_headdim_gqa(dtype, d, hq, hk):
     o, ref = run_case(np.random.default_rng(d + hq), dtype=dtype, d=d, hq=hq, hk=hk)
     check(o, ref, dtype, "prefix prefill")

@@ -269,6 +269,13 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   // staging dequantizes (fp8 caches).
   if (target != "cpu" && !warps && headDim > 128)
     keys /= converted ? 4 : 2;
+  // Packed heads that do not divide 128 (GQA 3, 5, 6, 7) leave prefix
+  // programs of 120-126 rows outside the rule above: the same paged walk
+  // over heads over 128 spilled 28-156 bytes there at 32 keys on sm_90a
+  // (the prefix fuzzer's kernels); 16 fit.
+  if (target == "nvvm" && prefill && !warps && !converted &&
+      isa<PrefixPrefillOp>(op) && headDim > 128 && blockQ * pack > 64)
+    keys = 16;
   // Block-sparse programs of one or two warps (16-32 rows: small query
   // blocks of one head, or a few packed heads' rows): ptxas gives their
   // 32-64 threads 255 registers and still spilled on sm_90a at 64 keys for
