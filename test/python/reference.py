@@ -123,14 +123,21 @@ needs_cpu_kernels = pytest.mark.skipif(
            f"{_CPU_TOOLCHAIN_PROBLEM}")
 
 
-def check(out, ref, dtype, what="", tol=None):
+def check(out, ref, dtype, what="", tol=None, bound=None):
     """|out - ref| within the dtype's rounding (or `tol`), relative to
-    max(1, |ref|)."""
+    max(1, |ref|); and, where `bound` (absolute, element by element) is
+    given, within that too."""
     if RECORDING_ONLY:
         return 0.0
     out = f64(out)
     assert not np.isnan(out).any(), f"{what}: NaN in output (unwritten rows?)"
-    err = np.abs(out - ref).max() if out.size else 0.0
-    bound = (tol or TOL[dtype]) * max(1.0, np.abs(ref).max() if ref.size else 0.0)
-    assert err <= bound, f"{what}: max error {err:.3g} > {bound:.3g}"
+    diff = np.abs(out - ref)
+    err = diff.max() if out.size else 0.0
+    limit = (tol or TOL[dtype]) * max(1.0, np.abs(ref).max() if ref.size else 0.0)
+    assert err <= limit, f"{what}: max error {err:.3g} > {limit:.3g}"
+    if bound is not None and out.size:
+        at = np.unravel_index(np.argmax(diff - bound), diff.shape)
+        assert diff[at] <= bound[at], (
+            f"{what}: error {diff[at]:.3g} > bound {bound[at]:.3g} at {at} "
+            f"(ref {ref[at]:.3g})")
     return err

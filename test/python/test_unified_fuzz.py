@@ -87,11 +87,12 @@ def poisoned_output(rng, shape, dtype, fp8):
         float(rng.uniform(0.005, 0.05))
 
 
-def check_fp8_output(o, ref, out_scale, what, tol=None):
-    """Section 6: o is ref / out_scale clamped to the e4m3 range."""
-    bound = F8_MAX["f8E4M3FN"] * out_scale
-    return check(f64(o) * out_scale, np.clip(ref, -bound, bound), "f8E4M3FN",
-                 what, tol=tol)
+def check_fp8_output(o, ref, out_scale, what, tol=None, bound=None):
+    """Section 6: o is ref / out_scale clamped to the e4m3 range (`tol`,
+    `bound` as reference.check's)."""
+    lim = F8_MAX["f8E4M3FN"] * out_scale
+    return check(f64(o) * out_scale, np.clip(ref, -lim, lim), "f8E4M3FN",
+                 what, tol=tol, bound=bound)
 
 
 def call(fn, args, kw, out):
