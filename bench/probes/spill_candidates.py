@@ -20,6 +20,10 @@ Cases (bf16, S = 8192 tokens in one sequence):
                       new tokens over 1536 cached in pages of 16: the
                       plan's 16 keys against the 32 before (spilled 156 B
                       with ALiBi, 92 with a window)
+  prefix-d112-gqa8    prefix prefill as above, heads of 112, 64 query heads
+                      over 8 KV heads: 4 warps of 32 rows at 32 keys
+                      (spilled 24 B, 72 with ALiBi) against 8 warps of 16,
+                      and 4 warps at 16 keys
   sparse-d192-b128    block-sparse, heads of 192, blocks of 128, per-head
                       layouts: 8 warps at 64 keys (spilled 260-284 B)
                       against 32
@@ -58,6 +62,12 @@ CASES = {
     "prefix-d256-gqa5": ("prefix", 256, 40, 8, dict(), {
         "plan": None,
         "keys-32": dict(block_q=25, block_n=32, heads_per_program=5)}),
+    "prefix-d112-gqa8": ("prefix", 112, 64, 8, dict(), {
+        "plan": None,
+        "warps-8": dict(block_q=16, block_n=32, heads_per_program=8,
+                        warps=8),
+        "keys-16": dict(block_q=16, block_n=16, heads_per_program=8,
+                        warps=4)}),
     "sparse-d192-b128": ("sparse", 192, 8, 8, dict(block=128, q_block=128), {
         "plan": None,
         "keys-32": dict(block_q=128, block_n=32, heads_per_program=1,
