@@ -10,20 +10,27 @@ reading, not a benchmark:
 
 Cases (bf16, S = 8192 tokens in one sequence):
   flash-dropout-128   flash, causal, heads of 128, GQA 32/8, dropout 0.1:
-                      the Hopper pipeline at the plan's 64 keys against the
-                      128 it took before (spilled 172-180 B)
+                      the Hopper pipeline at 128 keys (the plan; spills
+                      172-196 B) and 64
+  flash-nodrop-128    the same call without dropout (the Hopper pipeline's
+                      plan for it; its GPU plan may differ from a host
+                      recording's: record on the GPU)
   flash-dropout-32    flash, heads of 32, GQA 16/1, dropout 0.1: mma.sync
-                      programs of 8 tokens x 16 heads at the plan's 32 keys
-                      against the 64 before (spilled 16-156 B)
+                      programs of 8 tokens x 16 heads at 64 keys (the plan;
+                      spills 16-156 B) and 32
   prefix-d256-gqa5    prefix prefill, heads of 256, 40 query heads over 8
                       KV heads (programs of 125 rows), 8 sequences of 512
                       new tokens over 1536 cached in pages of 16: the
-                      plan's 16 keys against the 32 before (spilled 156 B
-                      with ALiBi, 92 with a window)
+                      plan's 32 keys (spills 100 B; 156 with ALiBi) against
+                      16
   prefix-d112-gqa8    prefix prefill as above, heads of 112, 64 query heads
                       over 8 KV heads: 4 warps of 32 rows at 32 keys
                       (spilled 24 B, 72 with ALiBi) against 8 warps of 16,
                       and 4 warps at 16 keys
+  prefix-d256-gqa8    prefix prefill as above, heads of 256, 64 query heads
+                      over 8 KV heads: sm_90a's warpgroup programs of 32
+                      tokens x 4 heads at the plan's 64 keys (spilled
+                      24-172 B with ALiBi or a window) against 32
   sparse-d192-b128    block-sparse, heads of 192, blocks of 128, per-head
                       layouts: 8 warps at 64 keys (spilled 260-284 B)
                       against 32
@@ -33,6 +40,8 @@ Cases (bf16, S = 8192 tokens in one sequence):
   sparse-d112-q16-b64 block-sparse, heads of 112, query blocks of 16 over key
                       blocks of 64: the plan's 32 keys (no spill) against
                       the 64 it gave before (spilled 548 B)
+  sparse-d192-q16-b64 as sparse-d112-q16-b64 with heads of 192: the plan's
+                      16 keys against 32 (spilled 172-456 B)
 Prints microseconds a round and each variant's largest difference from the
 plan's output relative to max |out|."""
 import math
@@ -54,20 +63,30 @@ CASES = {
     "flash-dropout-128": ("flash", 128, 32, 8, dict(causal=True), {
         "plan": None,
         "keys-128": dict(block_q=32, block_n=128, heads_per_program=4,
-                         warps=8, **WS)}),
+                         warps=8, **WS),
+        "keys-64": dict(block_q=32, block_n=64, heads_per_program=4,
+                        warps=8, **WS)}),
+    "flash-nodrop-128": ("flash", 128, 32, 8,
+                         dict(causal=True, dropout=False), {"plan": None}),
     "flash-dropout-32": ("flash", 32, 16, 1, dict(causal=False), {
         "plan": None,
         "keys-64": dict(block_q=8, block_n=64, heads_per_program=16,
+                        warps=4),
+        "keys-32": dict(block_q=8, block_n=32, heads_per_program=16,
                         warps=4)}),
     "prefix-d256-gqa5": ("prefix", 256, 40, 8, dict(), {
         "plan": None,
-        "keys-32": dict(block_q=25, block_n=32, heads_per_program=5)}),
+        "keys-16": dict(block_q=25, block_n=16, heads_per_program=5)}),
     "prefix-d112-gqa8": ("prefix", 112, 64, 8, dict(), {
         "plan": None,
         "warps-8": dict(block_q=16, block_n=32, heads_per_program=8,
                         warps=8),
         "keys-16": dict(block_q=16, block_n=16, heads_per_program=8,
                         warps=4)}),
+    "prefix-d256-gqa8": ("prefix", 256, 64, 8, dict(), {
+        "plan": None,
+        "keys-32": dict(block_q=32, block_n=32, heads_per_program=4,
+                        warps=8)}),
     "sparse-d192-b128": ("sparse", 192, 8, 8, dict(block=128, q_block=128), {
         "plan": None,
         "keys-32": dict(block_q=128, block_n=32, heads_per_program=1,
@@ -78,6 +97,10 @@ CASES = {
                         warps=8),
         "keys-16": dict(block_q=128, block_n=16, heads_per_program=1,
                         warps=4)}),
+    "sparse-d192-q16-b64": ("sparse", 192, 8, 8,
+                            dict(block=64, q_block=16), {
+        "plan": None,
+        "keys-32": dict(block_q=16, block_n=32, heads_per_program=1)}),
     "sparse-d112-q16-b64": ("sparse", 112, 8, 8, dict(block=64, q_block=16), {
         "plan": None,
         "keys-64": dict(block_q=16, block_n=64, heads_per_program=1)}),
@@ -111,9 +134,10 @@ def make(name, seq, array):
     cu = array(np.array([0, seq], np.int32))
     scale = 1 / math.sqrt(d)
     if op == "flash":
+        drop = (0.1, 1234, 0) if extra.get("dropout", True) else None
         return q, lambda o, sched: ops.flash(
             q, k, v, cu, cu, o, scale=scale, causal=extra["causal"],
-            dropout=(0.1, 1234, 0), schedule=sched)
+            dropout=drop, schedule=sched)
     if op == "prefix":
         # 8 sequences of seq / 16 new tokens over 3x as many cached ones.
         b, new = 8, seq // 16

@@ -262,3 +262,19 @@ func.func @blocksparse_two_layout_rows_without_pipeline(%q: memref<?x4x128xbf16>
   attn.blocksparse q(%q : memref<?x4x128xbf16>) k(%q : memref<?x4x128xbf16>) v(%q : memref<?x4x128xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%cq : memref<?xi32>) crow(%crow : memref<4x?xi32>) col(%col : memref<4x?xi32>) scale(%s) out(%o : memref<?x4x128xbf16>) {block_size = 64 : i64, schedule = #attn.schedule<block_q = 128, block_n = 64, heads_per_program = 1, warps = 8>}
   return
 }
+
+// -----
+
+// Philox dropout (docs/semantics.md, section 7) multiplies in 32 bits on
+// NVVM: the high words through mul.hi.u32, the low ones as i32 products. A
+// 64-bit product left its xors and the counter in 64-bit PTX.
+// CHECK-LABEL: gpu.func @dropout_philox
+// CHECK-NOT: arith.extui {{.*}} : i32 to i64
+// CHECK: llvm.call_intrinsic "llvm.nvvm.mulhi.ui"(%{{.*}}, %{{.*}}) : (i32, i32) -> i32
+// CHECK-NEXT: arith.muli %{{.*}}, %{{.*}} : i32
+// CHECK-NOT: arith.extui {{.*}} : i32 to i64
+// CHECK: gpu.return
+func.func @dropout_philox(%q: memref<?x4x64xbf16>, %k: memref<?x4x64xbf16>, %v: memref<?x4x64xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %p: f32, %seed: i64, %off: i64, %o: memref<?x4x64xbf16>) {
+  attn.flash q(%q : memref<?x4x64xbf16>) k(%k : memref<?x4x64xbf16>) v(%v : memref<?x4x64xbf16>) cu_seqlens_q(%cq : memref<?xi32>) cu_seqlens_k(%ck : memref<?xi32>) scale(%s) dropout(%p, %seed, %off) out(%o : memref<?x4x64xbf16>)
+  return
+}

@@ -558,17 +558,17 @@ func.func @blocksparse_one_warp_programs(%q: memref<?x4x112xbf16>, %k: memref<?x
   return
 }
 
-// Philox dropout keeps the tiles of flash without it, although ptxas spills
-// beside the draws (sm_90a pipeline at 128 keys: 172-180 bytes for heads of
-// 128; 32-row mma.sync warps at 64 keys: 16-156 bytes for heads of 16-32):
-// the spill-free halves were slower on H200 (4977 against 4530 us, 4638
-// against 4494; bench/results/2026-12-02-h200-spill-candidates.log).
+// Philox dropout next to S: the sm_90a pipeline takes 64-key tiles for
+// heads up to 128 (172-196 bytes spilled at 128), and mma.sync programs of
+// 32 rows a warp halve 64-key tiles (heads of 16-32 spilled 16-156 bytes);
+// heads of 128 keep 32 there. On H200 these ran 1.18x and 1.09x faster
+// than the spilling tiles (bench/results/2026-12-02-h200-session34.md).
 // NVVM-LABEL: func.func @flash_dropout
 // NVVM: schedule = #attn.schedule<block_q = 32, block_n = 32, heads_per_program = 4, warps = 4>
-// NVVM: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 4>
+// NVVM: schedule = #attn.schedule<block_q = 32, block_n = 32, heads_per_program = 4, warps = 4>
 // HOPPER-LABEL: func.func @flash_dropout
-// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 128, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>
-// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 4>
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 64, heads_per_program = 4, warps = 8, tma = true, producer_warps = 4, pingpong = true>
+// HOPPER: schedule = #attn.schedule<block_q = 32, block_n = 32, heads_per_program = 4, warps = 4>
 func.func @flash_dropout(%q: memref<?x32x128xbf16>, %k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>,
     %cq: memref<?xi32>, %ck: memref<?xi32>, %s: f32, %p: f32, %seed: i64, %off: i64, %o: memref<?x32x128xbf16>,
     %q2: memref<?x16x32xbf16>, %k2: memref<?x4x32xbf16>, %v2: memref<?x4x32xbf16>, %o2: memref<?x16x32xbf16>) {

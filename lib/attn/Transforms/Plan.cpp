@@ -306,6 +306,15 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
   if (auto flash = dyn_cast<FlashOp>(op);
       target == "nvvm" && flash && flash.getQuantizeTo() && !warpgroups)
     keys = std::min<int64_t>(keys, 32);
+  // Philox dropout draws next to two 16-row fragments of S in each warp
+  // (mma.sync programs of 32 rows a warp): heads of 16-32 spilled 16-156
+  // bytes at 64 keys (sm_80, sm_89, sm_90a) and heads of 80 12 at 32
+  // (sm_90a); half the keys fit, and on H200 ran 1.09x faster (heads of 32;
+  // bench/results/2026-12-02-h200-session34.md). Heads of 128 fit 32.
+  if (auto flash = dyn_cast<FlashOp>(op);
+      target == "nvvm" && flash && flash.getDropoutP() && warps &&
+      blockQ * pack / warps >= 32 && (keys >= 64 || midHead))
+    keys = std::max<int64_t>(16, keys / 2);
   if (auto sparse = dyn_cast<BlockSparseOp>(op))
     keys = std::min(keys, sparseKeyLimit(sparse));
   // sm_90a flash over dense K/V stored like Q (f16/bf16, contiguous rows):
@@ -398,9 +407,13 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
     auto flash = dyn_cast<FlashOp>(op);
     if (flash && flash.getBias() && headDim > 64)
       keys = 64;
-    // (Dropout keeps 128: ptxas spills 172-180 bytes beside the Philox
-    // draws at heads of 128, yet 64-key tiles, which fit, ran 1.10x slower
-    // on H200; bench/results/2026-12-02-h200-spill-candidates.log.)
+    // Philox dropout draws next to them: heads of 64 spilled 8-20 bytes
+    // and heads of 128 172-196 at 128 keys, heads of 192 16-28 at 64
+    // (sm_90a; the flash fuzzer's kernels); 64 and 32 fit. With Philox in
+    // 32-bit words, 64 keys ran 1.18x faster than 128 at heads of 128 on
+    // H200 (with 64-bit products, 0.91x; session34.md).
+    if (flash && flash.getDropoutP())
+      keys = std::min<int64_t>(keys, headDim <= 128 ? 64 : 32);
     bool persistent = flash && op->hasAttr(kShortSequencesHint) &&
                       headDim <= 128 && !flash.getBias() &&
                       !flash.getDropoutP() && !flash.getLse();

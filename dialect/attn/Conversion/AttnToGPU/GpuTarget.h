@@ -188,6 +188,11 @@ public:
   virtual Value sqrt(ImplicitLocOpBuilder &b, Value x) const = 0;
   /// 1 / x through the hardware's reciprocal (about 1 ulp; rcp(inf) = 0).
   virtual Value rcp(ImplicitLocOpBuilder &b, Value x) const = 0;
+  /// The high word of the unsigned i32 product x * y (Philox dropout), or
+  /// null for LoopEmitter's 64-bit multiply.
+  virtual Value mulHiU32(ImplicitLocOpBuilder &b, Value x, Value y) const {
+    return {};
+  }
   /// The operands of kernel op `op` (with tile shape `shape`) that its
   /// program loads through tensor maps; none by default.
   virtual SmallVector<TensorMapRequest>

@@ -81,6 +81,11 @@ public:
   /// reciprocal and fma an element (the factors are per program), no overflow
   /// (exp2 saturates to inf, whose reciprocal is 0) and no NaN of its own.
   Value scaledTanh(Value x, Value a, Value c);
+  /// The high 32 bits of the 64-bit product of unsigned i32 values: the
+  /// target's instruction where it set one (setMulHiU32), else a 64-bit
+  /// multiply (which LLVM's instcombine leaves in 64 bits on NVPTX). A
+  /// hook that returns null takes the multiply too.
+  Value mulHiU32(Value x, Value y);
 
   /// Targets without libm (GPUs) route the transcendental functions to their
   /// hardware instructions; tanh is then built from exp2 and rcp.
@@ -95,6 +100,10 @@ public:
   }
   void setLog2(std::function<Value(ImplicitLocOpBuilder &, Value)> fn) {
     log2Fn = std::move(fn);
+  }
+  void setMulHiU32(
+      std::function<Value(ImplicitLocOpBuilder &, Value, Value)> fn) {
+    mulHiFn = std::move(fn);
   }
 
   // Control flow. Bodies run with the insertion point inside the region.
@@ -167,6 +176,7 @@ private:
   ImplicitLocOpBuilder &b;
   std::function<Value(ImplicitLocOpBuilder &, Value)> exp2Fn, sqrtFn, log2Fn,
       rcpFn;
+  std::function<Value(ImplicitLocOpBuilder &, Value, Value)> mulHiFn;
 };
 
 } // namespace mlir::attn

@@ -11,10 +11,13 @@
 
 namespace mlir::attn {
 
+class LoopEmitter;
+
 /// Triton's `tl.rand(seed, offset)`: Philox-4x32-10 keyed by the i64 `seed`,
 /// counter (low 32 bits of the i64 `offset`, 0, 0, 0), first word mapped to
-/// [0, 1) as f32 (docs/semantics.md, section 7).
-Value emitPhiloxUniform(ImplicitLocOpBuilder &b, Value seed, Value offset);
+/// [0, 1) as f32 (docs/semantics.md, section 7). Multiplies through
+/// `e.mulHiU32`.
+Value emitPhiloxUniform(LoopEmitter &e, Value seed, Value offset);
 
 } // namespace mlir::attn
 

@@ -351,6 +351,9 @@ struct ConvertAttnToGPUPass
     e.setRcp([&](ImplicitLocOpBuilder &ib, Value x) {
       return gpuTarget.rcp(ib, x);
     });
+    e.setMulHiU32([&](ImplicitLocOpBuilder &ib, Value x, Value y) {
+      return gpuTarget.mulHiU32(ib, x, y);
+    });
     std::unique_ptr<ProgramTarget> programs =
         gpuTarget.programs(entry, shared, computeType, launch, maps);
     if (failed(emitAttnOp(e, *programs, clone)))

@@ -98,6 +98,17 @@ Value LoopEmitter::sqrt(Value x) {
 Value LoopEmitter::rcp(Value x) {
   return rcpFn ? rcpFn(b, x) : divF(f32(1.0), x);
 }
+Value LoopEmitter::mulHiU32(Value x, Value y) {
+  if (mulHiFn)
+    if (Value hi = mulHiFn(b, x, y))
+      return hi;
+  Type i64 = b.getI64Type();
+  Value p = arith::MulIOp::create(b, arith::ExtUIOp::create(b, i64, x),
+                                  arith::ExtUIOp::create(b, i64, y));
+  Value shift = arith::ConstantOp::create(b, b.getI64IntegerAttr(32));
+  return arith::TruncIOp::create(b, b.getI32Type(),
+                                 arith::ShRUIOp::create(b, p, shift));
+}
 Value LoopEmitter::scaledTanh(Value x, Value a, Value c) {
   if (!exp2Fn)
     return mulF(math::TanhOp::create(b, mulF(x, a)), c);

@@ -3,7 +3,10 @@
 
 #include "attn/Conversion/AttnToSCF/Philox.h"
 
+#include "attn/Conversion/AttnToSCF/LoopEmitter.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -17,19 +20,23 @@ Value cf(ImplicitLocOpBuilder &b, double v) {
 }
 } // namespace
 
-Value mlir::attn::emitPhiloxUniform(ImplicitLocOpBuilder &b, Value seed,
+Value mlir::attn::emitPhiloxUniform(LoopEmitter &e, Value seed,
                                     Value offset) {
-  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  ImplicitLocOpBuilder &b = e.builder();
+  Type i32 = b.getI32Type();
   auto c64 = [&](int64_t v) {
     return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
   };
   auto lo32 = [&](Value v64) { return arith::TruncIOp::create(b, i32, v64); };
-  // 32x32 -> 64-bit product of unsigned words, split into (hi, lo).
+  // 32x32 -> 64-bit product of unsigned words as (hi, lo), each in 32 bits:
+  // kept as one 64-bit product, the xors of the next round widen to 64 bits
+  // too (instcombine), and NVPTX multiplies the counter in 64 bits.
   auto mulHiLo = [&](uint32_t a, Value x) {
-    Value p =
-        arith::MulIOp::create(b, c64(a), arith::ExtUIOp::create(b, i64, x));
-    return std::pair<Value, Value>{lo32(arith::ShRUIOp::create(b, p, c64(32))),
-                                   lo32(p)};
+    if (matchPattern(x, m_Zero())) // the first round's zero words
+      return std::pair<Value, Value>{x, x};
+    Value m = c32(b, static_cast<int32_t>(a));
+    return std::pair<Value, Value>{e.mulHiU32(x, m),
+                                   arith::MulIOp::create(b, x, m)};
   };
   Value k0 = lo32(seed);
   Value k1 = lo32(arith::ShRUIOp::create(b, seed, c64(32)));

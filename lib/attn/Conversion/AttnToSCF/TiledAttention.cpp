@@ -242,7 +242,7 @@ Value AttentionMath::dropoutKeep(const ProgramRows &rows, Value row,
       e.add(e.mul(rows.batch, e.idx(f.numQueryHeads)), headOf(rows, row));
   Value linear = e.add(e.mul(e.add(e.mul(bh, rows.lenQ), i), rows.lenK), key);
   Value counter = arith::AddIOp::create(b, f.philoxOffset, i64(linear));
-  Value u = emitPhiloxUniform(b, f.philoxSeed, counter);
+  Value u = emitPhiloxUniform(e, f.philoxSeed, counter);
   return e.cmpF(arith::CmpFPredicate::OGT, u, f.dropoutP);
 }
 

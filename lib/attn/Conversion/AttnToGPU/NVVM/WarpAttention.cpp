@@ -932,6 +932,14 @@ public:
                ValueRange{x})
         .getResult(0);
   }
+  Value mulHiU32(ImplicitLocOpBuilder &b, Value x, Value y) const override {
+    // mul.hi.u32 (one IMAD.HI): a 64-bit product widened Philox's xors and
+    // counter to 64-bit operations (bench/results/2026-12-02-h200-session34.md).
+    return LLVM::CallIntrinsicOp::create(b, b.getI32Type(),
+                                         b.getStringAttr("llvm.nvvm.mulhi.ui"),
+                                         ValueRange{x, y})
+        .getResult(0);
+  }
   SmallVector<TensorMapRequest>
   tensorMaps(Operation *op, const TileShape &shape, Type ct) const override {
     return warpTensorMaps(op, shape, ct, chip);
