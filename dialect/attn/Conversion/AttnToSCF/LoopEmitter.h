@@ -101,8 +101,8 @@ public:
   void setLog2(std::function<Value(ImplicitLocOpBuilder &, Value)> fn) {
     log2Fn = std::move(fn);
   }
-  void setMulHiU32(
-      std::function<Value(ImplicitLocOpBuilder &, Value, Value)> fn) {
+  void
+  setMulHiU32(std::function<Value(ImplicitLocOpBuilder &, Value, Value)> fn) {
     mulHiFn = std::move(fn);
   }
 

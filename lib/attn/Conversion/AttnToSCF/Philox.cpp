@@ -20,8 +20,7 @@ Value cf(ImplicitLocOpBuilder &b, double v) {
 }
 } // namespace
 
-Value mlir::attn::emitPhiloxUniform(LoopEmitter &e, Value seed,
-                                    Value offset) {
+Value mlir::attn::emitPhiloxUniform(LoopEmitter &e, Value seed, Value offset) {
   ImplicitLocOpBuilder &b = e.builder();
   Type i32 = b.getI32Type();
   auto c64 = [&](int64_t v) {

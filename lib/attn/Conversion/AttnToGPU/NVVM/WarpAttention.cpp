@@ -934,7 +934,8 @@ public:
   }
   Value mulHiU32(ImplicitLocOpBuilder &b, Value x, Value y) const override {
     // mul.hi.u32 (one IMAD.HI): a 64-bit product widened Philox's xors and
-    // counter to 64-bit operations (bench/results/2026-12-02-h200-session34.md).
+    // counter to 64-bit operations
+    // (bench/results/2026-12-02-h200-session34.md).
     return LLVM::CallIntrinsicOp::create(b, b.getI32Type(),
                                          b.getStringAttr("llvm.nvvm.mulhi.ui"),
                                          ValueRange{x, y})
