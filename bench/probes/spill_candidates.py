@@ -1,23 +1,24 @@
 """Times schedules of the kernel classes that spilled on sm_90a (bench/
 results/2026-12-02-h200-session33.md; found by compiling the fuzzers'
 kernels here) beside the ones ptxas compiles without spills: `plan` is
-attn-plan's, the others pinned. The flash dropout rows check plan changes
-made from ptxas's report alone (the pinned variant is the old plan's
-spilling tile there); the block-sparse rows candidates not yet taken. For
-reading, not a benchmark:
+attn-plan's, the others pinned (results: bench/results/2026-12-02-h200-
+session34.md; the plan keeps the faster of each pair). For reading, not a
+benchmark:
 
     python3 spill_candidates.py [ROUNDS] [CASE ...]
 
 Cases (bf16, S = 8192 tokens in one sequence):
   flash-dropout-128   flash, causal, heads of 128, GQA 32/8, dropout 0.1:
-                      the Hopper pipeline at 128 keys (the plan; spills
-                      172-196 B) and 64
+                      the Hopper pipeline at the plan's 64 keys against
+                      128 (spills 172-196 B)
   flash-nodrop-128    the same call without dropout (the Hopper pipeline's
                       plan for it; its GPU plan may differ from a host
                       recording's: record on the GPU)
+  flash-dropout-256   flash-dropout-128 with heads of 256: the pipeline at
+                      the plan's 32 keys against 64 (spilled 16-28 B)
   flash-dropout-32    flash, heads of 32, GQA 16/1, dropout 0.1: mma.sync
-                      programs of 8 tokens x 16 heads at 64 keys (the plan;
-                      spills 16-156 B) and 32
+                      programs of 8 tokens x 16 heads at the plan's 32
+                      keys against 64 (spilled 16-156 B)
   prefix-d256-gqa5    prefix prefill, heads of 256, 40 query heads over 8
                       KV heads (programs of 125 rows), 8 sequences of 512
                       new tokens over 1536 cached in pages of 16: the
@@ -68,6 +69,10 @@ CASES = {
                         warps=8, **WS)}),
     "flash-nodrop-128": ("flash", 128, 32, 8,
                          dict(causal=True, dropout=False), {"plan": None}),
+    "flash-dropout-256": ("flash", 256, 32, 8, dict(causal=True), {
+        "plan": None,
+        "keys-64": dict(block_q=32, block_n=64, heads_per_program=4,
+                        warps=8, tma=1, producer_warps=4)}),
     "flash-dropout-32": ("flash", 32, 16, 1, dict(causal=False), {
         "plan": None,
         "keys-64": dict(block_q=8, block_n=64, heads_per_program=16,
