@@ -409,9 +409,11 @@ mlir::attn::defaultSchedule(Operation *op, StringRef target, StringRef chip) {
       keys = 64;
     // Philox dropout draws next to them: heads of 64 spilled 8-20 bytes
     // and heads of 128 172-196 at 128 keys, heads of 192 16-28 at 64
-    // (sm_90a; the flash fuzzer's kernels); 64 and 32 fit. With Philox in
-    // 32-bit words, 64 keys ran 1.18x faster than 128 at heads of 128 on
-    // H200 (with 64-bit products, 0.91x; session34.md).
+    // (sm_90a; the flash fuzzer's kernels); 64 and 32 fit (heads of 256
+    // spill 224 bytes at either and run the same). With Philox in 32-bit
+    // words, 64 keys ran 1.18x faster than 128 at heads of 128 on H200
+    // (with 64-bit products, 0.91x; bench/results/2026-12-02-h200-
+    // session34.md).
     if (flash && flash.getDropoutP())
       keys = std::min<int64_t>(keys, headDim <= 128 ? 64 : 32);
     bool persistent = flash && op->hasAttr(kShortSequencesHint) &&
