@@ -27,9 +27,9 @@ Value mlir::attn::emitPhiloxUniform(LoopEmitter &e, Value seed, Value offset) {
     return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
   };
   auto lo32 = [&](Value v64) { return arith::TruncIOp::create(b, i32, v64); };
-  // 32x32 -> 64-bit product of unsigned words as (hi, lo), each in 32 bits:
-  // kept as one 64-bit product, the xors of the next round widen to 64 bits
-  // too (instcombine), and NVPTX multiplies the counter in 64 bits.
+  // 32x32 -> 64-bit product of unsigned words as (hi, lo), each in 32 bits
+  // (from one 64-bit product, instcombine moved the next round's xors into
+  // 64 bits as well).
   auto mulHiLo = [&](uint32_t a, Value x) {
     if (matchPattern(x, m_Zero())) // the first round's zero words
       return std::pair<Value, Value>{x, x};

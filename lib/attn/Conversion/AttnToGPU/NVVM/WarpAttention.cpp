@@ -933,9 +933,9 @@ public:
         .getResult(0);
   }
   Value mulHiU32(ImplicitLocOpBuilder &b, Value x, Value y) const override {
-    // mul.hi.u32 (one IMAD.HI): a 64-bit product widened Philox's xors and
-    // counter to 64-bit operations
-    // (bench/results/2026-12-02-h200-session34.md).
+    // mul.hi.u32: from a 64-bit product LLVM kept Philox's xors and first
+    // multiply in 64 bits of PTX; the 32-bit form's dropout kernels ran
+    // 1.06-1.20x faster on H200 (bench/results/2026-12-02-h200-session34.md).
     return LLVM::CallIntrinsicOp::create(b, b.getI32Type(),
                                          b.getStringAttr("llvm.nvvm.mulhi.ui"),
                                          ValueRange{x, y})
